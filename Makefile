@@ -1,0 +1,48 @@
+# Every target brings .venv up to date itself, so a fresh clone needs nothing else.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+TEST_PLUGINS := $(wildcard tests/fixtures/*/pyproject.toml)
+
+.PHONY: run test lint typecheck layers unit bench clean pkgtree
+
+$(STAMP): pyproject.toml setup.py $(TEST_PLUGINS)
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	for p in $(dir $(TEST_PLUGINS)); do $(BIN)/python -m pip install --quiet --no-deps "./$$p" || exit 1; done
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/pumice run-example
+
+lint: $(STAMP)
+	$(BIN)/ruff check scheduler plugins actions tests bench
+	$(BIN)/ruff format --check scheduler plugins actions tests bench
+
+# mypy and import-linter cannot follow setuptools' editable finder for a remapped package,
+# so they read a hard-link tree laid out exactly as the wheel is: build/pkgtree/pumice/...
+TREE := build/pkgtree
+pkgtree:
+	rm -rf $(TREE) && mkdir -p $(TREE)/pumice
+	cp -al scheduler/. $(TREE)/pumice/
+	for d in plugins actions conf; do cp -al $$d $(TREE)/pumice/$$d; done
+	find $(TREE) -name __pycache__ -prune -exec rm -rf {} +
+
+typecheck: $(STAMP) pkgtree
+	cd $(TREE) && ../../$(BIN)/mypy --config-file ../../pyproject.toml -p pumice
+
+layers: $(STAMP) pkgtree
+	PYTHONPATH=$(TREE) $(BIN)/lint-imports --config pyproject.toml
+
+unit: $(STAMP)
+	$(BIN)/pytest -q
+
+test: lint typecheck layers unit
+
+bench: $(STAMP)
+	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python -P $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache

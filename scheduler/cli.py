@@ -1,0 +1,47 @@
+"""The ``pumice`` command line.
+
+Each subcommand lives in the module that owns its work and exposes two functions,
+``add_arguments(parser)`` and ``run(args) -> int``; this module only wires them. Exit codes:
+0 success, 1 runtime failure, 2 bad input (flag, config, manifest).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+# subcommand -> (module, one-line help)
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "check-config": ("pumice.commands.check_config", "validate a scheduler configuration file"),
+    "plugins": ("pumice.commands.plugins", "list every plugin and action and its package"),
+    "run-example": ("pumice.commands.run_example", "load the default config and show it"),
+    "sim-cluster": ("pumice.sim.cli", "run the simulated Kubernetes API server"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pumice", description="A batch scheduler for Kubernetes.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (module, help_text) in SUBCOMMANDS.items():
+        sp = sub.add_parser(name, help=help_text, description=help_text)
+        sp.set_defaults(_module=module)
+        _load(module).add_arguments(sp)
+    return parser
+
+
+def _load(module: str) -> object:
+    return importlib.import_module(module)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    command = _load(args._module)
+    code = command.run(args)  # type: ignore[attr-defined]
+    return int(code)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
