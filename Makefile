@@ -4,10 +4,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_PLUGINS := $(wildcard tests/fixtures/*/pyproject.toml)
+TEST_PLUGIN_SOURCES := $(wildcard tests/fixtures/*/*/*.py)
 
 .PHONY: run test lint typecheck layers unit bench clean pkgtree
 
-$(STAMP): pyproject.toml setup.py $(TEST_PLUGINS)
+$(STAMP): pyproject.toml setup.py $(TEST_PLUGINS) $(TEST_PLUGIN_SOURCES)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'

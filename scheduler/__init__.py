@@ -1,9 +1,64 @@
 """pumice: a Volcano-style batch scheduler for Kubernetes.
 
 This module is the public API for plugin and action authors: import what you need from
-``pumice`` and nothing deeper.
+``pumice`` and nothing deeper. A plugin::
+
+    import numpy as np
+    from pumice import Plugin, hookimpl
+
+    class PreferLabelled(Plugin):
+        @hookimpl
+        def node_score(self, task, nodes):
+            return np.array([10.0 if "fast" in n.labels else 0.0 for n in nodes.nodes])
+
+declared in the package's ``pyproject.toml`` under ``[project.entry-points.pumice]``.
 """
+
+from pumice.framework import (
+    Action,
+    Arguments,
+    Feasibility,
+    JobInvalid,
+    Plugin,
+    PredicateResult,
+    Session,
+    Statement,
+    StatementError,
+    Vote,
+    hookimpl,
+)
+from pumice.model import (
+    ClusterSnapshot,
+    JobInfo,
+    NodeInfo,
+    NodeTable,
+    QueueInfo,
+    Resource,
+    TaskInfo,
+    TaskStatus,
+)
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+__all__ = [
+    "Action",
+    "Arguments",
+    "ClusterSnapshot",
+    "Feasibility",
+    "JobInfo",
+    "JobInvalid",
+    "NodeInfo",
+    "NodeTable",
+    "Plugin",
+    "PredicateResult",
+    "QueueInfo",
+    "Resource",
+    "Session",
+    "Statement",
+    "StatementError",
+    "TaskInfo",
+    "TaskStatus",
+    "Vote",
+    "__version__",
+    "hookimpl",
+]

@@ -1,0 +1,1 @@
+"""Subcommands of the ``pumice`` command line, one module each (see ``pumice.cli``)."""

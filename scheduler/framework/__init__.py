@@ -1,0 +1,34 @@
+"""The scheduling framework: the plugin contract, the plugin host, sessions, statements and
+configuration."""
+
+from pumice.framework.arguments import Arguments
+from pumice.framework.base import Action, Plugin
+from pumice.framework.config import ConfigError, SchedulerConfig, load_config, parse_config
+from pumice.framework.hookspecs import hookimpl
+from pumice.framework.host import PluginConflictError, PluginError, PluginHost
+from pumice.framework.results import Feasibility, JobInvalid, PredicateResult, Vote
+from pumice.framework.session import RecordingCommitter, Session, SessionError
+from pumice.framework.statement import Statement, StatementError
+
+__all__ = [
+    "Action",
+    "Arguments",
+    "ConfigError",
+    "Feasibility",
+    "JobInvalid",
+    "Plugin",
+    "PluginConflictError",
+    "PluginError",
+    "PluginHost",
+    "PredicateResult",
+    "RecordingCommitter",
+    "SchedulerConfig",
+    "Session",
+    "SessionError",
+    "Statement",
+    "StatementError",
+    "Vote",
+    "hookimpl",
+    "load_config",
+    "parse_config",
+]

@@ -1,0 +1,45 @@
+"""``pumice plugins``: every plugin and action with the package it came from."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from pumice.framework.config import ConfigError, load_config
+from pumice.framework.host import PluginConflictError, PluginHost
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config", metavar="FILE", help="apply this config's scheduler.plugins allow/deny lists"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        packages = load_config(args.config).scheduler.plugin_packages if args.config else None
+        host = PluginHost.discover(packages)
+    except (ConfigError, PluginConflictError) as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    print(render(host))
+    return 0
+
+
+def render(host: PluginHost) -> str:
+    """A table of everything the host knows, then what was skipped or denied."""
+    rows = [("NAME", "KIND", "PACKAGE", "HOOKS")]
+    for p in host.all():
+        package = f"{p.package} {p.version}".strip()
+        hooks = ", ".join(p.hooks) if p.kind == "plugin" else "execute"
+        rows.append((p.name, p.kind, package, hooks))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    lines = [
+        f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]}".rstrip()
+        for r in rows
+    ]
+    for f in host.failures:
+        lines.append(f"skipped: {f.name} from {f.package} ({f.target}): {f.error}")
+    for package in host.denied:
+        lines.append(f"denied: package {package}")
+    return "\n".join(lines)

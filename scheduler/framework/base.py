@@ -1,0 +1,37 @@
+"""Base classes for plugins and actions.
+
+Subclass ``Plugin`` and mark hook methods with ``@hookimpl``; subclass ``Action`` and
+implement ``execute``. Both are built fresh for every session from their configured
+arguments, available as ``self.arguments``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from pumice.framework.arguments import Arguments
+
+if TYPE_CHECKING:
+    from pumice.framework.session import Session
+
+
+class Plugin:
+    """A scheduling plugin. ``name`` is set from the entry-point name when it is loaded."""
+
+    name: ClassVar[str] = ""
+
+    def __init__(self, arguments: Arguments) -> None:
+        self.arguments = arguments
+
+
+class Action:
+    """A scheduling action, run once per session in the configured order."""
+
+    name: ClassVar[str] = ""
+
+    def __init__(self, arguments: Arguments) -> None:
+        self.arguments = arguments
+
+    def execute(self, session: Session) -> None:
+        """Do the action's work on ``session``."""
+        raise NotImplementedError

@@ -1,0 +1,244 @@
+"""The plugin contract: every extension point a plugin may implement.
+
+A plugin is a class (subclass of ``pumice.Plugin``) whose methods are marked with
+``@pumice.hookimpl`` and named after the hooks below. A fresh instance is built for every
+session from the plugin's configured ``arguments``; state kept on ``self`` lives for one
+session. An implementation may accept a subset of a hook's arguments (pluggy's rule), so new
+arguments can be added to a hook without breaking existing plugins.
+
+How answers combine is fixed by the framework and walks the configured tiers in order and, in
+a tier, the plugins in listed order. Each hook's docstring gives its rule; ``COMBINATION`` below
+names them, and ``HOOK_FLAGS`` names the ``enable…`` flag that switches a hook off for one plugin.
+No hook is ever called once per (task, node) pair: node hooks take the whole ``NodeTable``.
+
+Actions are plain subclasses of ``pumice.Action`` that override ``execute(session)``; they
+are found through the same entry-point group as plugins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from pumice.framework.results import JobInvalid, PredicateResult, Vote
+    from pumice.framework.session import Session
+    from pumice.model.node import NodeTable
+    from pumice.model.objects import JobInfo, QueueInfo, TaskInfo
+
+PROJECT = "pumice"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+class PluginSpec:
+    """Hooks of scheduling plugins."""
+
+    @hookspec
+    def session_open(self, session: Session) -> None:
+        """Once per session, after every plugin of every tier is built, in tier order.
+
+        Keep the session if you need it later; compute per-session state here.
+        Combination: every plugin is called.
+        """
+
+    @hookspec
+    def session_close(self, session: Session) -> None:
+        """Once per session after the last action, in tier order. Combination: every plugin."""
+
+    @hookspec
+    def queue_order_key(self, queue: QueueInfo) -> Any:
+        """A sort key for a queue: lower sorts first. Called once per queue when ordering.
+
+        Combination: the first plugin in tier order whose keys differ for two queues decides;
+        when no plugin distinguishes them, earlier creation time then name. Flag:
+        ``enableQueueOrder``.
+        """
+
+    @hookspec
+    def job_order_key(self, job: JobInfo) -> Any:
+        """A sort key for a job: lower is scheduled first. Combination as queue_order_key.
+
+        Flag: ``enableJobOrder``.
+        """
+
+    @hookspec
+    def task_order_key(self, task: TaskInfo) -> Any:
+        """A sort key for a task within its job. Combination as queue_order_key.
+
+        Flag: ``enableTaskOrder``.
+        """
+
+    @hookspec
+    def predicate(
+        self, task: TaskInfo, nodes: NodeTable
+    ) -> PredicateResult | npt.NDArray[np.bool_] | None:
+        """Which nodes may take ``task``: a boolean mask over the table's rows, or a
+        ``PredicateResult`` carrying the reason for the nodes it rejects. Once per task.
+
+        Combination: AND over every plugin of every tier; for a rejected node the reason of
+        the first plugin (tier order) that rejected it is reported. None means "no opinion".
+        Flag: ``enablePredicate``.
+        """
+
+    @hookspec
+    def node_score(self, task: TaskInfo, nodes: NodeTable) -> npt.NDArray[np.float64] | None:
+        """A score for every node (a float vector over the table's rows). Once per task.
+
+        Combination: summed over every plugin of every tier. Flag: ``enableNodeOrder``.
+        """
+
+    @hookspec
+    def best_node(
+        self, task: TaskInfo, scores: npt.NDArray[np.float64], nodes: NodeTable
+    ) -> str | None:
+        """Name the node for ``task``, or None to let the next plugin choose. ``scores`` holds
+        the summed score of each feasible node and -inf for the others.
+
+        Combination: the first plugin in tier order naming a feasible node wins; otherwise
+        the highest score, ties broken by the configured ``tieBreak``. Flag: ``enableBestNode``.
+        """
+
+    @hookspec
+    def overused(self, queue: QueueInfo) -> bool:
+        """True when the queue already holds more than it deserves.
+
+        Combination: any True makes it overused. Flag: ``enabledOverused``.
+        """
+
+    @hookspec
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        """May ``task`` be given resources on behalf of ``queue`` now?
+
+        Combination: all must agree (AND); nobody registered means True. Flag:
+        ``enabledAllocatable``.
+        """
+
+    @hookspec
+    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        """May ``task`` of ``queue`` preempt others?
+
+        Combination: AND; nobody registered means True. Flag: ``enablePreemptive``.
+        """
+
+    @hookspec
+    def job_ready(self, job: JobInfo) -> bool:
+        """Has the job got enough to run (its gang is complete)?
+
+        Combination: AND; nobody registered means True. Flag: ``enableJobReady``.
+        """
+
+    @hookspec
+    def job_pipelined(self, job: JobInfo) -> Vote:
+        """Is the job pipelined (holds or is promised enough)? A vote: PERMIT, ABSTAIN, REJECT.
+
+        Combination: any REJECT gives False at once; a PERMIT gives True at the end of its
+        tier (later tiers are not asked); all abstaining gives True. Flag:
+        ``enableJobPipelined``.
+        """
+
+    @hookspec
+    def job_enqueueable(self, job: JobInfo) -> Vote:
+        """May the job be admitted (its PodGroup moved to Inqueue)? A vote, combined as
+        job_pipelined. Flag: ``enableJobEnqueued``.
+        """
+
+    @hookspec
+    def job_starving(self, job: JobInfo) -> bool:
+        """Does the job want more resources (a candidate to preempt or reclaim for)?
+
+        Combination: decided by the first tier that has any enabled implementation: True only
+        if every implementation in that tier says True; nobody registered means False. Flag:
+        ``enableJobStarving``.
+        """
+
+    @hookspec
+    def job_valid(self, job: JobInfo) -> JobInvalid | None:
+        """None if the job may be scheduled, else a ``JobInvalid`` saying why.
+
+        Combination: the first failure in tier order is the answer. No flag.
+        """
+
+    @hookspec
+    def preemptable(
+        self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]
+    ) -> Sequence[TaskInfo] | None:
+        """Which of ``candidates`` may be evicted for ``preemptor`` (same queue). None abstains.
+
+        Combination: inside a tier the answers are intersected; an empty answer (or an empty
+        intersection) means the tier decides nothing and the next tier is asked; the first
+        tier with a non-empty answer wins. Flag: ``enablePreemptable``.
+        """
+
+    @hookspec
+    def reclaimable(
+        self, reclaimer: TaskInfo, candidates: Sequence[TaskInfo]
+    ) -> Sequence[TaskInfo] | None:
+        """Which of ``candidates`` (other queues) may be evicted for ``reclaimer``.
+
+        Combination as preemptable. Flag: ``enableReclaimable``.
+        """
+
+    @hookspec
+    def on_allocate(self, task: TaskInfo) -> None:
+        """Synchronously after a statement allocates or pipelines ``task`` (and when an
+        eviction is undone). Raising vetoes an allocate or pipeline: it is rolled back.
+        Combination: every plugin."""
+
+    @hookspec
+    def on_deallocate(self, task: TaskInfo) -> None:
+        """Synchronously after a statement evicts ``task`` or undoes its allocation.
+        Combination: every plugin."""
+
+
+HOOK_FLAGS: dict[str, str | None] = {
+    "session_open": None,
+    "session_close": None,
+    "queue_order_key": "queue_order",
+    "job_order_key": "job_order",
+    "task_order_key": "task_order",
+    "predicate": "predicate",
+    "node_score": "node_order",
+    "best_node": "best_node",
+    "overused": "overused",
+    "allocatable": "allocatable",
+    "preemptive": "preemptive",
+    "job_ready": "job_ready",
+    "job_pipelined": "job_pipelined",
+    "job_enqueueable": "job_enqueueable",
+    "job_starving": "job_starving",
+    "job_valid": None,
+    "preemptable": "preemptable",
+    "reclaimable": "reclaimable",
+    "on_allocate": None,
+    "on_deallocate": None,
+}
+"""Hook name -> the canonical flag (see ``PluginOption.flags``) that gates it, or None."""
+
+COMBINATION: dict[str, str] = {
+    "session_open": "every plugin",
+    "session_close": "every plugin",
+    "queue_order_key": "first plugin that distinguishes decides",
+    "job_order_key": "first plugin that distinguishes decides",
+    "task_order_key": "first plugin that distinguishes decides",
+    "predicate": "all must pass; first failure gives the reason",
+    "node_score": "summed",
+    "best_node": "first plugin naming a node wins",
+    "overused": "any true",
+    "allocatable": "all must agree",
+    "preemptive": "all must agree",
+    "job_ready": "all must agree",
+    "job_pipelined": "vote",
+    "job_enqueueable": "vote",
+    "job_starving": "first tier with an implementation decides",
+    "job_valid": "first failure wins",
+    "preemptable": "intersected in a tier; first non-empty tier wins",
+    "reclaimable": "intersected in a tier; first non-empty tier wins",
+    "on_allocate": "every plugin",
+    "on_deallocate": "every plugin",
+}

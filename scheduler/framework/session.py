@@ -1,0 +1,395 @@
+"""A scheduling session: one pass of the configured actions over a cluster snapshot.
+
+Opening a session builds a fresh instance of every configured plugin, tier by tier, from its
+arguments, collects the implemented hooks in tier order (leaving out those whose ``enable…``
+flag is off), and calls ``session_open`` on each plugin. The session then answers the
+actions' questions by applying the combination rule of each hook (see
+``pumice.framework.hookspecs``); hook implementations are called directly, in tier order,
+without going through pluggy's dispatch on the hot path.
+
+Errors of this module::
+
+    SessionError              a configured plugin or action is unknown or fails to start
+    PluginContractError       a plugin answered with the wrong shape or type
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import random
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from pumice.framework.arguments import Arguments
+from pumice.framework.base import Plugin
+from pumice.framework.config import PluginOption, SchedulerConfig
+from pumice.framework.hookspecs import HOOK_FLAGS, PluginSpec
+from pumice.framework.host import PluginHost
+from pumice.framework.results import Feasibility, JobInvalid, PredicateResult, Vote
+from pumice.framework.statement import Statement
+from pumice.model.objects import JobInfo, QueueInfo, TaskInfo
+from pumice.model.snapshot import ClusterSnapshot
+
+log = logging.getLogger("pumice.session")
+
+Hook = Callable[..., Any]
+
+SPEC_ARGS: dict[str, tuple[str, ...]] = {
+    name: tuple(inspect.signature(getattr(PluginSpec, name)).parameters)[1:] for name in HOOK_FLAGS
+}
+"""Each hook's arguments, in order."""
+
+
+class SessionError(Exception):
+    """A configured plugin or action is unknown or could not be started."""
+
+
+class PluginContractError(SessionError):
+    """A plugin's answer does not have the shape the contract asks for."""
+
+
+class Committer(Protocol):
+    """Where committed decisions go: the binder and evictor of the daemon, or a recorder."""
+
+    def bind(self, task: TaskInfo, node: str) -> None: ...
+
+    def evict(self, task: TaskInfo, reason: str) -> None: ...
+
+
+class RecordingCommitter:
+    """Keeps every committed decision in ``decisions`` and logs it; writes nothing."""
+
+    def __init__(self) -> None:
+        self.decisions: list[tuple[str, str, str]] = []
+
+    def bind(self, task: TaskInfo, node: str) -> None:
+        self.decisions.append(("bind", task.key, node))
+        log.info("decision: bind %s to %s", task.key, node)
+
+    def evict(self, task: TaskInfo, reason: str) -> None:
+        self.decisions.append(("evict", task.key, reason))
+        log.info("decision: evict %s (%s)", task.key, reason)
+
+
+class Session:
+    """Plugins instantiated for one cycle, the snapshot they look at, and the tier rules."""
+
+    def __init__(
+        self,
+        snapshot: ClusterSnapshot,
+        config: SchedulerConfig,
+        host: PluginHost,
+        *,
+        committer: Committer | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.uid = uuid.uuid4().hex
+        self.snapshot = snapshot
+        self.jobs = snapshot.jobs
+        self.nodes = snapshot.nodes
+        self.queues = snapshot.queues
+        self.table = snapshot.table
+        self.config = config
+        self.host = host
+        self.committer: Committer = committer if committer is not None else RecordingCommitter()
+        self.tie_break = config.scheduler.tie_break
+        self._rng = rng if rng is not None else random.Random()
+        self.plugins: list[tuple[int, PluginOption, Plugin]] = []
+        # hook -> per tier -> [(plugin name, callable taking the hook's full argument list)]
+        self._tiers: dict[str, list[list[tuple[str, Hook]]]] = {h: [] for h in HOOK_FLAGS}
+        self._flat: dict[str, list[tuple[str, Hook]]] = {h: [] for h in HOOK_FLAGS}
+        self.is_open = False
+
+    # -- life cycle -------------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        snapshot: ClusterSnapshot,
+        config: SchedulerConfig,
+        host: PluginHost,
+        *,
+        committer: Committer | None = None,
+        rng: random.Random | None = None,
+    ) -> Session:
+        """Build every configured plugin, collect its hooks, and call ``session_open``."""
+        session = cls(snapshot, config, host, committer=committer, rng=rng)
+        session._build_plugins()
+        for _, hook in session._flat["session_open"]:
+            hook(session)
+        session.is_open = True
+        return session
+
+    def close(self) -> None:
+        """Call ``session_close`` on every plugin, in tier order. Safe to call twice."""
+        if not self.is_open:
+            return
+        self.is_open = False
+        for name, hook in self._flat["session_close"]:
+            try:
+                hook(self)
+            except Exception:
+                log.exception("plugin %s failed in session_close", name)
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _build_plugins(self) -> None:
+        for tier_index, tier in enumerate(self.config.tiers):
+            for hooks in self._tiers.values():
+                hooks.append([])
+            for option in tier.plugins:
+                provided = self.host.get(option.name)
+                if provided is None or provided.kind != "plugin":
+                    raise SessionError(f"unknown plugin {option.name!r} in tier {tier_index + 1}")
+                try:
+                    instance = provided.cls(option.arguments)
+                except Exception as exc:
+                    raise SessionError(f"plugin {option.name!r} failed to start: {exc}") from exc
+                self.plugins.append((tier_index, option, instance))
+                for hook, argnames in provided.hooks.items():
+                    flag = HOOK_FLAGS[hook]
+                    if flag is not None and not option.enabled(flag):
+                        continue
+                    entry = (option.name, _adapt(getattr(instance, hook), argnames, SPEC_ARGS[hook]))
+                    self._tiers[hook][-1].append(entry)
+                    self._flat[hook].append(entry)
+
+    def run_actions(self) -> None:
+        """Run the configured actions in order, each built from its ``configurations`` entry."""
+        for name in self.config.actions:
+            provided = self.host.get(name)
+            if provided is None or provided.kind != "action":
+                raise SessionError(f"unknown action {name!r}")
+            arguments = self.config.configurations.get(name) or Arguments({})
+            action = provided.cls(arguments)
+            action.execute(self)
+
+    def implemented(self, hook: str) -> bool:
+        """Does any enabled plugin implement ``hook`` in this session?"""
+        return bool(self._flat[hook])
+
+    def statement(self) -> Statement:
+        """A new transaction over this session."""
+        return Statement(self)
+
+    # -- ordering ---------------------------------------------------------------------------
+
+    def queue_order_key(self, queue: QueueInfo) -> tuple[Any, ...]:
+        keys = [hook(queue) for _, hook in self._flat["queue_order_key"]]
+        return (*keys, queue.creation_timestamp, queue.name)
+
+    def job_order_key(self, job: JobInfo) -> tuple[Any, ...]:
+        keys = [hook(job) for _, hook in self._flat["job_order_key"]]
+        return (*keys, job.creation_timestamp, job.uid)
+
+    def task_order_key(self, task: TaskInfo) -> tuple[Any, ...]:
+        keys = [hook(task) for _, hook in self._flat["task_order_key"]]
+        return (*keys, task.creation_timestamp, task.name)
+
+    def sort_queues(self, queues: Iterable[QueueInfo]) -> list[QueueInfo]:
+        return sorted(queues, key=self.queue_order_key)
+
+    def sort_jobs(self, jobs: Iterable[JobInfo]) -> list[JobInfo]:
+        return sorted(jobs, key=self.job_order_key)
+
+    def sort_tasks(self, tasks: Iterable[TaskInfo]) -> list[TaskInfo]:
+        return sorted(tasks, key=self.task_order_key)
+
+    # -- nodes ------------------------------------------------------------------------------
+
+    def predicate(self, task: TaskInfo) -> Feasibility:
+        """Which nodes may take ``task`` (AND of every predicate; first failure's reason)."""
+        n = len(self.table)
+        mask = np.ones(n, dtype=np.bool_)
+        reasons = np.full(n, "", dtype=object)
+        for name, hook in self._flat["predicate"]:
+            answer = hook(task, self.table)
+            if answer is None:
+                continue
+            if isinstance(answer, PredicateResult):
+                passed, why = answer.mask, answer.reasons
+            else:
+                passed, why = answer, f"node(s) rejected by {name}"
+            passed = _vector(name, "predicate", passed, n, np.bool_)
+            newly = mask & ~passed
+            if newly.any():
+                if isinstance(why, str):
+                    reasons[newly] = why
+                else:
+                    reasons[newly] = _vector(name, "predicate reasons", why, n, object)[newly]
+                mask &= passed
+        return Feasibility(mask, reasons)
+
+    def node_scores(self, task: TaskInfo) -> npt.NDArray[np.float64]:
+        """The summed score of every node for ``task``."""
+        n = len(self.table)
+        total = np.zeros(n)
+        for name, hook in self._flat["node_score"]:
+            answer = hook(task, self.table)
+            if answer is not None:
+                total += _vector(name, "node_score", answer, n, np.float64)
+        return total
+
+    def best_node(
+        self,
+        task: TaskInfo,
+        scores: npt.NDArray[np.float64],
+        mask: npt.NDArray[np.bool_] | None = None,
+    ) -> str | None:
+        """The node for ``task``: the first plugin naming a feasible node, else the top score.
+
+        Ties between top scores go to the node with the smallest name (``tieBreak:
+        deterministic``) or to a random one (``random``). None when no node is feasible.
+        """
+        nodes = self.table.nodes
+        if mask is None:
+            mask = np.ones(len(nodes), dtype=np.bool_)
+        masked = np.where(mask, scores, -np.inf)
+        for name, hook in self._flat["best_node"]:
+            choice = hook(task, masked, self.table)
+            if choice is None:
+                continue
+            row = self.table._row_of.get(choice)
+            if row is not None and mask[row]:
+                return str(choice)
+            log.warning("plugin %s named node %r, which is not feasible; ignored", name, choice)
+        if not mask.any():
+            return None
+        top = np.flatnonzero(masked == masked.max())
+        if len(top) == 1:
+            return nodes[int(top[0])].name
+        if self.tie_break == "random":
+            return nodes[int(self._rng.choice(list(top)))].name
+        return min(nodes[int(i)].name for i in top)
+
+    # -- queues and jobs --------------------------------------------------------------------
+
+    def overused(self, queue: QueueInfo) -> bool:
+        return any(hook(queue) for _, hook in self._flat["overused"])
+
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return all(hook(queue, task) for _, hook in self._flat["allocatable"])
+
+    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return all(hook(queue, task) for _, hook in self._flat["preemptive"])
+
+    def job_ready(self, job: JobInfo) -> bool:
+        return all(hook(job) for _, hook in self._flat["job_ready"])
+
+    def job_pipelined(self, job: JobInfo) -> bool:
+        return self._vote("job_pipelined", job)
+
+    def job_enqueueable(self, job: JobInfo) -> bool:
+        return self._vote("job_enqueueable", job)
+
+    def _vote(self, hook_name: str, job: JobInfo) -> bool:
+        for tier in self._tiers[hook_name]:
+            permitted = False
+            for name, hook in tier:
+                vote = hook(job)
+                if vote not in (Vote.REJECT, Vote.ABSTAIN, Vote.PERMIT):
+                    raise PluginContractError(f"plugin {name} {hook_name} returned {vote!r}")
+                if vote == Vote.REJECT:
+                    return False
+                permitted = permitted or vote == Vote.PERMIT
+            if permitted:
+                return True
+        return True
+
+    def job_starving(self, job: JobInfo) -> bool:
+        for tier in self._tiers["job_starving"]:
+            if tier:
+                return all(hook(job) for _, hook in tier)
+        return False
+
+    def job_valid(self, job: JobInfo) -> JobInvalid | None:
+        for _, hook in self._flat["job_valid"]:
+            answer = hook(job)
+            if answer is not None:
+                return answer  # type: ignore[no-any-return]
+        return None
+
+    # -- victims ----------------------------------------------------------------------------
+
+    def preemptable(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+        """Victims for ``preemptor`` among ``candidates`` (per-tier intersection)."""
+        return self._victims("preemptable", preemptor, candidates)
+
+    def reclaimable(self, reclaimer: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+        """Victims for ``reclaimer`` among ``candidates`` (per-tier intersection)."""
+        return self._victims("reclaimable", reclaimer, candidates)
+
+    def _victims(
+        self, hook_name: str, initiator: TaskInfo, candidates: Sequence[TaskInfo]
+    ) -> list[TaskInfo]:
+        for tier in self._tiers[hook_name]:
+            victims: list[TaskInfo] | None = None
+            for _, hook in tier:
+                answer = hook(initiator, candidates)
+                if answer is None:
+                    continue
+                if not answer:
+                    victims = None
+                    break
+                if victims is None:
+                    victims = list(answer)
+                else:
+                    keep = {t.uid for t in answer}
+                    victims = [t for t in victims if t.uid in keep]
+                    if not victims:
+                        victims = None
+                        break
+            if victims:
+                return victims
+        return []
+
+    # -- events -----------------------------------------------------------------------------
+
+    def fire_allocate(self, task: TaskInfo) -> None:
+        """Tell every plugin that ``task`` was allocated; if one raises, the ones already told
+        are told of the deallocation, and the error propagates (a veto)."""
+        told: list[str] = []
+        for name, hook in self._flat["on_allocate"]:
+            try:
+                hook(task)
+            except Exception:
+                for other, undo in reversed(self._flat["on_deallocate"]):
+                    if other in told:
+                        undo(task)
+                raise
+            told.append(name)
+
+    def fire_deallocate(self, task: TaskInfo) -> None:
+        """Tell every plugin that ``task`` gave its resources back."""
+        for _, hook in self._flat["on_deallocate"]:
+            hook(task)
+
+
+def _adapt(method: Hook, argnames: Sequence[str], spec_args: Sequence[str]) -> Hook:
+    """Call an implementation that takes a subset of the hook's arguments positionally."""
+    if tuple(argnames) == tuple(spec_args):
+        return method
+    picks = [spec_args.index(a) for a in argnames]
+
+    def call(*args: Any) -> Any:
+        return method(*(args[i] for i in picks))
+
+    return call
+
+
+def _vector(plugin: str, what: str, value: Any, n: int, dtype: Any) -> npt.NDArray[Any]:
+    arr = np.asarray(value, dtype=dtype)
+    if arr.shape != (n,):
+        raise PluginContractError(
+            f"plugin {plugin} returned {what} of shape {arr.shape}; expected ({n},) over the nodes"
+        )
+    return arr

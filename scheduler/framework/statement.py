@@ -1,0 +1,165 @@
+"""Statements: transactions over a session.
+
+A statement records allocations, pipelines and evictions. Each operation changes the session
+at once (task status, job index, node accounting) and fires the plugins' ``on_allocate`` /
+``on_deallocate`` synchronously, so plugins that keep shares stay current. ``commit`` hands the
+decisions to the session's committer (binds and evictions); ``discard`` undoes the operations in
+reverse order.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pumice.model.node import NodeAccountingError
+from pumice.model.objects import JobInfo, TaskInfo
+from pumice.model.status import PREEMPTABLE_STATUSES, TaskStatus
+
+if TYPE_CHECKING:
+    from pumice.framework.session import Session
+
+log = logging.getLogger("pumice.statement")
+
+
+class StatementError(Exception):
+    """An operation could not be applied; the session is as it was before it."""
+
+
+class OpKind(enum.Enum):
+    ALLOCATE = "allocate"
+    PIPELINE = "pipeline"
+    EVICT = "evict"
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    kind: OpKind
+    task: TaskInfo
+    node: str
+    reason: str = ""
+    previous: TaskStatus = TaskStatus.PENDING
+
+
+class Statement:
+    """A transaction: allocate / pipeline / evict, then commit or discard."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.operations: list[Operation] = []
+
+    # -- operations -------------------------------------------------------------------------
+
+    def allocate(self, task: TaskInfo, node: str) -> None:
+        """Give ``task`` a place on ``node`` now; it must fit the node's idle resources."""
+        self._place(task, node, TaskStatus.ALLOCATED, OpKind.ALLOCATE)
+
+    def pipeline(self, task: TaskInfo, node: str) -> None:
+        """Promise ``task`` a place on ``node`` once releasing tasks have gone."""
+        self._place(task, node, TaskStatus.PIPELINED, OpKind.PIPELINE)
+
+    def _place(self, task: TaskInfo, node_name: str, status: TaskStatus, kind: OpKind) -> None:
+        if task.status != TaskStatus.PENDING:
+            raise StatementError(f"cannot {kind.value} {task.key}: it is {task.status.name}")
+        job = self._job(task)
+        node = self.session.nodes.get(node_name)
+        if node is None:
+            raise StatementError(f"cannot {kind.value} {task.key}: no node {node_name!r}")
+        task.node_name = node_name
+        job.update_task_status(task, status)
+        try:
+            node.add_task(task)
+        except NodeAccountingError as exc:
+            job.update_task_status(task, TaskStatus.PENDING)
+            task.node_name = None
+            raise StatementError(str(exc)) from exc
+        try:
+            self.session.fire_allocate(task)
+        except Exception as exc:
+            node.remove_task(task)
+            job.update_task_status(task, TaskStatus.PENDING)
+            task.node_name = None
+            raise StatementError(f"{kind.value} of {task.key} vetoed: {exc}") from exc
+        self.operations.append(Operation(kind, task, node_name))
+
+    def evict(self, task: TaskInfo, reason: str) -> None:
+        """Mark a bound or running task Releasing; its resources count as releasing."""
+        if not task.status & PREEMPTABLE_STATUSES or task.node_name is None:
+            raise StatementError(f"cannot evict {task.key}: it is {task.status.name}")
+        job = self._job(task)
+        node = self.session.nodes[task.node_name]
+        previous = task.status
+        job.update_task_status(task, TaskStatus.RELEASING)
+        node.update_task(task)
+        self.session.fire_deallocate(task)
+        self.operations.append(Operation(OpKind.EVICT, task, node.name, reason, previous))
+
+    def merge(self, other: Statement) -> None:
+        """Take over ``other``'s operations (which must be on the same session)."""
+        if other.session is not self.session:
+            raise StatementError("cannot merge statements of different sessions")
+        self.operations.extend(other.operations)
+        other.operations = []
+
+    # -- ending -----------------------------------------------------------------------------
+
+    def discard(self) -> None:
+        """Undo every operation, last first."""
+        for op in reversed(self.operations):
+            if op.kind is OpKind.EVICT:
+                self._unevict(op)
+            else:
+                self._unplace(op.task)
+        self.operations = []
+
+    def commit(self) -> list[tuple[Operation, Exception]]:
+        """Send evictions and binds to the committer; pipelines stay in the session.
+
+        An allocation becomes Binding. A committer failure undoes that one operation and is
+        returned (and logged); the rest still go.
+        """
+        failures: list[tuple[Operation, Exception]] = []
+        committer = self.session.committer
+        for op in self.operations:
+            try:
+                if op.kind is OpKind.EVICT:
+                    committer.evict(op.task, op.reason)
+                elif op.kind is OpKind.ALLOCATE:
+                    job = self._job(op.task)
+                    job.update_task_status(op.task, TaskStatus.BINDING)
+                    self.session.nodes[op.node].update_task(op.task)
+                    committer.bind(op.task, op.node)
+            except Exception as exc:
+                log.warning("commit of %s %s failed: %s", op.kind.value, op.task.key, exc)
+                failures.append((op, exc))
+                if op.kind is OpKind.EVICT:
+                    self._unevict(op)
+                else:
+                    self._unplace(op.task)
+        self.operations = []
+        return failures
+
+    # -- undo helpers -----------------------------------------------------------------------
+
+    def _unplace(self, task: TaskInfo) -> None:
+        node = self.session.nodes[task.node_name or ""]
+        node.remove_task(task)
+        self._job(task).update_task_status(task, TaskStatus.PENDING)
+        task.node_name = None
+        self.session.fire_deallocate(task)
+
+    def _unevict(self, op: Operation) -> None:
+        self._job(op.task).update_task_status(op.task, op.previous)
+        self.session.nodes[op.node].update_task(op.task)
+        try:
+            self.session.fire_allocate(op.task)
+        except Exception:
+            log.exception("a plugin failed while %s was restored", op.task.key)
+
+    def _job(self, task: TaskInfo) -> JobInfo:
+        job = self.session.jobs.get(task.job)
+        if job is None:
+            raise StatementError(f"task {task.key} belongs to no job in this session ({task.job})")
+        return job

@@ -1,0 +1,302 @@
+"""Tasks, jobs and queues: the scheduler's view of pods, PodGroups and Queues.
+
+Objects are built from plain-dict Kubernetes objects (``from_pod``, ``from_podgroup``,
+``from_queue``) or directly in code. A ``JobInfo`` owns its tasks and keeps an index by status
+and the sum of its allocated requests current as task statuses change; everything that changes a
+task's status must go through ``JobInfo.update_task_status`` so the index stays right.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from pumice.model.requests import pod_requests
+from pumice.model.resource import Resource
+from pumice.model.status import (
+    ALLOCATED_STATUSES,
+    READY_STATUSES,
+    VALID_STATUSES,
+    TaskStatus,
+    status_of_pod,
+)
+
+GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
+TASK_SPEC_KEY = "volcano.sh/task-spec"
+TASK_PRIORITY_ANNOTATION = "volcano.sh/task-priority"
+PREEMPTABLE_KEY = "volcano.sh/preemptable"
+DEFAULT_QUEUE = "default"
+
+
+def parse_timestamp(value: str | None) -> float:
+    """Seconds since the epoch for a Kubernetes RFC 3339 timestamp; 0.0 when absent."""
+    if not value:
+        return 0.0
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+
+
+def _label_or_annotation(meta: Mapping[str, Any], key: str) -> str | None:
+    annotations = meta.get("annotations") or {}
+    labels = meta.get("labels") or {}
+    value = annotations.get(key, labels.get(key))
+    return None if value is None else str(value)
+
+
+@dataclass(slots=True, eq=False)
+class TaskInfo:
+    """One pod as a unit of scheduling.
+
+    ``resreq`` is the pod's request as Kubernetes computes it (containers, init containers,
+    sidecars, overhead), in canonical units. ``job`` is the uid of the job the task belongs to.
+    """
+
+    uid: str
+    name: str
+    namespace: str = "default"
+    job: str = ""
+    resreq: Resource = field(default_factory=Resource.zero)
+    init_resreq: Resource | None = None
+    role: str = ""
+    priority: int = 1
+    preemptable: bool = True
+    status: TaskStatus = TaskStatus.PENDING
+    node_name: str | None = None
+    creation_timestamp: float = 0.0
+    pod: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.init_resreq is None:
+            self.init_resreq = self.resreq
+
+    @property
+    def key(self) -> str:
+        """``namespace/name``, as Kubernetes names a pod."""
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def best_effort(self) -> bool:
+        """True when the pod requests nothing."""
+        return self.resreq.is_empty()
+
+    @classmethod
+    def from_pod(cls, pod: Mapping[str, Any]) -> TaskInfo:
+        """Build a task from a plain-dict pod. A pod without a group is a job of its own."""
+        meta = pod.get("metadata") or {}
+        spec = pod.get("spec") or {}
+        namespace = meta.get("namespace") or "default"
+        name = meta["name"]
+        group = (meta.get("annotations") or {}).get(GROUP_NAME_ANNOTATION)
+        priority = 1 if spec.get("priority") is None else int(spec["priority"])
+        override = _label_or_annotation(meta, TASK_PRIORITY_ANNOTATION)
+        if override is not None and override.lstrip("-").isdigit():
+            priority = int(override)
+        preemptable_value = _label_or_annotation(meta, PREEMPTABLE_KEY)
+        resreq = pod_requests(pod)
+        return cls(
+            uid=meta.get("uid") or f"{namespace}/{name}",
+            name=name,
+            namespace=namespace,
+            job=f"{namespace}/{group}" if group else f"{namespace}/{name}",
+            resreq=resreq,
+            role=_label_or_annotation(meta, TASK_SPEC_KEY) or "",
+            priority=priority,
+            preemptable=preemptable_value is None or preemptable_value.lower() != "false",
+            status=status_of_pod(pod),
+            node_name=spec.get("nodeName") or None,
+            creation_timestamp=parse_timestamp(meta.get("creationTimestamp")),
+            pod=pod,
+        )
+
+    def __repr__(self) -> str:
+        return f"TaskInfo({self.key}, {self.status.name}, node={self.node_name})"
+
+
+@dataclass(slots=True, eq=False)
+class JobInfo:
+    """A gang of tasks: a PodGroup, or a lone pod as a job of one.
+
+    Readiness follows Volcano: ready tasks are those allocated, binding, bound, running or
+    succeeded; ``min_available`` of them make the job ready, and pipelined tasks count
+    towards being pipelined.
+    """
+
+    uid: str
+    name: str
+    namespace: str = "default"
+    queue: str = DEFAULT_QUEUE
+    priority: int = 0
+    min_available: int = 1
+    min_task_member: Mapping[str, int] = field(default_factory=dict)
+    min_resources: Resource | None = None
+    phase: str = "Pending"
+    creation_timestamp: float = 0.0
+    preemptable: bool = True
+    podgroup: Mapping[str, Any] | None = None
+    tasks: dict[str, TaskInfo] = field(default_factory=dict)
+    task_status_index: dict[TaskStatus, dict[str, TaskInfo]] = field(default_factory=dict)
+    allocated: Resource = field(default_factory=Resource.zero)
+    total_request: Resource = field(default_factory=Resource.zero)
+
+    @classmethod
+    def from_podgroup(cls, podgroup: Mapping[str, Any], priority: int = 0) -> JobInfo:
+        """Build an empty job from a plain-dict Volcano PodGroup; add tasks with add_task."""
+        meta = podgroup.get("metadata") or {}
+        spec = podgroup.get("spec") or {}
+        namespace = meta.get("namespace") or "default"
+        name = meta["name"]
+        min_res = spec.get("minResources")
+        return cls(
+            uid=f"{namespace}/{name}",
+            name=name,
+            namespace=namespace,
+            queue=spec.get("queue") or DEFAULT_QUEUE,
+            priority=priority,
+            min_available=int(spec.get("minMember") or 0),
+            min_task_member={str(k): int(v) for k, v in (spec.get("minTaskMember") or {}).items()},
+            min_resources=Resource.from_k8s(min_res) if min_res else None,
+            phase=(podgroup.get("status") or {}).get("phase") or "Pending",
+            creation_timestamp=parse_timestamp(meta.get("creationTimestamp")),
+            podgroup=podgroup,
+        )
+
+    # -- membership -------------------------------------------------------------------------
+
+    def add_task(self, task: TaskInfo) -> None:
+        """Add a task (its ``job`` is set to this job's uid)."""
+        if task.uid in self.tasks:
+            self.delete_task(self.tasks[task.uid])
+        task.job = self.uid
+        self.tasks[task.uid] = task
+        self.total_request = self.total_request + task.resreq
+        self._index(task)
+
+    def delete_task(self, task: TaskInfo) -> None:
+        """Remove a task; unknown tasks are ignored."""
+        known = self.tasks.pop(task.uid, None)
+        if known is None:
+            return
+        self.total_request = self.total_request.sub(known.resreq, clip=True)
+        self._unindex(known)
+
+    def update_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
+        """Move a task of this job to ``status``, keeping the index and ``allocated`` right."""
+        if task.uid not in self.tasks:
+            raise KeyError(f"task {task.key} is not in job {self.uid}")
+        self._unindex(task)
+        task.status = status
+        self._index(task)
+
+    def _index(self, task: TaskInfo) -> None:
+        self.task_status_index.setdefault(task.status, {})[task.uid] = task
+        if task.status & ALLOCATED_STATUSES:
+            self.allocated = self.allocated + task.resreq
+
+    def _unindex(self, task: TaskInfo) -> None:
+        bucket = self.task_status_index.get(task.status)
+        if bucket is not None:
+            bucket.pop(task.uid, None)
+            if not bucket:
+                del self.task_status_index[task.status]
+        if task.status & ALLOCATED_STATUSES:
+            self.allocated = self.allocated.sub(task.resreq, clip=True)
+
+    # -- counters ---------------------------------------------------------------------------
+
+    def tasks_in(self, statuses: TaskStatus) -> Iterator[TaskInfo]:
+        """Tasks whose status is any of ``statuses`` (a flag combination)."""
+        for status, bucket in self.task_status_index.items():
+            if status & statuses:
+                yield from bucket.values()
+
+    def count(self, statuses: TaskStatus) -> int:
+        """How many tasks have any of ``statuses``."""
+        return sum(len(b) for s, b in self.task_status_index.items() if s & statuses)
+
+    @property
+    def ready_task_num(self) -> int:
+        return self.count(READY_STATUSES)
+
+    @property
+    def waiting_task_num(self) -> int:
+        return self.count(TaskStatus.PIPELINED)
+
+    @property
+    def valid_task_num(self) -> int:
+        return self.count(VALID_STATUSES)
+
+    @property
+    def pending_best_effort_num(self) -> int:
+        return sum(1 for t in self.tasks_in(TaskStatus.PENDING) if t.best_effort)
+
+    def is_ready(self) -> bool:
+        """Enough tasks hold resources for the gang to run."""
+        return self.ready_task_num + self.pending_best_effort_num >= self.min_available
+
+    def is_pipelined(self) -> bool:
+        """Enough tasks hold or are promised resources."""
+        ready = self.waiting_task_num + self.ready_task_num + self.pending_best_effort_num
+        return ready >= self.min_available
+
+    def is_starving(self) -> bool:
+        """Fewer tasks hold or are promised resources than the gang needs."""
+        return self.waiting_task_num + self.ready_task_num < self.min_available
+
+    def is_pending(self) -> bool:
+        """The PodGroup has not been admitted (phase Pending or unset)."""
+        return self.phase in ("", "Pending")
+
+    def __repr__(self) -> str:
+        return f"JobInfo({self.uid}, queue={self.queue}, tasks={len(self.tasks)})"
+
+
+@dataclass(slots=True, eq=False)
+class QueueInfo:
+    """A Volcano Queue: weight, hard capability, guaranteed floor, priority and state."""
+
+    name: str
+    weight: int = 1
+    capability: Resource | None = None
+    guarantee: Resource = field(default_factory=Resource.zero)
+    deserved: Resource | None = None
+    priority: int = 0
+    state: str = "Open"
+    reclaimable: bool = True
+    parent: str | None = None
+    creation_timestamp: float = 0.0
+    queue: Mapping[str, Any] | None = None
+
+    @property
+    def uid(self) -> str:
+        return self.name
+
+    def is_open(self) -> bool:
+        return self.state == "Open"
+
+    @classmethod
+    def from_queue(cls, queue: Mapping[str, Any]) -> QueueInfo:
+        """Build from a plain-dict ``scheduling.volcano.sh/v1beta1`` Queue."""
+        meta = queue.get("metadata") or {}
+        spec = queue.get("spec") or {}
+        status = queue.get("status") or {}
+        capability = spec.get("capability")
+        deserved = spec.get("deserved")
+        guarantee = (spec.get("guarantee") or {}).get("resource")
+        reclaimable = spec.get("reclaimable")
+        return cls(
+            name=meta["name"],
+            weight=int(spec.get("weight") or 1),
+            capability=Resource.from_k8s(capability) if capability else None,
+            guarantee=Resource.from_k8s(guarantee) if guarantee else Resource.zero(),
+            deserved=Resource.from_k8s(deserved) if deserved else None,
+            priority=int(spec.get("priority") or 0),
+            state=status.get("state") or "Open",
+            reclaimable=True if reclaimable is None else bool(reclaimable),
+            parent=spec.get("parent") or None,
+            creation_timestamp=parse_timestamp(meta.get("creationTimestamp")),
+            queue=queue,
+        )
+
+    def __repr__(self) -> str:
+        return f"QueueInfo({self.name}, weight={self.weight}, state={self.state})"

@@ -1,0 +1,322 @@
+"""Every combination rule of the plugin contract, through a real Session with test plugins."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pumice import JobInvalid, PredicateResult, Vote
+from pumice.framework.session import PluginContractError
+from support.builders import add_job, cluster, make_plugin, open_session
+
+
+def const(hook: str, value: Any, log: list[Any] | None = None, tag: str = "") -> Any:
+    """A hook implementation returning ``value`` (recording ``tag`` in ``log``)."""
+    args = {
+        "overused": "self, queue",
+        "allocatable": "self, queue, task",
+        "preemptive": "self, queue, task",
+        "job_ready": "self, job",
+        "job_pipelined": "self, job",
+        "job_enqueueable": "self, job",
+        "job_starving": "self, job",
+        "job_valid": "self, job",
+    }[hook]
+    scope: dict[str, Any] = {"value": value, "log": log, "tag": tag}
+    body = "    if log is not None: log.append(tag)\n    return value\n"
+    exec(f"def f({args}):\n{body}", scope)
+    return scope["f"]
+
+
+# -- ordering ---------------------------------------------------------------------------------
+
+
+def test_job_order_first_distinguishing_plugin_decides() -> None:
+    snap = cluster()
+    a = add_job(snap, "a", created=3)
+    b = add_job(snap, "b", created=1)
+    c = add_job(snap, "c", created=2)
+    prio = {"a": 0, "b": 0, "c": 1}  # first plugin separates c from a and b only
+    size = {"a": 0, "b": 5, "c": -10}
+    plugins = {
+        "by-prio": make_plugin("ByPrio", job_order_key=lambda self, job: -prio[job.name]),
+        "by-size": make_plugin("BySize", job_order_key=lambda self, job: size[job.name]),
+    }
+    ssn = open_session(plugins, [["by-prio"], ["by-size"]], snap)
+    # c first (prio); a before b because by-size decides between them, not creation time.
+    assert [j.name for j in ssn.sort_jobs([a, b, c])] == ["c", "a", "b"]
+
+
+def test_job_order_falls_back_to_creation_time_then_name() -> None:
+    snap = cluster()
+    jobs = [add_job(snap, "z", created=1), add_job(snap, "y", created=2), add_job(snap, "x", 1)]
+    plugins = {"flat": make_plugin("Flat", job_order_key=lambda self, job: 0)}
+    ssn = open_session(plugins, [["flat"]], snap)
+    assert [j.name for j in ssn.sort_jobs(jobs)] == ["x", "z", "y"]
+
+
+def test_disabled_order_flag_removes_the_plugin_from_ordering() -> None:
+    snap = cluster()
+    jobs = [add_job(snap, "a", created=1), add_job(snap, "b", created=2)]
+    plugins = {"rev": make_plugin("Rev", job_order_key=lambda self, job: -job.creation_timestamp)}
+    on = open_session(plugins, [["rev"]], snap)
+    assert [j.name for j in on.sort_jobs(jobs)] == ["b", "a"]
+    off = open_session(plugins, [[{"name": "rev", "enableJobOrder": False}]], snap)
+    assert [j.name for j in off.sort_jobs(jobs)] == ["a", "b"]
+
+
+# -- predicates, scores, best node --------------------------------------------------------------
+
+
+def test_predicate_is_and_over_tiers_with_first_failure_reason() -> None:
+    plugins = {
+        "no-n0": make_plugin(
+            "NoN0",
+            predicate=lambda self, task, nodes: PredicateResult(
+                np.array([False, True, True]), "node(s) were n0"
+            ),
+        ),
+        "no-n0-n1": make_plugin(
+            "NoN0N1",
+            predicate=lambda self, task, nodes: PredicateResult(
+                np.array([False, False, True]), np.array(["a", "b", "c"], dtype=object)
+            ),
+        ),
+        "silent": make_plugin("Silent", predicate=lambda self, task, nodes: None),
+    }
+    snap = cluster()
+    task = next(iter(add_job(snap, "j").tasks.values()))
+    ssn = open_session(plugins, [["silent", "no-n0"], ["no-n0-n1"]], snap)
+    fit = ssn.predicate(task)
+    assert fit.mask.tolist() == [False, False, True]
+    assert fit.reasons.tolist() == ["node(s) were n0", "b", ""]
+    assert fit.message() == "1/3 nodes are available: 1 b, 1 node(s) were n0."
+
+
+def test_predicate_plain_mask_names_the_plugin_and_flag_disables_it() -> None:
+    plugins = {"odd": make_plugin("Odd", predicate=lambda self, task, nodes: np.array([1, 0, 1]))}
+    snap = cluster()
+    task = next(iter(add_job(snap, "j").tasks.values()))
+    fit = open_session(plugins, [["odd"]], snap).predicate(task)
+    assert fit.mask.tolist() == [True, False, True]
+    assert fit.reasons[1] == "node(s) rejected by odd"
+    off = open_session(plugins, [[{"name": "odd", "enablePredicate": False}]], snap)
+    assert off.predicate(task).mask.all()
+
+
+def test_predicate_of_wrong_shape_is_a_contract_error() -> None:
+    plugins = {"bad": make_plugin("Bad", predicate=lambda self, task, nodes: np.array([True]))}
+    snap = cluster()
+    task = next(iter(add_job(snap, "j").tasks.values()))
+    with pytest.raises(PluginContractError, match="bad returned predicate of shape"):
+        open_session(plugins, [["bad"]], snap).predicate(task)
+
+
+def test_node_scores_sum_over_all_tiers_and_respect_the_flag() -> None:
+    plugins = {
+        "one": make_plugin("One", node_score=lambda self, task, nodes: np.array([1.0, 2.0, 3.0])),
+        "ten": make_plugin("Ten", node_score=lambda self, task, nodes: np.array([10.0, 0, 0])),
+        "none": make_plugin("NoneScore", node_score=lambda self, task, nodes: None),
+    }
+    snap = cluster()
+    task = next(iter(add_job(snap, "j").tasks.values()))
+    ssn = open_session(plugins, [["one"], ["none", "ten"]], snap)
+    assert ssn.node_scores(task).tolist() == [11.0, 2.0, 3.0]
+    off = open_session(plugins, [["one"], [{"name": "ten", "enableNodeOrder": False}]], snap)
+    assert off.node_scores(task).tolist() == [1.0, 2.0, 3.0]
+
+
+def test_best_node_first_naming_plugin_wins_and_infeasible_choices_are_ignored() -> None:
+    plugins = {
+        "wants-n0": make_plugin("WantsN0", best_node=lambda self, task, scores, nodes: "n0"),
+        "wants-n2": make_plugin("WantsN2", best_node=lambda self, task, scores, nodes: "n2"),
+        "pass": make_plugin("Pass", best_node=lambda self, task, scores, nodes: None),
+    }
+    snap = cluster()
+    task = next(iter(add_job(snap, "j").tasks.values()))
+    ssn = open_session(plugins, [["pass", "wants-n0"], ["wants-n2"]], snap)
+    scores = np.array([0.0, 5.0, 1.0])
+    assert ssn.best_node(task, scores) == "n0"
+    # n0 not feasible: the next plugin's choice wins.
+    assert ssn.best_node(task, scores, np.array([False, True, True])) == "n2"
+
+
+def test_best_node_falls_back_to_top_score_with_tie_break() -> None:
+    snap = cluster(node_count=4)
+    task = next(iter(add_job(snap, "j").tasks.values()))
+    scores = np.array([1.0, 7.0, 3.0, 7.0])
+    plugins = {"p": make_plugin("P", node_score=lambda self, task, nodes: None)}
+    ssn = open_session(plugins, [["p"]], snap)
+    assert ssn.best_node(task, scores) == "n1"  # smallest name among n1 and n3
+    assert ssn.best_node(task, scores, np.array([True, False, True, True])) == "n3"
+    assert ssn.best_node(task, scores, np.zeros(4, dtype=bool)) is None
+    picks = set()
+    for seed in range(40):
+        rnd = open_session(
+            plugins, [["p"]], snap, scheduler={"tieBreak": "random"}, rng=random.Random(seed)
+        )
+        picks.add(rnd.best_node(task, scores))
+    assert picks == {"n1", "n3"}
+
+
+# -- queue and job decisions -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("hook", "answers", "expected", "default"),
+    [
+        ("overused", [False, True], True, False),
+        ("overused", [False, False], False, False),
+        ("allocatable", [True, False], False, True),
+        ("allocatable", [True, True], True, True),
+        ("preemptive", [True, False], False, True),
+        ("job_ready", [False, True], False, True),
+        ("job_ready", [True, True], True, True),
+    ],
+)
+def test_any_and_all_rules(hook: str, answers: list[bool], expected: bool, default: bool) -> None:
+    snap = cluster()
+    job = add_job(snap, "j")
+    task = next(iter(job.tasks.values()))
+    queue = snap.queues["default"]
+    plugins = {f"p{i}": make_plugin(f"P{i}", **{hook: const(hook, a)}) for i, a in enumerate(answers)}
+    tiers: list[list[str | dict[str, Any]]] = [["p0"], ["p1"]]
+    ssn = open_session(plugins, tiers, snap)
+    args = {"overused": (queue,), "allocatable": (queue, task), "preemptive": (queue, task)}
+    call = getattr(ssn, hook)
+    assert call(*args.get(hook, (job,))) is expected
+    empty = open_session({"x": make_plugin("X")}, [["x"]], snap)
+    assert getattr(empty, hook)(*args.get(hook, (job,))) is default
+
+
+@pytest.mark.parametrize("hook", ["job_pipelined", "job_enqueueable"])
+@pytest.mark.parametrize(
+    ("tiers", "expected", "asked"),
+    [
+        # a permit ends the walk at the end of its tier: tier 2's reject is never asked
+        ([["permit"], ["reject"]], True, ["permit"]),
+        # a reject in the same tier as a permit wins, wherever it stands
+        ([["permit", "reject"]], False, ["permit", "reject"]),
+        ([["reject", "permit"]], False, ["reject"]),
+        # abstentions pass to the next tier
+        ([["abstain"], ["reject"]], False, ["abstain", "reject"]),
+        ([["abstain"], ["abstain2"]], True, ["abstain", "abstain2"]),
+        ([["abstain", "permit"], ["reject"]], True, ["abstain", "permit"]),
+    ],
+)
+def test_vote_rules(hook: str, tiers: Any, expected: bool, asked: list[str], calls: list[Any]) -> None:
+    votes = {"permit": Vote.PERMIT, "reject": Vote.REJECT, "abstain": Vote.ABSTAIN}
+    votes["abstain2"] = Vote.ABSTAIN
+    plugins = {
+        name: make_plugin(name.title(), **{hook: const(hook, v, calls, name)})
+        for name, v in votes.items()
+    }
+    snap = cluster()
+    job = add_job(snap, "j")
+    ssn = open_session(plugins, tiers, snap)
+    assert getattr(ssn, hook)(job) is expected
+    assert calls == asked
+
+
+def test_job_enqueueable_flag_is_volcanos_enable_job_enqueued(calls: list[Any]) -> None:
+    plugins = {"no": make_plugin("No", job_enqueueable=const("job_enqueueable", Vote.REJECT))}
+    snap = cluster()
+    job = add_job(snap, "j")
+    assert open_session(plugins, [["no"]], snap).job_enqueueable(job) is False
+    tiers: Any = [[{"name": "no", "enableJobEnqueued": False}]]
+    assert open_session(plugins, tiers, snap).job_enqueueable(job) is True
+
+
+@pytest.mark.parametrize(
+    ("tiers", "expected"),
+    [
+        ([["none"], ["yes", "no"]], False),  # the first tier with an implementation decides
+        ([["yes"], ["no"]], True),  # later tiers are not consulted
+        ([["yes", "yes2"]], True),
+        ([["none"]], False),  # nobody implements it
+    ],
+)
+def test_job_starving_first_tier_with_an_implementation_decides(tiers: Any, expected: bool) -> None:
+    plugins = {
+        "yes": make_plugin("Yes", job_starving=const("job_starving", True)),
+        "yes2": make_plugin("Yes2", job_starving=const("job_starving", True)),
+        "no": make_plugin("No", job_starving=const("job_starving", False)),
+        "none": make_plugin("NoStarving"),
+    }
+    snap = cluster()
+    job = add_job(snap, "j")
+    assert open_session(plugins, tiers, snap).job_starving(job) is expected
+
+
+def test_job_valid_first_failure_wins(calls: list[Any]) -> None:
+    plugins = {
+        "ok": make_plugin("Ok", job_valid=const("job_valid", None, calls, "ok")),
+        "bad1": make_plugin("Bad1", job_valid=const("job_valid", JobInvalid("one"), calls, "b1")),
+        "bad2": make_plugin("Bad2", job_valid=const("job_valid", JobInvalid("two"), calls, "b2")),
+    }
+    snap = cluster()
+    job = add_job(snap, "j")
+    assert open_session(plugins, [["ok"], ["bad1", "bad2"]], snap).job_valid(job) == JobInvalid(
+        "one"
+    )
+    assert calls == ["ok", "b1"]
+    assert open_session(plugins, [["ok"]], snap).job_valid(job) is None
+
+
+# -- victims ----------------------------------------------------------------------------------
+
+
+def victims_plugin(name: str, keep: set[str] | None) -> Any:
+    """A preemptable/reclaimable plugin keeping the named candidates (None abstains)."""
+
+    def answer(self: Any, preemptor: Any, candidates: Any) -> Any:
+        return None if keep is None else [c for c in candidates if c.name in keep]
+
+    return make_plugin(name, preemptable=answer, reclaimable=answer)
+
+
+@pytest.mark.parametrize("hook", ["preemptable", "reclaimable"])
+@pytest.mark.parametrize(
+    ("tiers", "expected"),
+    [
+        ([["ab", "bc"]], ["v-b"]),  # intersected inside a tier
+        ([["ab"], ["bc"]], ["v-a", "v-b"]),  # the first tier with an answer wins
+        ([["empty"], ["bc"]], ["v-b", "v-c"]),  # an empty answer does not veto: next tier
+        ([["ab", "empty", "bc"]], ["v-b", "v-c"]),  # …and stops its own tier
+        ([["a", "c"], ["bc"]], ["v-b", "v-c"]),  # empty intersection: next tier
+        ([["abstain"], ["ab"]], ["v-a", "v-b"]),  # abstaining tier falls through
+        ([["abstain", "ab"]], ["v-a", "v-b"]),
+        ([["abstain"]], []),
+    ],
+)
+def test_victim_rules(hook: str, tiers: Any, expected: list[str]) -> None:
+    plugins = {
+        "ab": victims_plugin("AB", {"v-a", "v-b"}),
+        "bc": victims_plugin("BC", {"v-b", "v-c"}),
+        "a": victims_plugin("A", {"v-a"}),
+        "c": victims_plugin("C", {"v-c"}),
+        "empty": victims_plugin("Empty", set()),
+        "abstain": victims_plugin("Abstain", None),
+    }
+    snap = cluster()
+    preemptor = next(iter(add_job(snap, "p").tasks.values()))
+    victims = add_job(snap, "v", tasks=3)
+    for task, suffix in zip(victims.tasks.values(), "abc", strict=True):
+        task.name = f"v-{suffix}"
+    ssn = open_session(plugins, tiers, snap)
+    chosen = getattr(ssn, hook)(preemptor, list(victims.tasks.values()))
+    assert sorted(t.name for t in chosen) == expected
+
+
+def test_victim_flags_switch_one_kind_only() -> None:
+    plugins = {"ab": victims_plugin("AB", {"v-a", "v-b"})}
+    snap = cluster()
+    preemptor = next(iter(add_job(snap, "p").tasks.values()))
+    victims = list(add_job(snap, "v", tasks=2).tasks.values())
+    victims[0].name, victims[1].name = "v-a", "v-b"
+    ssn = open_session(plugins, [[{"name": "ab", "enablePreemptable": False}]], snap)
+    assert ssn.preemptable(preemptor, victims) == []
+    assert [t.name for t in ssn.reclaimable(preemptor, victims)] == ["v-a", "v-b"]

@@ -1,0 +1,126 @@
+"""Tasks, jobs and queues built from plain-dict Kubernetes objects, and job bookkeeping."""
+
+from __future__ import annotations
+
+import pytest
+
+from pumice.model import JobInfo, QueueInfo, Resource, TaskInfo, TaskStatus
+
+
+def pod(name: str, phase: str = "Pending", node: str | None = None, **meta: object) -> dict:
+    spec: dict[str, object] = {
+        "schedulerName": "pumice",
+        "containers": [{"name": "c", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}],
+    }
+    if node:
+        spec["nodeName"] = node
+    return {
+        "metadata": {"name": name, "namespace": "team", "uid": f"uid-{name}", **meta},
+        "spec": spec,
+        "status": {"phase": phase},
+    }
+
+
+def test_task_from_pod_reads_group_role_priority_and_requests() -> None:
+    p = pod(
+        "w-0",
+        annotations={
+            "scheduling.k8s.io/group-name": "train",
+            "volcano.sh/task-spec": "worker",
+            "volcano.sh/preemptable": "false",
+        },
+        creationTimestamp="2026-01-02T03:04:05Z",
+    )
+    p["spec"]["priority"] = 100  # type: ignore[index]
+    t = TaskInfo.from_pod(p)
+    assert (t.uid, t.name, t.namespace, t.key) == ("uid-w-0", "w-0", "team", "team/w-0")
+    assert t.job == "team/train" and t.role == "worker" and t.priority == 100
+    assert t.preemptable is False
+    assert t.resreq == Resource({"cpu": 500, "memory": 2**30})
+    assert t.status == TaskStatus.PENDING and t.node_name is None
+    assert t.creation_timestamp == 1767323045.0
+
+
+@pytest.mark.parametrize(
+    ("phase", "node", "deleting", "status"),
+    [
+        ("Pending", None, False, TaskStatus.PENDING),
+        ("Pending", "n1", False, TaskStatus.BOUND),
+        ("Pending", "n1", True, TaskStatus.RELEASING),
+        ("Running", "n1", False, TaskStatus.RUNNING),
+        ("Running", "n1", True, TaskStatus.RELEASING),
+        ("Succeeded", "n1", False, TaskStatus.SUCCEEDED),
+        ("Failed", "n1", False, TaskStatus.FAILED),
+        ("Weird", "n1", False, TaskStatus.UNKNOWN),
+    ],
+)
+def test_status_from_pod_phase(phase: str, node: str | None, deleting: bool, status: TaskStatus) -> None:
+    extra = {"deletionTimestamp": "2026-01-01T00:00:00Z"} if deleting else {}
+    t = TaskInfo.from_pod(pod("p", phase, node, **extra))
+    assert t.status == status
+
+
+def test_lone_pod_is_a_job_of_its_own_with_default_priority() -> None:
+    t = TaskInfo.from_pod(pod("solo", annotations={"volcano.sh/task-priority": "7"}))
+    assert t.job == "team/solo" and t.priority == 7 and t.preemptable is True
+    assert TaskInfo.from_pod(pod("plain")).priority == 1
+
+
+def test_job_counters_follow_status_changes() -> None:
+    job = JobInfo.from_podgroup(
+        {
+            "metadata": {"name": "train", "namespace": "team"},
+            "spec": {"minMember": 2, "queue": "gpu", "minResources": {"cpu": "2"}},
+            "status": {"phase": "Inqueue"},
+        }
+    )
+    assert (job.uid, job.queue, job.min_available, job.phase) == ("team/train", "gpu", 2, "Inqueue")
+    assert job.min_resources == Resource({"cpu": 2000})
+    tasks = [TaskInfo(uid=f"t{i}", name=f"t{i}", resreq=Resource({"cpu": 1000})) for i in range(3)]
+    for t in tasks:
+        job.add_task(t)
+    assert job.total_request["cpu"] == 3000 and job.allocated.is_empty()
+    assert job.is_starving() and not job.is_ready() and not job.is_pipelined()
+    job.update_task_status(tasks[0], TaskStatus.ALLOCATED)
+    job.update_task_status(tasks[1], TaskStatus.PIPELINED)
+    assert job.ready_task_num == 1 and job.waiting_task_num == 1
+    assert job.is_pipelined() and not job.is_ready() and not job.is_starving()
+    assert job.allocated["cpu"] == 1000
+    job.update_task_status(tasks[1], TaskStatus.RUNNING)
+    assert job.is_ready() and job.allocated["cpu"] == 2000
+    assert sorted(t.name for t in job.tasks_in(TaskStatus.PENDING | TaskStatus.RUNNING)) == ["t1", "t2"]
+    job.delete_task(tasks[1])
+    assert job.allocated["cpu"] == 1000 and job.total_request["cpu"] == 2000
+    assert job.count(TaskStatus.RUNNING) == 0
+    with pytest.raises(KeyError):
+        job.update_task_status(tasks[1], TaskStatus.PENDING)
+
+
+def test_best_effort_tasks_count_towards_readiness() -> None:
+    job = JobInfo(uid="ns/j", name="j", min_available=2)
+    job.add_task(TaskInfo(uid="a", name="a", resreq=Resource({"cpu": 100})))
+    job.add_task(TaskInfo(uid="b", name="b"))  # requests nothing
+    job.update_task_status(job.tasks["a"], TaskStatus.ALLOCATED)
+    assert job.pending_best_effort_num == 1 and job.is_ready()
+
+
+def test_queue_from_volcano_queue() -> None:
+    q = QueueInfo.from_queue(
+        {
+            "metadata": {"name": "gpu"},
+            "spec": {
+                "weight": 3,
+                "capability": {"cpu": "64", "nvidia.com/gpu": "8"},
+                "guarantee": {"resource": {"cpu": "8"}},
+                "reclaimable": False,
+                "priority": 5,
+            },
+            "status": {"state": "Closed"},
+        }
+    )
+    assert (q.name, q.weight, q.priority, q.reclaimable, q.state) == ("gpu", 3, 5, False, "Closed")
+    assert q.capability == Resource({"cpu": 64000, "nvidia.com/gpu": 8})
+    assert q.guarantee == Resource({"cpu": 8000}) and not q.is_open()
+    default = QueueInfo.from_queue({"metadata": {"name": "default"}})
+    assert default.weight == 1 and default.reclaimable and default.is_open()
+    assert default.capability is None and default.guarantee.is_empty()
