@@ -29,6 +29,7 @@ from pumice.framework import (
 )
 from pumice.model import (
     ClusterSnapshot,
+    QuantityError,
     JobInfo,
     NodeInfo,
     NodeTable,
@@ -36,11 +37,28 @@ from pumice.model import (
     Resource,
     TaskInfo,
     TaskStatus,
+    canonical_amount,
+    parse_quantity,
+    pod_requests,
+)
+from pumice.model.node import FIT_TOLERANCE
+from pumice.model.status import (
+    ALLOCATED_STATUSES,
+    COMPLETED_STATUSES,
+    PREEMPTABLE_STATUSES,
+    READY_STATUSES,
+    SCHEDULED_STATUSES,
 )
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ALLOCATED_STATUSES",
+    "COMPLETED_STATUSES",
+    "FIT_TOLERANCE",
+    "PREEMPTABLE_STATUSES",
+    "READY_STATUSES",
+    "SCHEDULED_STATUSES",
     "Action",
     "Arguments",
     "ClusterSnapshot",
@@ -51,6 +69,7 @@ __all__ = [
     "NodeTable",
     "Plugin",
     "PredicateResult",
+    "QuantityError",
     "QueueInfo",
     "Resource",
     "Session",
@@ -60,5 +79,8 @@ __all__ = [
     "TaskStatus",
     "Vote",
     "__version__",
+    "canonical_amount",
     "hookimpl",
+    "parse_quantity",
+    "pod_requests",
 ]

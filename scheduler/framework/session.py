@@ -104,6 +104,10 @@ class Session:
         self._tiers: dict[str, list[list[tuple[str, Hook]]]] = {h: [] for h in HOOK_FLAGS}
         self._flat: dict[str, list[tuple[str, Hook]]] = {h: [] for h in HOOK_FLAGS}
         self.is_open = False
+        self.task_reasons: dict[str, str] = {}
+        """Why a task was left pending this session (task uid -> message), for conditions."""
+        self.job_reasons: dict[str, str] = {}
+        """Why a job was not (fully) scheduled this session (job uid -> message)."""
 
     # -- life cycle -------------------------------------------------------------------------
 
