@@ -1,0 +1,364 @@
+"""The scheduler configuration: Volcano's file format plus a ``scheduler:`` section.
+
+The file is Volcano's ``volcano-scheduler.conf`` unchanged — ``actions`` (one comma-separated
+string), ``tiers`` of ``plugins`` with ``arguments`` and ``enable…`` flags, ``configurations``
+(per-action arguments) and ``metrics`` — plus an optional ``scheduler:`` section for the daemon::
+
+    actions: "enqueue, allocate, backfill"
+    tiers:
+    - plugins:
+      - name: gang
+        enablePreemptable: false
+    configurations:
+    - name: allocate
+      arguments: {predicateErrorCacheEnable: true}
+    scheduler:
+      schedulerName: pumice
+      period: 1s
+
+It is parsed once into frozen dataclasses and validated; every problem is a ``ConfigError``
+naming the file, the line and the key path (``tiers[1].plugins[2].name``; indices are 0-based).
+Plugin and action names are checked separately by ``check_names``, because which names exist
+depends on the plugin packages that the ``scheduler.plugins`` section allows.
+
+Errors::
+
+    ConfigError      (Exception) anything wrong with a configuration: unreadable file, bad YAML,
+                     unknown key, wrong type, bad value, unknown plugin or action
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib.resources
+import os
+import types
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pumice.framework.arguments import Arguments
+from pumice.framework.yamlsource import YamlSourceError, load_document
+
+__all__ = [
+    "DEFAULT_FLAGS",
+    "FLAGS",
+    "FLAG_KEYS",
+    "ConfigError",
+    "LeaderElection",
+    "PluginOption",
+    "PluginPackages",
+    "SchedulerConfig",
+    "SchedulerSettings",
+    "Tier",
+    "check_names",
+    "default_config_text",
+    "load_config",
+    "load_default_config",
+    "parse_config",
+]
+
+FLAG_KEYS: Mapping[str, str] = types.MappingProxyType(
+    {
+        "enableJobOrder": "job_order",
+        "enableQueueOrder": "queue_order",
+        "enableTaskOrder": "task_order",
+        "enablePredicate": "predicate",
+        "enableNodeOrder": "node_order",
+        "enableBestNode": "best_node",
+        "enableJobReady": "job_ready",
+        "enableJobPipelined": "job_pipelined",
+        "enableJobEnqueued": "job_enqueueable",
+        "enableJobStarving": "job_starving",
+        "enablePreemptable": "preemptable",
+        "enableReclaimable": "reclaimable",
+        "enablePreemptive": "preemptive",
+        "enabledOverused": "overused",
+        "enabledAllocatable": "allocatable",
+        "enableTargetJob": "target_job",
+        "enableReservedNodes": "reserved_nodes",
+        "enabledVictim": "victim",
+        "enabledClusterOrder": "cluster_order",
+        "enabledHyperNodeOrder": "hyper_node_order",
+        "enabledSubJobReady": "sub_job_ready",
+        "enabledSubJobPipelined": "sub_job_pipelined",
+        "enabledSubJobOrder": "sub_job_order",
+        "enabledHyperNodeGradient": "hyper_node_gradient",
+    }
+)
+"""Volcano's YAML spelling of each enable flag (``enable…`` or ``enabled…``, as Volcano has
+them) -> pumice's canonical flag name."""
+
+FLAG_ALIASES: Mapping[str, str] = types.MappingProxyType(
+    {"EnabledClusterOrder": "enabledClusterOrder"}  # Volcano v1.9's spelling
+)
+
+FLAGS: tuple[str, ...] = tuple(FLAG_KEYS.values())
+"""Every canonical flag name, one per extension point that can be switched off."""
+
+DEFAULT_FLAGS: Mapping[str, bool] = types.MappingProxyType(
+    {flag: flag != "cluster_order" for flag in FLAGS}
+)
+"""An absent flag is on, except ``cluster_order`` (Volcano never defaults it)."""
+
+TIE_BREAKS = ("deterministic", "random")
+
+
+class ConfigError(Exception):
+    """A configuration problem, located by file (``source``), 1-based ``line`` and dotted
+    ``key`` path; either may be None when unknown. ``str()`` is one line:
+    ``{source}:{line}: {key}: {message}``."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str = "<string>",
+        line: int | None = None,
+        key: str | None = None,
+    ) -> None:
+        self.message = " ".join(message.split())
+        self.source = source
+        self.line = line
+        self.key = " ".join(key.split()) if key is not None else None
+        super().__init__(self.message)
+
+    def __str__(self) -> str:
+        where = self.source if self.line is None else f"{self.source}:{self.line}"
+        if self.key:
+            return f"{where}: {self.key}: {self.message}"
+        return f"{where}: {self.message}"
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_error, (self.message, self.source, self.line, self.key))
+
+
+def _rebuild_error(message: str, source: str, line: int | None, key: str | None) -> ConfigError:
+    return ConfigError(message, source=source, line=line, key=key)
+
+
+def _empty_mapping() -> Mapping[str, Any]:
+    return types.MappingProxyType({})
+
+
+def _default_flags() -> Mapping[str, bool]:
+    return DEFAULT_FLAGS
+
+
+@dataclass(frozen=True, slots=True)
+class PluginOption:
+    """One plugin in a tier: its name, arguments and per-extension-point flags.
+
+    ``flags`` always holds every name of ``FLAGS``; flags not given take ``DEFAULT_FLAGS``.
+    """
+
+    name: str
+    arguments: Arguments = field(default_factory=Arguments)
+    flags: Mapping[str, bool] = field(default_factory=_default_flags)
+    hierarchy: bool = False
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.flags) - set(FLAGS))
+        if unknown:
+            raise ValueError(f"unknown flags {unknown}; known: {', '.join(FLAGS)}")
+        object.__setattr__(self, "flags", types.MappingProxyType({**DEFAULT_FLAGS, **self.flags}))
+        arguments: Mapping[str, Any] = self.arguments
+        if not isinstance(arguments, Arguments):
+            object.__setattr__(self, "arguments", Arguments(arguments))
+
+    def __repr__(self) -> str:
+        changed = {k: v for k, v in self.flags.items() if v != DEFAULT_FLAGS[k]}
+        parts = [repr(self.name)]
+        if self.arguments:
+            parts.append(f"arguments={dict(self.arguments)!r}")
+        if changed:
+            parts.append(f"flags={changed!r}")
+        if self.hierarchy:
+            parts.append("hierarchy=True")
+        return f"PluginOption({', '.join(parts)})"
+
+    def enabled(self, flag: str) -> bool:
+        """Is this plugin's ``flag`` extension point switched on? (ValueError if no such flag.)"""
+        try:
+            return self.flags[flag]
+        except KeyError:
+            raise ValueError(f"unknown flag {flag!r}; known: {', '.join(FLAGS)}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Tier:
+    """An ordered group of plugins; see ARCHITECTURE.md for how tiers combine answers."""
+
+    plugins: tuple[PluginOption, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "plugins", tuple(self.plugins))
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderElection:
+    """Leader election through a ``coordination.k8s.io/v1`` Lease; durations in seconds."""
+
+    enabled: bool = False
+    lease_name: str = "pumice"
+    lease_namespace: str = "kube-system"
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class PluginPackages:
+    """Which distribution packages may provide plugins and actions: ``allow`` empty means
+    all; a package in ``deny`` is never imported."""
+
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "allow", tuple(self.allow))
+        object.__setattr__(self, "deny", tuple(self.deny))
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerSettings:
+    """The daemon's own settings (the ``scheduler:`` section); durations in seconds."""
+
+    scheduler_name: str = "pumice"
+    period: float = 1.0
+    default_queue: str = "default"
+    leader_election: LeaderElection = field(default_factory=LeaderElection)
+    http_address: str = "127.0.0.1:11251"
+    dry_run: bool = False
+    kubeconfig: str | None = None
+    plugin_packages: PluginPackages = field(default_factory=PluginPackages)
+    tie_break: Literal["deterministic", "random"] = "deterministic"
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerConfig:
+    """A whole, validated configuration. ``source`` names the file it came from."""
+
+    actions: tuple[str, ...] = ()
+    tiers: tuple[Tier, ...] = ()
+    configurations: Mapping[str, Arguments] = field(default_factory=_empty_mapping)
+    metrics: Mapping[str, str] = field(default_factory=_empty_mapping)
+    scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
+    source: str = "<code>"
+    _lines: Mapping[str, int] = field(default_factory=_empty_mapping, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "actions", tuple(self.actions))
+        object.__setattr__(self, "tiers", tuple(self.tiers))
+        for name in ("configurations", "metrics", "_lines"):
+            object.__setattr__(self, name, types.MappingProxyType(dict(getattr(self, name))))
+
+    def plugin_names(self) -> tuple[str, ...]:
+        """Every configured plugin, in tier order."""
+        return tuple(option.name for tier in self.tiers for option in tier.plugins)
+
+    def line_of(self, key: str) -> int | None:
+        """The line of ``key`` (a path such as ``tiers[1].plugins[0].name``), or of its nearest
+        enclosing key when ``key`` itself is not in the file; None if nothing encloses it."""
+        return line_of_key(self._lines, key)
+
+
+def line_of_key(lines: Mapping[str, int], key: str) -> int | None:
+    while True:
+        if key in lines:
+            return lines[key]
+        if not key:
+            return None
+        cut = max(key.rfind("."), key.rfind("["))
+        key = key[:cut] if cut > 0 else ""
+
+
+# -- entry points --------------------------------------------------------------------------
+
+
+def parse_config(text: str, source: str = "<string>") -> SchedulerConfig:
+    """Parse and validate a configuration; ``source`` names it in errors."""
+    from pumice.framework.configparse import parse_document  # it builds this module's types
+
+    try:
+        document = load_document(text)
+    except YamlSourceError as exc:
+        raise ConfigError(exc.message, source=source, line=exc.line, key=exc.key) from None
+    return parse_document(document, source)
+
+
+def load_config(path: str | os.PathLike[str]) -> SchedulerConfig:
+    """Read and parse the configuration file at ``path``."""
+    source = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ConfigError(f"cannot read: {reason}", source=source) from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ConfigError(f"not UTF-8 text: {exc.reason}", source=source, line=line) from None
+    return parse_config(text, source)
+
+
+def _default_resource() -> importlib.resources.abc.Traversable:
+    return importlib.resources.files("pumice.conf").joinpath("scheduler.yaml")
+
+
+def default_config_text() -> str:
+    """The text of the shipped default configuration, ``pumice/conf/scheduler.yaml``."""
+    return _default_resource().read_text(encoding="utf-8")
+
+
+def load_default_config() -> SchedulerConfig:
+    """Parse the shipped default configuration."""
+    return parse_config(default_config_text(), str(_default_resource()))
+
+
+def check_names(
+    config: SchedulerConfig, *, plugins: Collection[str], actions: Collection[str]
+) -> None:
+    """Raise ConfigError for the first action or plugin of ``config`` whose name is not among
+    the known ``plugins`` / ``actions`` (those of the allowed plugin packages)."""
+    for name in config.actions:
+        if name not in actions:
+            hint = " (that is a plugin: list it in a tier)" if name in plugins else ""
+            raise ConfigError(
+                f"unknown action {name!r}{hint}{_did_you_mean(name, actions)}; "
+                f"known: {_known(actions)}",
+                source=config.source,
+                line=config.line_of("actions"),
+                key="actions",
+            )
+    for t, tier in enumerate(config.tiers):
+        for p, option in enumerate(tier.plugins):
+            if option.name not in plugins:
+                key = f"tiers[{t}].plugins[{p}].name"
+                hint = " (that is an action: list it in actions)" if option.name in actions else ""
+                raise ConfigError(
+                    f"unknown plugin {option.name!r}{hint}{_did_you_mean(option.name, plugins)}; "
+                    f"known: {_known(plugins)}",
+                    source=config.source,
+                    line=config.line_of(key),
+                    key=key,
+                )
+
+
+def _known(names: Collection[str]) -> str:
+    return ", ".join(sorted(names)) or "(none)"
+
+
+def _did_you_mean(name: str, known: Collection[str]) -> str:
+    match = closest_name(name, known)
+    return f" (did you mean {match!r}?)" if match else ""
+
+
+def closest_name(name: str, known: Collection[str]) -> str | None:
+    by_case = {k.lower(): k for k in known}
+    if name.lower() in by_case:
+        return by_case[name.lower()]
+    matches = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return matches[0] if matches else None

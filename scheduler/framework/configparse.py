@@ -1,0 +1,465 @@
+"""Validation of a configuration document into ``pumice.framework.config``'s dataclasses.
+
+``parse_document`` walks the plain values that ``yamlsource`` produced, checks every key, type
+and value, and raises ``ConfigError`` at the first problem with the line of the offending key.
+Also here: the value syntaxes of the ``scheduler:`` section (``parse_duration``,
+``split_host_port``). Use ``pumice.framework.config.parse_config`` rather than this module.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import re
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from pumice.framework.arguments import Arguments
+from pumice.framework.config import (
+    FLAG_ALIASES,
+    FLAG_KEYS,
+    TIE_BREAKS,
+    ConfigError,
+    LeaderElection,
+    PluginOption,
+    PluginPackages,
+    SchedulerConfig,
+    SchedulerSettings,
+    Tier,
+    closest_name,
+    line_of_key,
+)
+from pumice.framework.yamlsource import Document, child_path
+
+
+def parse_document(document: Document, source: str) -> SchedulerConfig:
+    """Validate a loaded document; ``source`` names it in errors."""
+    return _Parser(source, document.lines).config(document.value)
+
+
+# -- values ----------------------------------------------------------------------------------
+
+_DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0}
+_DURATION_UNITS.update({"m": 60.0, "h": 3600.0})
+_HOST_LABEL = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in a Go-style duration string: ``"1s"``, ``"500ms"``, ``"1m30s"``, ``"1.5h"``,
+    ``"-2s"``; ``"0"`` is the only number allowed without a unit. ValueError if malformed."""
+    body = text.strip()
+    sign = -1.0 if body.startswith("-") else 1.0
+    body = body.lstrip("+-") if body[:1] in "+-" else body
+    if body == "0":
+        return 0.0
+    if not body:
+        raise ValueError(f"bad duration {text!r}")
+    total, pos = 0.0, 0
+    while pos < len(body):
+        match = _DURATION_PART.match(body, pos)
+        if match is None:
+            raise ValueError(f"bad duration {text!r}")
+        total += float(match[1]) * _DURATION_UNITS[match[2]]
+        pos = match.end()
+    return sign * total
+
+
+def split_host_port(address: str) -> tuple[str, int]:
+    """``"127.0.0.1:11251"`` -> ``("127.0.0.1", 11251)``; an IPv6 host is bracketed
+    (``"[::1]:80"``); an empty host (``":11251"``) means every interface. ValueError if bad."""
+    host, sep, port = address.rpartition(":")
+    if not sep:
+        raise ValueError("expected host:port")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            raise ValueError(f"bad IPv6 address {host!r}") from None
+    elif ":" in host:
+        raise ValueError("an IPv6 host must be in brackets, e.g. [::1]:11251")
+    elif host:
+        labels = host.split(".")
+        if not all(_HOST_LABEL.fullmatch(label) for label in labels):
+            raise ValueError(f"bad host {host!r}")
+        if all(label.isdigit() for label in labels):
+            try:
+                ipaddress.IPv4Address(host)
+            except ValueError:
+                raise ValueError(f"bad IPv4 address {host!r}") from None
+    if not re.fullmatch(r"[0-9]{1,5}", port) or int(port) > 65535:
+        raise ValueError(f"bad port {port!r} (expected 0-65535)")
+    return host, int(port)
+
+
+def _describe(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"bool {str(value).lower()}"
+    if isinstance(value, int):
+        return f"integer {value}"
+    if isinstance(value, float):
+        return f"number {value:g}"
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        return f"string {shown!r}"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return type(value).__name__
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g}s"
+
+
+def _normalize_package(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+# -- parsing ---------------------------------------------------------------------------------
+
+TOP_KEYS = ("actions", "tiers", "configurations", "metrics", "scheduler")
+PLUGIN_KEYS = ("name", "arguments", "enableHierarchy", *FLAG_KEYS, *FLAG_ALIASES)
+SCHEDULER_KEYS = (
+    "schedulerName",
+    "period",
+    "defaultQueue",
+    "leaderElection",
+    "httpAddress",
+    "dryRun",
+    "kubeconfig",
+    "plugins",
+    "tieBreak",
+)
+LEADER_KEYS = (
+    "enabled",
+    "leaseName",
+    "leaseNamespace",
+    "leaseDuration",
+    "renewDeadline",
+    "retryPeriod",
+)
+PACKAGE_KEYS = ("allow", "deny")
+_DURATION = "a number of seconds or a duration such as '1s', '500ms', '1m30s'"
+_ACTIONS = "a comma-separated string such as 'enqueue, allocate, backfill'"
+_PLUGIN_KEY_HINT = (
+    "unknown key; a plugin entry takes name, arguments, enableHierarchy and the enable... "
+    "flags (plugin arguments go under 'arguments')"
+)
+
+
+class _Parser:
+    """Validates the plain value tree of one document, raising ConfigError at the first
+    problem with the line of the offending key."""
+
+    def __init__(self, source: str, lines: Mapping[str, int]) -> None:
+        self.source = source
+        self.lines = lines
+
+    def error(self, key: str | None, message: str) -> ConfigError:
+        line = line_of_key(self.lines, key or "")
+        return ConfigError(message, source=self.source, line=line, key=key)
+
+    def wrong_type(self, key: str, expected: str, value: object) -> ConfigError:
+        return self.error(key, f"expected {expected}, got {_describe(value)}")
+
+    def mapping(
+        self,
+        value: object,
+        key: str,
+        expected: str,
+        known: Collection[str] | None,
+        hint: str | None = None,
+    ) -> dict[str, Any]:
+        """``value`` as a mapping (null is empty) whose keys are all ``known``."""
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise self.wrong_type(key, expected, value)
+        for name in value:
+            if known is not None and name not in known:
+                raise self.error(child_path(key, name), _unknown_key(name, known, hint))
+        return value
+
+    def sequence(self, value: object, key: str, expected: str) -> list[Any]:
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise self.wrong_type(key, expected, value)
+        return value
+
+    def boolean(self, value: object, key: str) -> bool:
+        if not isinstance(value, bool):
+            raise self.wrong_type(key, "true or false", value)
+        return value
+
+    # -- top level and Volcano's part ----------------------------------------------------
+
+    def config(self, root: object) -> SchedulerConfig:
+        if root is None:
+            raise self.error(None, "the configuration is empty; expected 'actions' and 'tiers'")
+        if not isinstance(root, dict):
+            raise self.error(None, f"expected a mapping at the top level, got {_describe(root)}")
+        for name in root:
+            if name not in TOP_KEYS:
+                fallback = None
+                if name in SCHEDULER_KEYS:
+                    fallback = f"unknown key; {name!r} belongs under 'scheduler:'"
+                raise self.error(name, _unknown_key(name, TOP_KEYS, fallback))
+        actions = self.actions(root)
+        return SchedulerConfig(
+            actions=actions,
+            tiers=self.tiers(root.get("tiers")),
+            configurations=self.configurations(root.get("configurations"), actions),
+            metrics=self.metrics(root.get("metrics")),
+            scheduler=self.scheduler(root.get("scheduler")),
+            source=self.source,
+            _lines=self.lines,
+        )
+
+    def actions(self, root: dict[str, Any]) -> tuple[str, ...]:
+        if "actions" not in root:
+            raise self.error("actions", f"missing; expected {_ACTIONS}")
+        value = root["actions"]
+        if not isinstance(value, str):
+            raise self.wrong_type("actions", _ACTIONS, value)
+        names = [name.strip() for name in value.split(",")]
+        if names == [""]:
+            raise self.error("actions", f"no actions given; expected {_ACTIONS}")
+        for position, name in enumerate(names, 1):
+            if not name:
+                raise self.error("actions", f"empty action name at position {position}")
+            if any(c.isspace() for c in name):
+                raise self.error("actions", f"bad action name {name!r}; separate actions by commas")
+            if name in names[: position - 1]:
+                raise self.error("actions", f"action {name!r} is listed twice")
+        return tuple(names)
+
+    def tiers(self, value: object) -> tuple[Tier, ...]:
+        items = self.sequence(value, "tiers", "a list of tiers, each a mapping with 'plugins'")
+        seen: dict[str, str] = {}
+        tiers = []
+        for index, item in enumerate(items):
+            key = f"tiers[{index}]"
+            tier = self.mapping(item, key, "a tier (a mapping with 'plugins')", ("plugins",))
+            plugins_key = f"{key}.plugins"
+            entries = self.sequence(tier.get("plugins"), plugins_key, "a list of plugins")
+            if not entries:
+                where = plugins_key if "plugins" in tier else key
+                raise self.error(where, "a tier needs at least one plugin")
+            options = tuple(
+                self.plugin(entry, f"{plugins_key}[{p}]", seen) for p, entry in enumerate(entries)
+            )
+            self.check_hierarchy(options, plugins_key)
+            tiers.append(Tier(options))
+        return tuple(tiers)
+
+    def plugin(self, value: object, key: str, seen: dict[str, str]) -> PluginOption:
+        expected = "a plugin entry (a mapping with 'name', e.g. {name: gang})"
+        entry = self.mapping(value, key, expected, PLUGIN_KEYS, _PLUGIN_KEY_HINT)
+        name_key = f"{key}.name"
+        if "name" not in entry:
+            raise self.error(name_key, "missing; every plugin entry needs a name")
+        name = entry["name"]
+        if not isinstance(name, str):
+            raise self.wrong_type(name_key, "a plugin name", name)
+        if not name or any(c.isspace() for c in name):
+            raise self.error(name_key, f"bad plugin name {name!r}")
+        if name in seen:
+            first = seen[name]
+            raise self.error(
+                name_key,
+                f"plugin {name!r} is configured twice (first at {first}, "
+                f"line {line_of_key(self.lines, first)})",
+            )
+        seen[name] = key
+        flags: dict[str, bool] = {}
+        given: dict[str, str] = {}
+        for yaml_key, raw in entry.items():
+            spelling = FLAG_ALIASES.get(yaml_key, yaml_key)
+            if spelling not in FLAG_KEYS:
+                continue
+            flag = FLAG_KEYS[spelling]
+            if flag in given:
+                raise self.error(
+                    child_path(key, yaml_key), f"given twice, as {given[flag]!r} and {yaml_key!r}"
+                )
+            given[flag] = yaml_key
+            flags[flag] = self.boolean(raw, child_path(key, yaml_key))
+        hierarchy = False
+        if "enableHierarchy" in entry:
+            hierarchy = self.boolean(entry["enableHierarchy"], f"{key}.enableHierarchy")
+        arguments = self.arguments(entry.get("arguments"), f"{key}.arguments", f"plugin {name!r}")
+        return PluginOption(name, arguments, flags, hierarchy)
+
+    def arguments(self, value: object, key: str, owner: str) -> Arguments:
+        raw = self.mapping(value, key, "a mapping of arguments", None)
+        return Arguments(raw, context=owner)
+
+    def check_hierarchy(self, options: tuple[PluginOption, ...], key: str) -> None:
+        position = {option.name: p for p, option in enumerate(options)}
+        drf, proportion = position.get("drf"), position.get("proportion")
+        if drf is not None and proportion is not None and options[drf].hierarchy:
+            raise self.error(
+                f"{key}[{drf}].enableHierarchy",
+                f"drf with enableHierarchy: true cannot share a tier with proportion "
+                f"({key}[{proportion}])",
+            )
+
+    def configurations(self, value: object, actions: tuple[str, ...]) -> dict[str, Arguments]:
+        expected = "a list of action configurations, each with 'name' and 'arguments'"
+        result: dict[str, Arguments] = {}
+        for index, item in enumerate(self.sequence(value, "configurations", expected)):
+            key = f"configurations[{index}]"
+            entry = self.mapping(
+                item, key, "a mapping with 'name' and 'arguments'", ("name", "arguments")
+            )
+            name_key = f"{key}.name"
+            if "name" not in entry:
+                raise self.error(name_key, "missing; name the action these arguments are for")
+            name = entry["name"]
+            if not isinstance(name, str):
+                raise self.wrong_type(name_key, "an action name", name)
+            if name not in actions:
+                raise self.error(
+                    name_key, f"action {name!r} is not in actions ({', '.join(actions)})"
+                )
+            if name in result:
+                raise self.error(name_key, f"action {name!r} is configured twice")
+            result[name] = self.arguments(entry.get("arguments"), f"{key}.arguments", name)
+        return result
+
+    def metrics(self, value: object) -> dict[str, str]:
+        raw = self.mapping(value, "metrics", "a mapping of strings", None)
+        result: dict[str, str] = {}
+        for name, item in raw.items():
+            if isinstance(item, bool) or not isinstance(item, str | int | float):
+                raise self.wrong_type(child_path("metrics", name), "a string", item)
+            result[name] = str(item)
+        return result
+
+    # -- the scheduler: section ----------------------------------------------------------
+
+    def scheduler(self, value: object) -> SchedulerSettings:
+        path = "scheduler"
+        section = self.mapping(value, path, "a mapping of daemon settings", SCHEDULER_KEYS)
+        default = SchedulerSettings()
+        address = self.text(section, path, "httpAddress", default.http_address)
+        try:
+            split_host_port(address)
+        except ValueError as exc:
+            raise self.error(f"{path}.httpAddress", f"bad address {address!r}: {exc}") from None
+        tie_break = self.text(section, path, "tieBreak", default.tie_break)
+        if tie_break not in TIE_BREAKS:
+            raise self.error(
+                f"{path}.tieBreak", f"expected 'deterministic' or 'random', got {tie_break!r}"
+            )
+        kubeconfig = default.kubeconfig
+        if section.get("kubeconfig") is not None:
+            kubeconfig = self.text(section, path, "kubeconfig", "", spaces=True)
+        return SchedulerSettings(
+            scheduler_name=self.text(section, path, "schedulerName", default.scheduler_name),
+            period=self.seconds(section, path, "period", default.period),
+            default_queue=self.text(section, path, "defaultQueue", default.default_queue),
+            leader_election=self.leader_election(section.get("leaderElection")),
+            http_address=address,
+            dry_run=self.flag(section, path, "dryRun", default.dry_run),
+            kubeconfig=kubeconfig,
+            plugin_packages=self.plugin_packages(section.get("plugins")),
+            tie_break="random" if tie_break == "random" else "deterministic",
+        )
+
+    def leader_election(self, value: object) -> LeaderElection:
+        path = "scheduler.leaderElection"
+        section = self.mapping(value, path, "a mapping of leader election settings", LEADER_KEYS)
+        default = LeaderElection()
+        result = LeaderElection(
+            enabled=self.flag(section, path, "enabled", default.enabled),
+            lease_name=self.text(section, path, "leaseName", default.lease_name),
+            lease_namespace=self.text(section, path, "leaseNamespace", default.lease_namespace),
+            lease_duration=self.seconds(section, path, "leaseDuration", default.lease_duration),
+            renew_deadline=self.seconds(section, path, "renewDeadline", default.renew_deadline),
+            retry_period=self.seconds(section, path, "retryPeriod", default.retry_period),
+        )
+        lease, renew, retry = result.lease_duration, result.renew_deadline, result.retry_period
+        if renew >= lease:
+            key = "renewDeadline" if "renewDeadline" in section else "leaseDuration"
+            raise self.error(
+                f"{path}.{key}",
+                f"renewDeadline ({_seconds(renew)}) must be shorter than "
+                f"leaseDuration ({_seconds(lease)})",
+            )
+        if renew <= 1.2 * retry:
+            key = "retryPeriod" if "retryPeriod" in section else "renewDeadline"
+            raise self.error(
+                f"{path}.{key}",
+                f"renewDeadline ({_seconds(renew)}) must be longer than 1.2 x "
+                f"retryPeriod ({_seconds(retry)})",
+            )
+        return result
+
+    def plugin_packages(self, value: object) -> PluginPackages:
+        path = "scheduler.plugins"
+        expected = "a mapping with 'allow' and 'deny' lists of package names"
+        section = self.mapping(value, path, expected, PACKAGE_KEYS)
+        allow = self.package_names(section.get("allow"), f"{path}.allow")
+        deny = self.package_names(section.get("deny"), f"{path}.deny")
+        allowed = {_normalize_package(name) for name in allow}
+        for index, name in enumerate(deny):
+            if _normalize_package(name) in allowed:
+                raise self.error(f"{path}.deny[{index}]", f"package {name!r} is allowed and denied")
+        return PluginPackages(allow, deny)
+
+    def package_names(self, value: object, key: str) -> tuple[str, ...]:
+        names = self.sequence(value, key, "a list of package names")
+        for index, name in enumerate(names):
+            if not isinstance(name, str):
+                raise self.wrong_type(f"{key}[{index}]", "a package name", name)
+            if not name or any(c.isspace() for c in name):
+                raise self.error(f"{key}[{index}]", f"bad package name {name!r}")
+        return tuple(names)
+
+    def text(
+        self, section: dict[str, Any], path: str, name: str, default: str, *, spaces: bool = False
+    ) -> str:
+        if name not in section:
+            return default
+        key, value = f"{path}.{name}", section[name]
+        if not isinstance(value, str):
+            raise self.wrong_type(key, "a string", value)
+        if not value.strip():
+            raise self.error(key, "must not be empty")
+        if not spaces and any(c.isspace() for c in value):
+            raise self.error(key, f"must not contain spaces, got {value!r}")
+        return value
+
+    def flag(self, section: dict[str, Any], path: str, name: str, default: bool) -> bool:
+        return self.boolean(section[name], f"{path}.{name}") if name in section else default
+
+    def seconds(self, section: dict[str, Any], path: str, name: str, default: float) -> float:
+        if name not in section:
+            return default
+        key, value = f"{path}.{name}", section[name]
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            raise self.wrong_type(key, _DURATION, value)
+        if isinstance(value, str):
+            try:
+                seconds = parse_duration(value)
+            except ValueError:
+                raise self.error(key, f"bad duration {value!r}; expected {_DURATION}") from None
+        else:
+            seconds = float(value)
+        if not math.isfinite(seconds) or seconds <= 0:
+            raise self.error(key, f"must be a positive duration, got {value!r}")
+        return seconds
+
+
+def _unknown_key(name: str, known: Collection[str], fallback: str | None = None) -> str:
+    match = closest_name(name, known)
+    if match is not None:
+        return f"unknown key; did you mean {match!r}?"
+    return fallback or f"unknown key; expected one of: {', '.join(known)}"
