@@ -1,0 +1,179 @@
+"""``predicates``: the node filters of kube-scheduler that decide where a pod may go at all.
+
+Hook: ``predicate(task, nodes)`` — one boolean mask over every node of the table, with the
+reason for each rejected node (the first failing filter, in the order below):
+
+1. pod count: ``pod_count + 1 > max_pods`` → ``Too many pods``;
+2. NodeUnschedulable: a cordoned node (``spec.unschedulable``) unless the pod tolerates
+   ``node.kubernetes.io/unschedulable:NoSchedule`` → ``node(s) were unschedulable``;
+3. TaintToleration: every ``NoSchedule`` / ``NoExecute`` taint must be tolerated →
+   ``node(s) had untolerated taint {key: value}`` naming the node's first such taint;
+4. NodeAffinity: the pod's ``nodeSelector`` (every key equal) and its required node affinity
+   (terms ORed; requirements ANDed; operators In, NotIn, Exists, DoesNotExist, Gt, Lt;
+   ``matchFields`` on ``metadata.name``) → ``node(s) didn't match Pod's node affinity/selector``;
+5. NodePorts, only for a pod that asks for host ports: none may clash with the host ports of
+   the non-terminated pods already on the node →
+   ``node(s) didn't have free ports for the requested pod ports``.
+
+Resource fit is not checked here: the actions compare requests with idle / future-idle
+resources, as in Volcano.
+
+Arguments (bool; Volcano's names):
+
+* ``predicate.NodeAffinityEnable`` (true), ``predicate.NodePortsEnable`` (true),
+  ``predicate.TaintTolerationEnable`` (true) switch filters 4, 5 and 3 off;
+* accepted but not implemented (a warning is logged once per process when one is set true):
+  ``predicate.PodAffinityEnable``, ``predicate.NodeVolumeLimitsEnable``,
+  ``predicate.VolumeZoneEnable``, ``predicate.PodTopologySpreadEnable``,
+  ``predicate.VolumeBindingEnable``, ``predicate.DynamicResourceAllocationEnable``,
+  ``predicate.CacheEnable`` (its per-node cache is unneeded: every term is cached below).
+
+Speed: the pod's constraints are put in canonical form once per task, and every distinct
+selector, term and toleration set is evaluated once per session over all nodes
+(``pumice.plugins._k8s_terms.NodeTerms``); a task costs a few numpy operations over the table.
+The ports of the pods on a node are read only for tasks that want host ports, and only for
+nodes that passed the other filters.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from pumice import (
+    COMPLETED_STATUSES,
+    Arguments,
+    NodeTable,
+    Plugin,
+    PredicateResult,
+    TaskInfo,
+    hookimpl,
+)
+from pumice.plugins._k8s_terms import (
+    HostPort,
+    NodeTerms,
+    PodTerms,
+    PortsInUse,
+    pod_host_ports,
+    pod_terms,
+)
+
+log = logging.getLogger("pumice.plugins.predicates")
+
+BoolVector = npt.NDArray[np.bool_]
+
+NODE_AFFINITY_ENABLE = "predicate.NodeAffinityEnable"
+NODE_PORTS_ENABLE = "predicate.NodePortsEnable"
+TAINT_TOLERATION_ENABLE = "predicate.TaintTolerationEnable"
+NOT_IMPLEMENTED = (
+    "predicate.PodAffinityEnable",
+    "predicate.NodeVolumeLimitsEnable",
+    "predicate.VolumeZoneEnable",
+    "predicate.PodTopologySpreadEnable",
+    "predicate.VolumeBindingEnable",
+    "predicate.DynamicResourceAllocationEnable",
+    "predicate.CacheEnable",
+)
+
+TOO_MANY_PODS = "Too many pods"
+UNSCHEDULABLE = "node(s) were unschedulable"
+AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
+PORTS_TAKEN = "node(s) didn't have free ports for the requested pod ports"
+
+_warned: set[str] = set()
+
+
+def _warn_once(key: str, message: str) -> None:
+    if key not in _warned:
+        _warned.add(key)
+        log.warning(message)
+
+
+class PredicatesPlugin(Plugin):
+    """Pod count, unschedulable, taints, node affinity/selector and host ports (see module)."""
+
+    def __init__(self, arguments: Arguments) -> None:
+        super().__init__(arguments)
+        self.node_affinity = bool(arguments.get_bool(NODE_AFFINITY_ENABLE, True))
+        self.node_ports = bool(arguments.get_bool(NODE_PORTS_ENABLE, True))
+        self.taint_toleration = bool(arguments.get_bool(TAINT_TOLERATION_ENABLE, True))
+        for key in NOT_IMPLEMENTED:
+            if arguments.get_bool(key, False):
+                _warn_once(key, f"predicates: {key} is set but not implemented in pumice; ignored")
+        self._terms: NodeTerms | None = None
+        self._pods: dict[str, tuple[Mapping[str, Any] | None, PodTerms]] = {}
+        self._ports: dict[str, tuple[Mapping[str, Any] | None, frozenset[HostPort]]] = {}
+
+    def node_terms(self, nodes: NodeTable) -> NodeTerms:
+        """The term cache for ``nodes`` (made again if the table is not the one cached)."""
+        if self._terms is None or not self._terms.fits(nodes):
+            self._terms = NodeTerms(nodes)
+        return self._terms
+
+    def _pod_terms(self, task: TaskInfo) -> PodTerms:
+        cached = self._pods.get(task.uid)
+        if cached is None or cached[0] is not task.pod:
+            cached = (task.pod, pod_terms(task.pod))
+            self._pods[task.uid] = cached
+        return cached[1]
+
+    def _task_ports(self, task: TaskInfo) -> frozenset[HostPort]:
+        cached = self._ports.get(task.uid)
+        if cached is None or cached[0] is not task.pod:
+            cached = (task.pod, pod_host_ports(task.pod))
+            self._ports[task.uid] = cached
+        return cached[1]
+
+    @hookimpl
+    def predicate(self, task: TaskInfo, nodes: NodeTable) -> PredicateResult:
+        terms = self.node_terms(nodes)
+        pod = self._pod_terms(task)
+        n = len(nodes)
+        ok = np.ones(n, dtype=np.bool_)
+        failures: list[tuple[BoolVector, str | npt.NDArray[np.object_]]] = []
+
+        def reject(failed: BoolVector, why: str | npt.NDArray[np.object_]) -> None:
+            newly = failed & ok
+            if newly.any():
+                failures.append((newly, why))
+                ok[newly] = False
+
+        reject(nodes.pod_count + 1 > nodes.max_pods, TOO_MANY_PODS)
+        unschedulable = nodes.unschedulable
+        if unschedulable.any() and not terms.tolerates_unschedulable(pod.tolerations):
+            reject(unschedulable, UNSCHEDULABLE)
+        if self.taint_toleration:
+            failed, why = terms.untolerated(pod.tolerations)
+            reject(failed, why)
+        if self.node_affinity and pod.selector is not None:
+            reject(~terms.selector(pod.selector), AFFINITY_MISMATCH)
+        if self.node_ports and pod.host_ports and ok.any():
+            reject(self._ports_taken(pod.host_ports, nodes, ok), PORTS_TAKEN)
+
+        if not failures:
+            return PredicateResult(ok, "")
+        if len(failures) == 1 and isinstance(failures[0][1], str):
+            return PredicateResult(ok, failures[0][1])
+        reasons = np.full(n, "", dtype=object)
+        for newly, why in failures:
+            reasons[newly] = why if isinstance(why, str) else why[newly]
+        return PredicateResult(ok, reasons)
+
+    def _ports_taken(
+        self, wanted: frozenset[HostPort], nodes: NodeTable, candidates: BoolVector
+    ) -> BoolVector:
+        """Candidate nodes where a pod already binds one of the ``wanted`` host ports."""
+        taken = np.zeros(len(nodes), dtype=np.bool_)
+        for row in np.flatnonzero(candidates):
+            node = nodes.nodes[row]
+            in_use: set[HostPort] = set()
+            for other in node.tasks.values():
+                if not other.status & COMPLETED_STATUSES:
+                    in_use |= self._task_ports(other)
+            if in_use and PortsInUse.of(in_use).conflicts(wanted):
+                taken[row] = True
+        return taken
