@@ -98,7 +98,7 @@ class Resource:
     __slots__ = ("_hash", "_values")
 
     _values: dict[str, float]
-    _hash: int | None
+    _hash: int  # set on first use
 
     __iter__: ClassVar[None] = None  # not a sequence: ``r[0]`` must not make it iterable
 
@@ -117,16 +117,7 @@ class Resource:
                             f"amount of {name} must be finite and not negative: {amount!r}"
                         )
                 checked[name] = value
-        object.__setattr__(self, "_values", checked)
-        object.__setattr__(self, "_hash", None)
-
-    @classmethod
-    def _of(cls, values: dict[str, float]) -> Resource:
-        """Wrap a dict already known to be valid (it is owned by the new object)."""
-        r = object.__new__(cls)
-        object.__setattr__(r, "_values", values)
-        object.__setattr__(r, "_hash", None)
-        return r
+        _set_values(self, checked)
 
     @classmethod
     def from_k8s(cls, resource_list: Mapping[str, str | int | float]) -> Resource:
@@ -226,11 +217,12 @@ class Resource:
         return all(value == 0.0 or name in a for name, value in b.items())
 
     def __hash__(self) -> int:
-        h = self._hash
-        if h is None:
+        try:
+            return self._hash
+        except AttributeError:
             h = hash(frozenset((k, v) for k, v in self._values.items() if v != 0.0))
-            object.__setattr__(self, "_hash", h)
-        return h
+            _set_hash(self, h)
+            return h
 
     def __repr__(self) -> str:
         def order(name: str) -> tuple[int, str]:
@@ -249,7 +241,7 @@ class Resource:
         out = dict(self._values)
         for name, value in other._values.items():
             out[name] = out.get(name, 0.0) + value
-        return Resource._of(out)
+        return _wrap(out)
 
     def __sub__(self, other: Resource) -> Resource:
         if not isinstance(other, Resource):
@@ -274,14 +266,14 @@ class Resource:
             out[name] = diff
         if deficits:
             raise ResourceUnderflow(deficits)
-        return Resource._of(out)
+        return _wrap(out)
 
     def scale(self, factor: float) -> Resource:
         """Every dimension times ``factor`` (finite, ≥ 0)."""
         k = float(factor)
         if not 0.0 <= k < math.inf:
             raise ResourceError(f"scale factor must be finite and not negative: {factor!r}")
-        return Resource._of({name: value * k for name, value in self._values.items()})
+        return _wrap({name: value * k for name, value in self._values.items()})
 
     def __mul__(self, factor: float) -> Resource:
         return self.scale(factor)
@@ -295,7 +287,7 @@ class Resource:
         for name in b:
             if name not in a:
                 out[name] = 0.0
-        return Resource._of(out)
+        return _wrap(out)
 
     def max(self, other: Resource) -> Resource:
         """Per-dimension maximum over the union of dimensions (absent = 0)."""
@@ -303,7 +295,7 @@ class Resource:
         for name, value in other._values.items():
             if name not in out or value > out[name]:
                 out[name] = value
-        return Resource._of(out)
+        return _wrap(out)
 
     def insufficient(self, available: Resource) -> list[str]:
         """Sorted names of the dimensions where ``self`` needs more than ``available`` has
@@ -423,6 +415,18 @@ class Resource:
     def greater_equal_partly(self, other: Resource, default: Default = "zero") -> bool:
         """At least one dimension of ``self`` is at least that of ``other``: not ``less``."""
         return not self.less(other, default)
+
+
+# The slots' own setters: they bypass the immutability guard, for this module's use only.
+_set_values = Resource.__dict__["_values"].__set__
+_set_hash = Resource.__dict__["_hash"].__set__
+
+
+def _wrap(values: dict[str, float]) -> Resource:
+    """A Resource owning ``values``, a dict already known to be valid (no copy, no checks)."""
+    r = object.__new__(Resource)
+    _set_values(r, values)
+    return r
 
 
 _ZERO = Resource()
