@@ -17,13 +17,24 @@ Two amounts ``l`` and ``r`` of one dimension are *equal* when::
 
 with ``ABSOLUTE_TOLERANCE = 1e-6`` and ``RELATIVE_TOLERANCE = 1e-14`` (about 45 float64 ulps).
 The smallest step a Kubernetes quantity can take in canonical units is 1 millicore, 1 byte or
-1/1000 of a count, so the absolute part is a thousand times below any real difference, and the
-relative part absorbs the rounding of scaled amounts (``0.1 + 0.2`` against ``0.3``; a cluster's
-memory times a queue's share) while staying under one byte below 64 TiB. ``≤`` is ``<`` or
-equal, and ``<`` is "``≤`` and not equal", so ``l < r`` exactly when ``not r <= l``. The same
-rule decides underflow in ``-``, ``is_empty``, ``names`` and ``insufficient``. ``==`` and
-``hash`` are exact (a tolerant ``==`` could not have a consistent hash); use ``equal`` for the
-tolerant test.
+1/1000 of a count (``canonical_amount`` rounds up to these grains), so the absolute part is at
+least a thousand times below any real difference yet far above the rounding of small sums
+(``0.1 + 0.2`` against ``0.3``); the relative part absorbs the rounding of large amounts (a
+cluster's memory times a queue's share) while staying under one byte below 64 TiB. ``≤`` is
+``<`` or equal, and ``<`` is "``≤`` and not equal", so ``l < r`` exactly when ``not r <= l``.
+The same rule decides underflow in ``-``, ``is_empty``, ``names``, ``in`` and ``insufficient``.
+``==`` and ``hash`` are exact (a tolerant ``==`` could not have a consistent hash); use
+``equal`` for the tolerant test.
+
+Comparisons
+-----------
+Over the union of both sides' dimensions: ``less`` / ``less_equal``: every dimension of self is
+< / ≤ that of other; ``less_partly`` / ``less_equal_partly``: at least one is; ``equal``: every
+dimension is equal; ``greater`` = not ``less_equal_partly``, ``greater_equal`` = not
+``less_partly``, ``greater_partly`` = not ``less_equal``, ``greater_equal_partly`` = not
+``less``. Hence ``a.less(b)`` is always ``b.greater(a)`` (and likewise for the other three
+pairs). With no dimension on either side, "every" holds and "at least one" does not: ``less``,
+``less_equal``, ``equal``, ``greater`` and ``greater_equal`` are True, the partly forms False.
 
 Errors::
 
