@@ -1,0 +1,82 @@
+"""The admin endpoint under ``/sim/``: faults, the write log and a summary, over HTTP.
+
+Tests in the same process use ``SimServer.faults`` and ``SimServer.writes`` directly; this
+endpoint offers the same controls to other processes (``pumice sim-cluster`` run standalone)::
+
+    GET    /sim/faults                 current knobs (and how many errors were injected)
+    PUT    /sim/faults                 set knobs: {"latency": 0.05,
+                                         "errors": [{"code": 429, "fraction": 0.5,
+                                                     "verb": "create", "resource": "pods/binding",
+                                                     "count": 10}],
+                                         "watchCloseInterval": 5}
+    DELETE /sim/faults                 switch every fault off
+    POST   /sim/faults/close-watches   end every open watch now
+    POST   /sim/faults/compact         forget history (older resourceVersions get 410)
+    POST   /sim/faults/restart?downtime=1.5   drop every connection, refuse new ones a while
+    GET    /sim/writes                 the write log ({"items": [...]}); ?since=N skips N
+    DELETE /sim/writes                 clear the write log
+    GET    /sim/state                  resourceVersion and object counts per resource
+
+Admin requests are never delayed, failed or logged by the faults they control.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+from pumice.sim.errors import ApiError, bad_request, method_not_allowed, no_such_path
+from pumice.sim.rest import error_response, json_response, read_json
+
+if TYPE_CHECKING:
+    from pumice.sim.server import SimServer
+
+
+async def handle_admin(server: SimServer, request: web.Request) -> web.StreamResponse:
+    try:
+        return await _route(server, request)
+    except ApiError as exc:
+        return error_response(exc)
+
+
+async def _route(server: SimServer, request: web.Request) -> web.StreamResponse:
+    path = request.path.rstrip("/")
+    method = request.method
+    faults = server.faults
+    if path == "/sim/faults":
+        if method == "GET":
+            return json_response(faults.to_json())
+        if method in ("PUT", "POST", "PATCH"):
+            faults.configure(await read_json(request))
+            return json_response(faults.to_json())
+        if method == "DELETE":
+            faults.clear()
+            return json_response(faults.to_json())
+        raise method_not_allowed()
+    if path.startswith("/sim/faults/") and method != "POST":
+        raise method_not_allowed()
+    if path == "/sim/faults/close-watches":
+        return json_response({"closed": faults.close_watches()})
+    if path == "/sim/faults/compact":
+        return json_response({"resourceVersion": str(faults.compact())})
+    if path == "/sim/faults/restart":
+        try:
+            downtime = float(request.query.get("downtime", "0"))
+        except ValueError:
+            raise bad_request("downtime must be a number of seconds") from None
+        dropped = await faults.restart(downtime, keep=request.transport)
+        resp = json_response({"dropped": dropped})
+        resp.force_close()
+        return resp
+    if path == "/sim/writes":
+        if method == "GET":
+            since = int(request.query.get("since", "0") or 0)
+            items = [w.to_json() for w in list(server.writes)[since:]]
+            return json_response({"items": items, "total": len(server.writes)})
+        if method == "DELETE":
+            server.writes.clear()
+            return json_response({"items": [], "total": 0})
+        raise method_not_allowed()
+    if path == "/sim/state":
+        return json_response(server.state())
+    raise no_such_path()

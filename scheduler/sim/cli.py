@@ -1,0 +1,219 @@
+"""``pumice sim-cluster``: run the simulated API server standalone.
+
+Seeds the cluster from manifest files (``--cluster``, repeatable) and/or generated nodes
+(``--nodes N --node-template T``), listens on 127.0.0.1, writes a kubeconfig and prints where
+it is, then serves until SIGINT or SIGTERM. Bad input (an unreadable or malformed manifest, an
+object the server refuses, a bad template, a port that cannot be bound) is a one-line error
+naming the file or flag, with exit code 2, before anything is served.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import shutil
+import signal
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+from pumice.manifests import ManifestError, load_manifests
+from pumice.sim.defaults import (
+    DEFAULT_TEMPLATE,
+    TemplateError,
+    generate_nodes,
+    parse_inline_template,
+)
+from pumice.sim.errors import ApiError
+from pumice.sim.objects import Obj, meta
+from pumice.sim.resources import for_object
+from pumice.sim.server import SimConfig, SimServer
+
+PROG = "pumice sim-cluster"
+_SEED_ORDER = {"Namespace": 0, "PriorityClass": 1, "Pod": 3}
+
+
+class BadInput(Exception):
+    """A one-line message for exit code 2."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--cluster",
+        metavar="FILE",
+        action="append",
+        default=[],
+        help="manifests to seed the cluster with (multi-document YAML or a kind: List, as "
+        "`kubectl get nodes,pods,podgroups,queues -A -o yaml` writes); repeatable",
+    )
+    parser.add_argument(
+        "--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)"
+    )
+    parser.add_argument(
+        "--kubeconfig-out",
+        metavar="PATH",
+        help="where to write the kubeconfig (default: a temporary file removed on exit)",
+    )
+    parser.add_argument("--nodes", type=int, default=0, metavar="N", help="generate N more nodes")
+    parser.add_argument(
+        "--node-template",
+        metavar="FILE|SPEC",
+        default=DEFAULT_TEMPLATE,
+        help="a file with one Node manifest (its name is the prefix), or capacities like "
+        f"{DEFAULT_TEMPLATE!r} (the default)",
+    )
+    parser.add_argument(
+        "--pod-start-delay",
+        type=float,
+        default=0.2,
+        metavar="S",
+        help="seconds from bind to Running",
+    )
+    parser.add_argument(
+        "--pod-termination-delay",
+        type=float,
+        default=0.5,
+        metavar="S",
+        help="longest a gracefully deleted pod lingers",
+    )
+    parser.add_argument(
+        "--bookmark-interval",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="seconds between BOOKMARKs",
+    )
+    parser.add_argument(
+        "--history-size", type=int, default=10_000, metavar="N", help="changes kept per resource"
+    )
+    parser.add_argument(
+        "--no-defaults",
+        action="store_true",
+        help="start without the default namespaces, system PriorityClasses and default Queue",
+    )
+
+
+def _template(text: str) -> Obj:
+    path = Path(text)
+    if path.is_file():
+        try:
+            nodes = load_manifests(path).kind("Node")
+        except ManifestError as exc:
+            raise BadInput(f"--node-template: {exc}") from None
+        if len(nodes) != 1:
+            raise BadInput(f"--node-template {text}: expected exactly one Node, found {len(nodes)}")
+        return nodes[0]
+    try:
+        return parse_inline_template(text)
+    except TemplateError as exc:
+        raise BadInput(f"--node-template {text!r}: not a file, and {exc}") from None
+
+
+def _seed(server: SimServer, args: argparse.Namespace) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    for file in args.cluster:
+        try:
+            manifests = load_manifests(file)
+        except ManifestError as exc:
+            raise BadInput(str(exc)) from None
+        skipped: Counter[str] = Counter()
+        served = []
+        for obj in manifests.objects:
+            if for_object(str(obj["apiVersion"]), str(obj["kind"])) is None:
+                skipped[f"{obj['kind']} ({obj['apiVersion']})"] += 1
+            else:
+                served.append(obj)
+        for obj in sorted(served, key=lambda o: _SEED_ORDER.get(str(o["kind"]), 2)):
+            try:
+                added = server.seed([obj])
+            except ApiError as exc:
+                m = meta(obj)
+                name = "/".join(filter(None, [m.get("namespace"), m.get("name")]))
+                raise BadInput(f"{file}: {obj['kind']} {name}: {exc.message}") from None
+            counts[str(obj["kind"])] += added
+        if skipped:
+            kinds = ", ".join(f"{n} {k}" for k, n in sorted(skipped.items()))
+            print(
+                f"{PROG}: warning: {file}: skipped objects of kinds not served: {kinds}",
+                file=sys.stderr,
+            )
+    if args.nodes < 0:
+        raise BadInput(f"--nodes {args.nodes}: must not be negative")
+    if args.nodes:
+        template = _template(args.node_template)
+        taken = set(server.store.table("/nodes"))
+        try:
+            nodes = [
+                n
+                for n in generate_nodes(args.nodes, template)
+                if ("", meta(n)["name"]) not in taken
+            ]
+            server.seed(nodes)
+        except (TemplateError, ApiError) as exc:
+            raise BadInput(f"--node-template: {exc}") from None
+        counts["Node"] += len(nodes)
+    return counts
+
+
+async def _serve(args: argparse.Namespace) -> int:
+    if not 0 <= args.port <= 65535:
+        raise BadInput(f"--port {args.port}: must be within 0..65535")
+    for flag in ("pod_start_delay", "pod_termination_delay", "bookmark_interval"):
+        if getattr(args, flag) < 0:
+            raise BadInput(f"--{flag.replace('_', '-')}: must not be negative")
+    if args.history_size < 1:
+        raise BadInput("--history-size: must be at least 1")
+    server = SimServer(
+        SimConfig(
+            pod_start_delay=args.pod_start_delay,
+            pod_termination_delay=args.pod_termination_delay,
+            bookmark_interval=args.bookmark_interval,
+            history_size=args.history_size,
+            defaults=not args.no_defaults,
+        )
+    )
+    counts = _seed(server, args)
+    try:
+        await server.start(args.port)
+    except OSError as exc:
+        raise BadInput(f"--port {args.port}: {exc.strerror or exc}") from None
+    temp_dir: str | None = None
+    try:
+        if args.kubeconfig_out:
+            try:
+                kubeconfig = server.write_kubeconfig(args.kubeconfig_out)
+            except OSError as exc:
+                raise BadInput(
+                    f"--kubeconfig-out {args.kubeconfig_out}: {exc.strerror or exc}"
+                ) from None
+        else:
+            temp_dir = tempfile.mkdtemp(prefix="pumice-sim-")
+            kubeconfig = server.write_kubeconfig(Path(temp_dir) / "kubeconfig")
+        summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no objects"
+        print(f"{PROG}: serving {server.url} ({summary})", flush=True)
+        print(f"kubeconfig: {kubeconfig}", flush=True)
+        print(f"admin: {server.url}/sim/faults", flush=True)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+    finally:
+        await server.stop()
+        if temp_dir is not None:
+            shutil.rmtree(temp_dir, ignore_errors=True)
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        return asyncio.run(_serve(args))
+    except BadInput as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+        return 0

@@ -1,0 +1,162 @@
+"""Discovery and the other non-resource endpoints kubectl and clients read.
+
+``/api``, ``/apis``, ``/api/v1``, ``/apis/{group}``, ``/apis/{group}/{version}`` describe the
+served resources (legacy discovery documents; kubectl falls back to them when the server does
+not offer aggregated discovery), ``/version`` reports a v1.32 server (the installed kubectl
+dispatcher picks its client version from it), ``/healthz``, ``/livez`` and ``/readyz`` answer
+``ok``, and ``/openapi/v3`` describes just enough (the PATCH operations and their
+``fieldValidation`` parameter) for kubectl to use server-side field validation instead of
+downloading a schema.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import orjson
+from pumice.sim.objects import Obj
+from pumice.sim.resources import ResourceType, group_versions, types_in
+
+VERSION: Obj = {
+    "major": "1",
+    "minor": "32",
+    "gitVersion": "v1.32.0-pumice-sim",
+    "gitCommit": "0000000000000000000000000000000000000000",
+    "gitTreeState": "clean",
+    "buildDate": "2025-01-01T00:00:00Z",
+    "goVersion": "go1.23.0",
+    "compiler": "gc",
+    "platform": "linux/amd64",
+}
+
+_SUBRESOURCE_KINDS = {
+    "binding": ("Binding", "", "", ("create",)),
+    "eviction": ("Eviction", "policy", "v1", ("create",)),
+    "status": ("", "", "", ("get", "patch", "update")),
+    "finalize": ("", "", "", ("update",)),
+}
+
+
+def _resource_entries(rtype: ResourceType) -> list[Obj]:
+    entry: Obj = {
+        "name": rtype.plural,
+        "singularName": rtype.singular,
+        "namespaced": rtype.namespaced,
+        "kind": rtype.kind,
+        "verbs": list(rtype.verbs),
+    }
+    if rtype.short_names:
+        entry["shortNames"] = list(rtype.short_names)
+    if rtype.categories:
+        entry["categories"] = list(rtype.categories)
+    out = [entry]
+    for sub in rtype.subresources:
+        kind, group, version, verbs = _SUBRESOURCE_KINDS[sub]
+        sub_entry: Obj = {
+            "name": f"{rtype.plural}/{sub}",
+            "singularName": "",
+            "namespaced": rtype.namespaced,
+            "kind": kind or rtype.kind,
+            "verbs": list(verbs),
+        }
+        if group:
+            sub_entry["group"] = group
+            sub_entry["version"] = version
+        out.append(sub_entry)
+    return out
+
+
+def resource_list(group: str, version: str) -> Obj | None:
+    types = types_in(group, version)
+    if not types:
+        return None
+    resources: list[Obj] = []
+    for rtype in types:
+        resources.extend(_resource_entries(rtype))
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": f"{group}/{version}" if group else version,
+        "resources": resources,
+    }
+
+
+def api_versions(address: str) -> Obj:
+    return {
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": address}],
+    }
+
+
+def _group(name: str, versions: list[str]) -> Obj:
+    entries = [{"groupVersion": f"{name}/{v}", "version": v} for v in versions]
+    return {"name": name, "versions": entries, "preferredVersion": entries[0]}
+
+
+def api_group_list() -> Obj:
+    groups = [_group(g, v) for g, v in group_versions().items() if g]
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+
+
+def api_group(name: str) -> Obj | None:
+    versions = group_versions().get(name)
+    if not name or not versions:
+        return None
+    return {"kind": "APIGroup", "apiVersion": "v1", **_group(name, versions)}
+
+
+# -- OpenAPI v3 (minimal) --------------------------------------------------------------------
+
+
+def _openapi_doc(group: str, version: str) -> Obj:
+    paths: Obj = {}
+    for rtype in types_in(group, version):
+        prefix = f"/apis/{group}/{version}" if group else f"/api/{version}"
+        ns = "/namespaces/{namespace}" if rtype.namespaced else ""
+        gvk = {"group": group, "version": version, "kind": rtype.kind}
+        params = [
+            {"name": "fieldValidation", "in": "query", "schema": {"type": "string"}},
+            {"name": "dryRun", "in": "query", "schema": {"type": "string"}},
+        ]
+        operation = {
+            "x-kubernetes-action": "patch",
+            "x-kubernetes-group-version-kind": gvk,
+            "parameters": params,
+            "responses": {},
+        }
+        post = {**operation, "x-kubernetes-action": "post"}
+        paths[f"{prefix}{ns}/{rtype.plural}/{{name}}"] = {
+            "patch": operation,
+            "put": {**operation, "x-kubernetes-action": "put"},
+        }
+        paths[f"{prefix}{ns}/{rtype.plural}"] = {"post": post}
+    return {
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": VERSION["gitVersion"]},
+        "paths": paths,
+        "components": {"schemas": {}},
+    }
+
+
+_OPENAPI_DOCS: dict[str, bytes] = {}
+for _group_name, _versions in group_versions().items():
+    for _v in _versions:
+        _path = f"apis/{_group_name}/{_v}" if _group_name else f"api/{_v}"
+        _OPENAPI_DOCS[_path] = orjson.dumps(_openapi_doc(_group_name, _v))
+
+
+def openapi_v3_root() -> Obj:
+    return {
+        "paths": {
+            path: {
+                "serverRelativeURL": f"/openapi/v3/{path}?hash="
+                + hashlib.sha256(doc).hexdigest()[:32].upper()
+            }
+            for path, doc in _OPENAPI_DOCS.items()
+        }
+    }
+
+
+def openapi_v3_doc(path: str) -> bytes | None:
+    return _OPENAPI_DOCS.get(path)

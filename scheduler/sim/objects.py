@@ -1,0 +1,161 @@
+"""Small helpers for Kubernetes objects kept as plain JSON dicts.
+
+Objects inside the simulated API server are never mutated once stored: every change builds new
+dicts along the changed path (``with_meta``, ``with_path``), so history entries and watch
+events can share structure safely. This module holds that copy-on-write toolbox together with
+the time, uid and duration formats the real server uses.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import time
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+Obj = dict[str, Any]
+"""A Kubernetes object (or any JSON mapping) as parsed from JSON or YAML."""
+
+Key = tuple[str, str]
+"""Where an object lives in its table: (namespace or "", name)."""
+
+
+def now_rfc3339(at: float | None = None) -> str:
+    """A ``metav1.Time``: RFC 3339 in UTC with second precision."""
+    moment = datetime.fromtimestamp(time.time() if at is None else at, UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def now_micro(at: float | None = None) -> str:
+    """A ``metav1.MicroTime``: RFC 3339 in UTC with microseconds."""
+    moment = datetime.fromtimestamp(time.time() if at is None else at, UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_time(value: str) -> float:
+    """Seconds since the epoch of a ``Time`` or ``MicroTime`` string."""
+    text = value.replace("Z", "+00:00")
+    return datetime.fromisoformat(text).timestamp()
+
+
+def new_uid() -> str:
+    return str(uuid.uuid4())
+
+
+def meta(obj: Obj) -> Obj:
+    """The object's metadata (an empty dict when it has none)."""
+    value = obj.get("metadata")
+    return value if isinstance(value, dict) else {}
+
+
+def key_of(obj: Obj) -> Key:
+    m = meta(obj)
+    return (str(m.get("namespace") or ""), str(m.get("name") or ""))
+
+
+def with_meta(obj: Obj, **changes: Any) -> Obj:
+    """A shallow copy of ``obj`` whose metadata has ``changes`` applied (None removes a key)."""
+    new_meta = dict(meta(obj))
+    for name, value in changes.items():
+        if value is None:
+            new_meta.pop(name, None)
+        else:
+            new_meta[name] = value
+    return {**obj, "metadata": new_meta}
+
+
+def with_rv(obj: Obj, rv: int) -> Obj:
+    return with_meta(obj, resourceVersion=str(rv))
+
+
+def get_path(obj: Obj, *path: str) -> Any:
+    """The value at ``path`` or None when any step is missing or not a mapping."""
+    cur: Any = obj
+    for step in path:
+        if not isinstance(cur, dict):
+            return None
+        cur = cur.get(step)
+    return cur
+
+
+def deep_copy(obj: Obj) -> Obj:
+    """A private copy for callers outside the server, who may mutate it."""
+    return copy.deepcopy(obj)
+
+
+def set_condition(conditions: list[Any] | None, condition: Obj, at: str) -> list[Any]:
+    """A new conditions list with ``condition`` replacing the one of its type.
+
+    ``lastTransitionTime`` is kept when the status does not change, as the kubelet and the
+    API server do.
+    """
+    out: list[Any] = []
+    replaced = False
+    for cond in conditions or []:
+        if isinstance(cond, dict) and cond.get("type") == condition.get("type"):
+            merged = dict(condition)
+            if cond.get("status") == condition.get("status") and cond.get("lastTransitionTime"):
+                merged["lastTransitionTime"] = cond["lastTransitionTime"]
+            else:
+                merged.setdefault("lastTransitionTime", at)
+            out.append(merged)
+            replaced = True
+        else:
+            out.append(cond)
+    if not replaced:
+        out.append({"lastTransitionTime": at, **condition})
+    return out
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in a Go-style duration ("1m30s", "500ms", "2h") or a bare number of seconds.
+
+    Raises ValueError on anything else.
+    """
+    text = text.strip()
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    pos = 0
+    total = 0.0
+    scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+    for match in _DURATION.finditer(text):
+        if match.start() != pos:
+            break
+        total += float(match.group(1)) * scale[match.group(2)]
+        pos = match.end()
+    if pos != len(text) or not text:
+        raise ValueError(f"not a duration: {text!r}")
+    return total
+
+
+def human_age(seconds: float) -> str:
+    """kubectl's short age format: 5s, 3m20s, 4h, 2d3h, 400d."""
+    s = max(0, int(seconds))
+    if s < 120:
+        return f"{s}s"
+    minutes = s // 60
+    if minutes < 10:
+        rest = s % 60
+        return f"{minutes}m{rest}s" if rest else f"{minutes}m"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = s // 3600
+    if hours < 8:
+        rest = minutes % 60
+        return f"{hours}h{rest}m" if rest else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    days = hours // 24
+    if days < 8:
+        rest = hours % 24
+        return f"{days}d{rest}h" if rest else f"{days}d"
+    if days < 365 * 2:
+        return f"{days}d"
+    return f"{days // 365}y"

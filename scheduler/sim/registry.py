@@ -1,0 +1,441 @@
+"""The verbs of the API (create, get, list, update, patch, delete) on plain dicts.
+
+``Registry`` is the server without HTTP: REST handlers call it after parsing a request, and
+tests and the seeding code call it directly (``registry.create_object(manifest)``). It applies
+the semantics of the real server: metadata stamping (uid, creationTimestamp, generation),
+``generateName``, optimistic concurrency on ``metadata.resourceVersion``, the status
+subresource split (status updates change only status; main updates never change status),
+no-op updates that do not bump the resourceVersion, finalizers, delete preconditions,
+consistent paginated lists (``limit``/``continue``) and exact-version reads (410 when too old).
+Pod-specific verbs (binding, eviction, graceful deletion) live in ``pumice.sim.pods``.
+"""
+
+from __future__ import annotations
+
+import base64
+import random
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+from pumice.sim.admission import Admission, generated_name
+from pumice.sim.errors import (
+    ApiError,
+    already_exists,
+    bad_request,
+    gone,
+    invalid,
+    namespace_mismatch,
+    not_found,
+    rv_precondition,
+    stale,
+    uid_precondition,
+)
+from pumice.sim.objects import Key, Obj, deep_copy, meta, new_uid, now_rfc3339, with_meta
+from pumice.sim.patch import apply_patch
+from pumice.sim.pods import delete_pod
+from pumice.sim.resources import ALL_TYPES, NAMESPACES, PODS, ResourceType, for_object
+from pumice.sim.selectors import Selector
+from pumice.sim.store import Store
+
+CONTINUE_TOO_OLD = (
+    "The provided continue parameter is too old to display a consistent list result. You can "
+    "start a new list without the continue parameter, or use the continue token in this "
+    "response to retrieve the remainder of the results. Continuing with the provided token "
+    "results in an inconsistent list - objects that were created, modified, or deleted "
+    "between the time the first chunk was returned and now may show up in the list."
+)
+
+
+def _view_out(rtype: ResourceType, obj: Obj) -> Obj:
+    return rtype.to_view(obj) if rtype.to_view is not None else obj
+
+
+def _spec_part(obj: Obj) -> Obj:
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status", "kind", "apiVersion")}
+
+
+class Registry:
+    """API verbs over a ``Store``. Methods take and return objects in the type's view form."""
+
+    def __init__(self, store: Store, seed: int | None = None) -> None:
+        self.store = store
+        self.admission = Admission(store)
+        self.rng = random.Random(seed)
+        self.terminating: set[tuple[str, Key]] = set()
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def current(self, rtype: ResourceType, namespace: str, name: str) -> Obj:
+        obj = self.store.get(rtype.table, (namespace if rtype.namespaced else "", name))
+        if obj is None:
+            raise not_found(rtype.plural, rtype.group, name)
+        return obj
+
+    def _check_namespace(self, rtype: ResourceType, namespace: str) -> None:
+        if rtype.namespaced and self.store.get(NAMESPACES.table, ("", namespace)) is None:
+            raise not_found("namespaces", "", namespace)
+
+    def _commit(self, rtype: ResourceType, obj: Obj | None, key: Key) -> Obj:
+        change = self.store.commit(rtype.table, key, obj)
+        return change.obj
+
+    # -- read ----------------------------------------------------------------------------
+
+    def get(self, rtype: ResourceType, namespace: str, name: str) -> Obj:
+        return _view_out(rtype, self.current(rtype, namespace, name))
+
+    def list_objects(
+        self,
+        rtype: ResourceType,
+        selector: Selector,
+        limit: int = 0,
+        token: str = "",
+        rv: str = "",
+        rv_match: str = "",
+    ) -> Obj:
+        items, list_meta = self.list_stored(rtype, selector, limit, token, rv, rv_match)
+        return {
+            "kind": f"{rtype.kind}List",
+            "apiVersion": rtype.api_version,
+            "metadata": list_meta,
+            "items": [_view_out(rtype, obj) for obj in items],
+        }
+
+    def list_stored(
+        self,
+        rtype: ResourceType,
+        selector: Selector,
+        limit: int = 0,
+        token: str = "",
+        rv: str = "",
+        rv_match: str = "",
+    ) -> tuple[list[Obj], Obj]:
+        """Matching objects in stored form, in key order, and the list metadata."""
+        store = self.store
+        start: Key | None = None
+        if token:
+            at, start = _decode_continue(token)
+            if at < store.floor(rtype.table):
+                raise gone(CONTINUE_TOO_OLD)
+            table = store.snapshot_at(rtype.table, at)
+        elif rv_match == "Exact" or (limit and rv not in ("", "0") and not rv_match):
+            at = _parse_rv(rv)
+            if at < store.floor(rtype.table):
+                raise gone("The resourceVersion for the provided list is too old.")
+            table = store.snapshot_at(rtype.table, at)
+        else:
+            if rv:
+                _parse_rv(rv)
+            at = store.rv
+            table = store.table(rtype.table)
+        name = selector.field_value("metadata.name")
+        keys: Iterable[Key]
+        if name is not None and rtype.namespaced and selector.namespace:
+            keys = [k for k in ((selector.namespace, name),) if k in table]
+        elif name is not None:
+            keys = [k for k in table if k[1] == name]
+        else:
+            keys = table.keys()
+        if selector.trivial:
+            matching = sorted(keys)
+        else:
+            matching = sorted(k for k in keys if selector.matches(table[k]))
+        if start is not None:
+            matching = [k for k in matching if k > start]
+        list_meta: Obj = {"resourceVersion": str(at)}
+        if limit and len(matching) > limit:
+            remaining = len(matching) - limit
+            matching = matching[:limit]
+            list_meta["continue"] = _encode_continue(at, matching[-1])
+            if not selector.labels and not selector.fields:
+                list_meta["remainingItemCount"] = remaining
+        return [table[k] for k in matching], list_meta
+
+    # -- create --------------------------------------------------------------------------
+
+    def create(self, rtype: ResourceType, namespace: str, body: Any, dry_run: bool = False) -> Obj:
+        if not isinstance(body, dict):
+            raise bad_request("the body of the request must be a JSON object")
+        self.admission.validate_view(rtype, body)
+        obj = rtype.from_view(body) if rtype.from_view is not None else dict(body)
+        m = dict(meta(obj))
+        if rtype.namespaced:
+            body_ns = m.get("namespace")
+            if body_ns and body_ns != namespace:
+                raise namespace_mismatch()
+            m["namespace"] = namespace
+        else:
+            m.pop("namespace", None)
+        if m.get("resourceVersion"):
+            raise bad_request("resourceVersion should not be set on objects to be created")
+        if not m.get("name") and not m.get("generateName"):
+            raise invalid(
+                rtype.kind,
+                rtype.group,
+                "",
+                [
+                    (
+                        "metadata.name",
+                        "FieldValueRequired",
+                        "Required value: name or generateName is required",
+                    )
+                ],
+            )
+        self._check_namespace(rtype, namespace)
+        return self._insert(rtype, obj, m, dry_run)
+
+    def _insert(
+        self, rtype: ResourceType, obj: Obj, m: Obj, dry_run: bool, seeding: bool = False
+    ) -> Obj:
+        table = self.store.table(rtype.table)
+        ns = str(m.get("namespace") or "")
+        if not m.get("name"):
+            for _ in range(8):
+                m["name"] = generated_name(str(m["generateName"]), self.rng)
+                if (ns, m["name"]) not in table:
+                    break
+        name = str(m["name"])
+        m.pop("deletionTimestamp", None)
+        m.pop("deletionGracePeriodSeconds", None)
+        m.pop("resourceVersion", None)
+        m.pop("managedFields", None)
+        m.setdefault("uid", new_uid())
+        m.setdefault("creationTimestamp", now_rfc3339())
+        if rtype.generation:
+            m["generation"] = 1
+        obj = {"apiVersion": rtype.api_version, "kind": rtype.kind, **obj, "metadata": m}
+        if rtype.from_view is not None:
+            obj["apiVersion"], obj["kind"] = "v1", "Event"
+        obj = self.admission.on_create(rtype, obj, seeding)
+        key = (ns, name)
+        if key in table:
+            raise already_exists(rtype.plural, rtype.group, name)
+        if dry_run:
+            return _view_out(rtype, obj)
+        return _view_out(rtype, self._commit(rtype, obj, key))
+
+    def create_object(self, obj: Obj, keep_identity: bool = True) -> Obj:
+        """Store a manifest (any served kind), creating its namespace if missing.
+
+        Used to seed a cluster from files and by tests. ``uid``, ``creationTimestamp`` and
+        ``status`` in the manifest are kept (a ``kubectl get -o yaml`` dump round-trips);
+        ``resourceVersion`` is replaced by this server's own.
+        """
+        api_version = str(obj.get("apiVersion", ""))
+        kind = str(obj.get("kind", ""))
+        rtype = for_object(api_version, kind)
+        if rtype is None:
+            raise bad_request(f"no resource serves kind {kind!r} in {api_version!r}")
+        m = dict(meta(obj))
+        m.pop("resourceVersion", None)
+        if not keep_identity:
+            m.pop("uid", None)
+            m.pop("creationTimestamp", None)
+        ns = ""
+        if rtype.namespaced:
+            ns = str(m.get("namespace") or "default")
+            m["namespace"] = ns
+            if self.store.get(NAMESPACES.table, ("", ns)) is None:
+                self._insert(
+                    NAMESPACES, {"apiVersion": "v1", "kind": "Namespace"}, {"name": ns}, False
+                )
+        body = rtype.from_view(obj) if rtype.from_view is not None else obj
+        if not m.get("name") and not m.get("generateName"):
+            raise bad_request("metadata.name or metadata.generateName is required")
+        return self._insert(rtype, body, m, False, seeding=True)
+
+    # -- update --------------------------------------------------------------------------
+
+    def update(
+        self, rtype: ResourceType, namespace: str, name: str, body: Any, subresource: str = ""
+    ) -> Obj:
+        if not isinstance(body, dict):
+            raise bad_request("the body of the request must be a JSON object")
+        new = rtype.from_view(body) if rtype.from_view is not None else body
+        old = self.current(rtype, namespace, name)
+        m = meta(new)
+        if m.get("name") not in (None, name):
+            raise bad_request(
+                f"the name of the object ({m.get('name')}) does not match the name on the URL "
+                f"({name})"
+            )
+        if rtype.namespaced and m.get("namespace") not in (None, "", namespace):
+            raise namespace_mismatch()
+        rv = m.get("resourceVersion")
+        if rv and rv != meta(old).get("resourceVersion"):
+            raise stale(rtype.plural, rtype.group, name)
+        if m.get("uid") and m.get("uid") != meta(old).get("uid"):
+            raise uid_precondition(
+                rtype.plural, rtype.group, name, m.get("uid"), meta(old).get("uid")
+            )
+        return _view_out(rtype, self._apply_update(rtype, old, new, subresource))
+
+    def patch(
+        self,
+        rtype: ResourceType,
+        namespace: str,
+        name: str,
+        content_type: str,
+        patch: Any,
+        subresource: str = "",
+    ) -> Obj:
+        old = self.current(rtype, namespace, name)
+        base = _view_out(rtype, old)
+        patched = apply_patch(base, content_type, patch, rtype.merge_keys)
+        if not isinstance(patched, dict):
+            raise bad_request("the patched object is not a JSON object")
+        new = rtype.from_view(patched) if rtype.from_view is not None else patched
+        m = meta(new)
+        if m.get("name") != name or (rtype.namespaced and m.get("namespace") != namespace):
+            raise bad_request("the patch may not change the object's name or namespace")
+        if m.get("resourceVersion") != meta(old).get("resourceVersion"):
+            raise stale(rtype.plural, rtype.group, name)
+        if m.get("uid") != meta(old).get("uid"):
+            raise uid_precondition(
+                rtype.plural, rtype.group, name, m.get("uid"), meta(old).get("uid")
+            )
+        return _view_out(rtype, self._apply_update(rtype, old, new, subresource))
+
+    def _apply_update(self, rtype: ResourceType, old: Obj, new: Obj, subresource: str) -> Obj:
+        old_m = meta(old)
+        if subresource == "status":
+            merged = {**old, "status": new.get("status")}
+            if merged["status"] is None:
+                merged.pop("status")
+            nm = meta(new)
+            m = dict(old_m)
+            for field in ("labels", "annotations"):
+                if field in nm:
+                    m[field] = nm[field]
+                else:
+                    m.pop(field, None)
+            merged["metadata"] = m
+        else:
+            merged = dict(new)
+            merged.setdefault("apiVersion", old.get("apiVersion"))
+            merged.setdefault("kind", old.get("kind"))
+            if rtype.has_status:
+                if "status" in old:
+                    merged["status"] = old["status"]
+                else:
+                    merged.pop("status", None)
+            m = dict(meta(new))
+            for field in (
+                "uid",
+                "creationTimestamp",
+                "namespace",
+                "name",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "generation",
+            ):
+                if field in old_m:
+                    m[field] = old_m[field]
+                else:
+                    m.pop(field, None)
+            m.pop("managedFields", None)
+            if rtype.generation and _spec_part(merged) != _spec_part(old):
+                m["generation"] = int(old_m.get("generation", 1)) + 1
+            merged["metadata"] = m
+            self.admission.on_update(rtype, old, merged, subresource)
+        m["resourceVersion"] = old_m.get("resourceVersion")
+        if merged == old:
+            return old
+        key = (str(old_m.get("namespace") or ""), str(old_m.get("name")))
+        if (
+            m.get("deletionTimestamp")
+            and not m.get("finalizers")
+            and self._finalized(rtype, merged)
+        ):
+            return self._commit(rtype, None, key)
+        return self._commit(rtype, merged, key)
+
+    def _finalized(self, rtype: ResourceType, obj: Obj) -> bool:
+        """Whether an object being deleted may go once its finalizers are gone."""
+        if rtype is PODS:
+            return int(meta(obj).get("deletionGracePeriodSeconds") or 0) == 0
+        return True
+
+    # -- delete --------------------------------------------------------------------------
+
+    def delete(self, rtype: ResourceType, namespace: str, name: str, options: Obj) -> Obj:
+        old = self.current(rtype, namespace, name)
+        _check_preconditions(rtype, old, options)
+        if rtype is PODS:
+            return delete_pod(self, old, options)
+        if rtype is NAMESPACES:
+            return self._delete_namespace(old)
+        return self.remove_or_finalize(rtype, old, 0)
+
+    def remove_or_finalize(self, rtype: ResourceType, old: Obj, grace: int) -> Obj:
+        """Remove ``old`` now, or mark it for deletion while finalizers or grace remain."""
+        m = meta(old)
+        key = (str(m.get("namespace") or ""), str(m.get("name")))
+        if m.get("finalizers") or grace > 0:
+            if m.get("deletionTimestamp"):
+                return _view_out(rtype, old)
+            marked = with_meta(
+                old, deletionTimestamp=now_rfc3339(), deletionGracePeriodSeconds=grace
+            )
+            return _view_out(rtype, self._commit(rtype, marked, key))
+        return _view_out(rtype, self._commit(rtype, None, key))
+
+    def _delete_namespace(self, ns: Obj) -> Obj:
+        name = str(meta(ns).get("name"))
+        seen: set[str] = set()
+        for rtype in ALL_TYPES:
+            if not rtype.namespaced or rtype.table in seen:
+                continue
+            seen.add(rtype.table)
+            for key in [k for k in self.store.table(rtype.table) if k[0] == name]:
+                self.store.commit(rtype.table, key, None)
+        return _view_out(NAMESPACES, self._commit(NAMESPACES, None, ("", name)))
+
+
+def _check_preconditions(rtype: ResourceType, old: Obj, options: Obj) -> None:
+    pre = options.get("preconditions") or {}
+    m = meta(old)
+    name = str(m.get("name"))
+    if pre.get("uid") and pre["uid"] != m.get("uid"):
+        raise uid_precondition(rtype.plural, rtype.group, name, pre["uid"], m.get("uid"))
+    if pre.get("resourceVersion") and pre["resourceVersion"] != m.get("resourceVersion"):
+        raise rv_precondition(
+            rtype.plural, rtype.group, name, pre["resourceVersion"], m.get("resourceVersion")
+        )
+
+
+def _parse_rv(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise bad_request(f"invalid resource version: {text!r}") from None
+    if value < 0:
+        raise bad_request(f"invalid resource version: {text!r}")
+    return value
+
+
+def _encode_continue(rv: int, key: Key) -> str:
+    raw = orjson.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": f"{key[0]}/{key[1]}\x00"})
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_continue(token: str) -> tuple[int, Key]:
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        data = orjson.loads(raw)
+        rv = int(data["rv"])
+        ns, _, name = str(data["start"]).rstrip("\x00").partition("/")
+    except (ValueError, KeyError, TypeError, orjson.JSONDecodeError):
+        raise ApiError(
+            400,
+            "BadRequest",
+            "continue key is not valid: incorrect encoded start resourceVersion "
+            "(version meta.k8s.io/v1)",
+        ) from None
+    return rv, (ns, name)
+
+
+def public_copy(obj: Obj) -> Obj:
+    """A copy of a stored object that a caller may mutate."""
+    return deep_copy(obj)

@@ -1,0 +1,293 @@
+"""REST routing: from an HTTP request to a registry verb and back to JSON.
+
+``parse_path`` turns a URL into a ``RequestInfo`` the way the real server's request-info
+factory does (``/api/v1/namespaces/ns/pods/name/binding``, ``/apis/group/version/...``, the
+legacy ``/watch/`` prefix, ``namespaces/{name}/status``), and ``verb_of`` names the
+Kubernetes verb (get, list, watch, create, update, patch, delete, deletecollection).
+``ResourceApi.handle`` runs it: bodies are parsed with orjson, selectors and paging
+parameters are read from the query, ``kubectl``'s ``as=Table`` requests get server-side
+printed tables, and watches are handed to ``pumice.sim.watch``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from aiohttp import web
+from multidict import MultiMapping
+from pumice.sim import pods, tables
+from pumice.sim.errors import ApiError, bad_request, method_not_allowed, no_such_path
+from pumice.sim.objects import Obj
+from pumice.sim.registry import Registry
+from pumice.sim.resources import BINDINGS, ResourceType, lookup
+from pumice.sim.selectors import build_selector
+from pumice.sim.store import Store
+from pumice.sim.watch import WatchHub, WatchRequest, serve_watch
+
+JSON = "application/json"
+_NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
+_TRUE = frozenset({"true", "True", "1"})
+
+
+@dataclass(frozen=True, slots=True)
+class RequestInfo:
+    """What a resource URL addresses."""
+
+    group: str
+    version: str
+    namespace: str
+    resource: str
+    name: str
+    subresource: str
+    watch_path: bool
+
+    @property
+    def qualified_resource(self) -> str:
+        return f"{self.resource}/{self.subresource}" if self.subresource else self.resource
+
+
+def parse_path(path: str) -> RequestInfo | None:
+    """The resource a path addresses, or None for non-resource paths (discovery...)."""
+    parts = [p for p in path.split("/") if p]
+    if len(parts) >= 3 and parts[0] == "api":
+        group, version, rest = "", parts[1], parts[2:]
+    elif len(parts) >= 4 and parts[0] == "apis":
+        group, version, rest = parts[1], parts[2], parts[3:]
+    else:
+        return None
+    watch_path = False
+    if rest[0] == "watch":
+        watch_path = True
+        rest = rest[1:]
+        if not rest:
+            return None
+    namespace = ""
+    if rest[0] == "namespaces" and len(rest) > 1:
+        namespace = rest[1]
+        if len(rest) > 2 and rest[2] not in _NAMESPACE_SUBRESOURCES:
+            rest = rest[2:]
+        else:
+            # /namespaces/{name}[/status]: the namespace object itself
+            return RequestInfo(
+                group,
+                version,
+                "",
+                "namespaces",
+                rest[1],
+                rest[2] if len(rest) > 2 else "",
+                watch_path,
+            )
+    resource = rest[0]
+    name = rest[1] if len(rest) > 1 else ""
+    sub = rest[2] if len(rest) > 2 else ""
+    if len(rest) > 3:
+        return None
+    return RequestInfo(group, version, namespace, resource, name, sub, watch_path)
+
+
+def verb_of(method: str, info: RequestInfo, query: MultiMapping[str]) -> str:
+    if method == "GET":
+        if info.watch_path or query.get("watch", "") in _TRUE:
+            return "watch"
+        return "get" if info.name else "list"
+    if method == "POST":
+        return "create"
+    if method == "PUT":
+        return "update"
+    if method == "PATCH":
+        return "patch"
+    if method == "DELETE":
+        return "delete" if info.name else "deletecollection"
+    return method.lower()
+
+
+def json_response(body: Obj, status: int = 200) -> web.Response:
+    return web.Response(body=orjson.dumps(body), status=status, content_type=JSON)
+
+
+def error_response(err: ApiError) -> web.Response:
+    resp = web.Response(body=orjson.dumps(err.status()), status=err.code, content_type=JSON)
+    for name, value in err.headers.items():
+        resp.headers[name] = value
+    return resp
+
+
+async def read_json(request: web.Request, required: bool = True) -> Any:
+    raw = await request.read()
+    if not raw:
+        if required:
+            raise bad_request("the body of the request was empty")
+        return None
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise bad_request(f"the body of the request could not be decoded as JSON: {exc}") from None
+
+
+def _int(query: MultiMapping[str], name: str, default: int) -> int:
+    text = query.get(name)
+    if text is None or text == "":
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise bad_request(f"invalid value for {name}: {text!r}") from None
+
+
+class ResourceApi:
+    """Handles every request that addresses a resource."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        store: Store,
+        hub: WatchHub,
+        bookmark_interval: float,
+        watch_timeout: float,
+    ) -> None:
+        self.registry = registry
+        self.store = store
+        self.hub = hub
+        self.bookmark_interval = bookmark_interval
+        self.watch_timeout = watch_timeout
+
+    def resolve(self, info: RequestInfo) -> ResourceType:
+        rtype = lookup(info.group, info.version, info.resource)
+        if rtype is None:
+            raise no_such_path()
+        if info.subresource and info.subresource not in rtype.subresources:
+            raise no_such_path()
+        if rtype.namespaced is False and info.namespace:
+            raise no_such_path()
+        return rtype
+
+    async def handle(
+        self, request: web.Request, info: RequestInfo, verb: str
+    ) -> web.StreamResponse:
+        rtype = self.resolve(info)
+        query = request.query
+        ns = info.namespace
+        name = info.name
+        sub = info.subresource
+        dry_run = query.get("dryRun") == "All"
+        if verb in ("list", "watch", "deletecollection"):
+            if rtype.namespaced is False and ns:
+                raise no_such_path()
+            selector = build_selector(
+                rtype, ns, query.get("labelSelector"), query.get("fieldSelector")
+            )
+            if verb == "watch":
+                if info.name:
+                    selector = build_selector(
+                        rtype,
+                        ns,
+                        query.get("labelSelector"),
+                        ",".join(
+                            filter(None, [query.get("fieldSelector"), f"metadata.name={name}"])
+                        ),
+                    )
+                return await self._watch(request, rtype, selector)
+            if verb == "list":
+                return self._list(request, rtype, selector)
+            return self._delete_collection(rtype, selector, await read_json(request, False) or {})
+        if sub == "binding" or rtype is BINDINGS:
+            if verb != "create":
+                raise method_not_allowed()
+            body = await read_json(request)
+            return json_response(pods.bind(self.registry, ns, name, body, dry_run), 201)
+        if sub == "eviction":
+            if verb != "create":
+                raise method_not_allowed()
+            return json_response(pods.evict(self.registry, ns, name, await read_json(request)), 201)
+        if verb == "get":
+            return self._get(request, rtype, ns, name)
+        if verb == "create":
+            if name:
+                raise method_not_allowed()
+            created = self.registry.create(rtype, ns, await read_json(request), dry_run)
+            return json_response(created, 201)
+        if verb == "update":
+            body = await read_json(request)
+            return json_response(self.registry.update(rtype, ns, name, body, sub))
+        if verb == "patch":
+            body = await read_json(request)
+            content_type = request.headers.get("Content-Type", "")
+            return json_response(self.registry.patch(rtype, ns, name, content_type, body, sub))
+        if verb == "delete":
+            if sub:
+                raise method_not_allowed()
+            options = await read_json(request, False) or {}
+            if not isinstance(options, dict):
+                raise bad_request("DeleteOptions must be a JSON object")
+            if "gracePeriodSeconds" in query:
+                options = {**options, "gracePeriodSeconds": _int(query, "gracePeriodSeconds", 0)}
+            return json_response(self.registry.delete(rtype, ns, name, options))
+        raise method_not_allowed()
+
+    def _get(self, request: web.Request, rtype: ResourceType, ns: str, name: str) -> web.Response:
+        if tables.wants_table(request.headers.get("Accept", "")):
+            stored = self.registry.current(rtype, ns, name)
+            table = tables.to_table(
+                rtype,
+                [stored],
+                {"resourceVersion": str(self.store.rv)},
+                request.query.get("includeObject", "Metadata"),
+            )
+            return json_response(table)
+        return json_response(self.registry.get(rtype, ns, name))
+
+    def _list(self, request: web.Request, rtype: ResourceType, selector: Any) -> web.Response:
+        query = request.query
+        args = (
+            rtype,
+            selector,
+            _int(query, "limit", 0),
+            query.get("continue", ""),
+            query.get("resourceVersion", ""),
+            query.get("resourceVersionMatch", ""),
+        )
+        if tables.wants_table(request.headers.get("Accept", "")):
+            stored, list_meta = self.registry.list_stored(*args)
+            table = tables.to_table(
+                rtype, stored, list_meta, query.get("includeObject", "Metadata")
+            )
+            return json_response(table)
+        return json_response(self.registry.list_objects(*args))
+
+    def _delete_collection(self, rtype: ResourceType, selector: Any, options: Obj) -> web.Response:
+        stored, _ = self.registry.list_stored(rtype, selector)
+        deleted = []
+        for obj in stored:
+            m = obj["metadata"]
+            try:
+                deleted.append(
+                    self.registry.delete(rtype, m.get("namespace", ""), m["name"], options)
+                )
+            except ApiError as exc:
+                if exc.code != 404:
+                    raise
+        return json_response(
+            {
+                "kind": f"{rtype.kind}List",
+                "apiVersion": rtype.api_version,
+                "metadata": {"resourceVersion": str(self.store.rv)},
+                "items": deleted,
+            }
+        )
+
+    async def _watch(
+        self, request: web.Request, rtype: ResourceType, selector: Any
+    ) -> web.StreamResponse:
+        query = request.query
+        timeout = _int(query, "timeoutSeconds", 0)
+        wreq = WatchRequest(
+            rtype=rtype,
+            selector=selector,
+            resource_version=query.get("resourceVersion", ""),
+            timeout=float(timeout) if timeout > 0 else self.watch_timeout,
+            bookmarks=query.get("allowWatchBookmarks", "") in _TRUE,
+            send_initial_events=query.get("sendInitialEvents", "") in _TRUE,
+        )
+        return await serve_watch(request, self.store, self.hub, wreq, self.bookmark_interval)

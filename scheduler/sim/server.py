@@ -1,0 +1,284 @@
+"""``SimServer``: the simulated Kubernetes API server, assembled and served on loopback.
+
+It wires the store, the registry (API verbs), watches, the KWOK-like lifecycle, fault
+injection, the write log and the admin endpoint into one aiohttp application with a single
+catch-all route (one dispatch function is cheaper than aiohttp's router and mirrors the real
+server's request-info parsing). It listens on 127.0.0.1 only. Use it in-process::
+
+    server = SimServer(SimConfig(pod_start_delay=0.05))
+    server.seed(objects)            # or server.registry.create_object(manifest)
+    await server.start()            # port 0: a free port
+    server.write_kubeconfig(path)
+    ...
+    await server.stop()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from aiohttp import web
+from pumice.sim import discovery
+from pumice.sim.admin import handle_admin
+from pumice.sim.defaults import default_objects
+from pumice.sim.errors import ApiError, internal, no_such_path
+from pumice.sim.faults import Faults
+from pumice.sim.lifecycle import Lifecycle, LifecycleConfig
+from pumice.sim.objects import Obj
+from pumice.sim.registry import Registry
+from pumice.sim.resources import ALL_TYPES
+from pumice.sim.rest import ResourceApi, error_response, json_response, parse_path, verb_of
+from pumice.sim.store import Store
+from pumice.sim.watch import WatchHub
+from pumice.sim.writelog import MUTATING_METHODS, WriteLog, WriteRecord
+
+log = logging.getLogger("pumice.sim")
+
+HOST = "127.0.0.1"
+_SEED_ORDER = {"Namespace": 0, "PriorityClass": 1, "Pod": 3}
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    pod_start_delay: float = 0.2
+    """Seconds from binding to Running."""
+    pod_termination_delay: float = 0.5
+    """Upper bound on how long a gracefully deleted pod lingers."""
+    history_size: int = 10_000
+    """Changes retained per resource for watches from an older resourceVersion."""
+    bookmark_interval: float = 60.0
+    watch_timeout: float = 1800.0
+    """Watch duration when the client sends no timeoutSeconds."""
+    seed: int | None = 0
+    """Seed for generated names and fault sampling."""
+    defaults: bool = True
+    """Start with the default namespaces, system PriorityClasses and Volcano's default Queue."""
+    max_body: int = 16 * 1024 * 1024
+
+
+class SimServer:
+    def __init__(self, config: SimConfig | None = None) -> None:
+        self.config = config or SimConfig()
+        self.store = Store(self.config.history_size)
+        self.registry = Registry(self.store, self.config.seed)
+        self.hub = WatchHub()
+        self.faults = Faults(self, self.config.seed)
+        self.writes = WriteLog()
+        self.lifecycle = Lifecycle(
+            self.store,
+            LifecycleConfig(self.config.pod_start_delay, self.config.pod_termination_delay),
+        )
+        self.api = ResourceApi(
+            self.registry,
+            self.store,
+            self.hub,
+            self.config.bookmark_interval,
+            self.config.watch_timeout,
+        )
+        self._runner: web.AppRunner | None = None
+        self._site: web.TCPSite | None = None
+        self.port = 0
+        if self.config.defaults:
+            self.seed(default_objects())
+
+    # -- seeding -------------------------------------------------------------------------
+
+    def seed(self, objects: Iterable[Obj]) -> int:
+        """Store manifests (namespaces first, then the rest in order); returns how many."""
+        ordered = sorted(objects, key=lambda o: _SEED_ORDER.get(str(o.get("kind")), 2))
+        count = 0
+        for obj in ordered:
+            kind = obj.get("kind")
+            name = (obj.get("metadata") or {}).get("name")
+            table = self.registry.store.table
+            if kind == "Namespace" and ("", name) in table("/namespaces"):
+                continue
+            if kind == "Queue" and ("", name) in table("scheduling.volcano.sh/queues"):
+                continue
+            self.registry.create_object(obj)
+            count += 1
+        return count
+
+    # -- serving -------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.port}"
+
+    async def start(self, port: int = 0) -> None:
+        app = web.Application(client_max_size=self.config.max_body)
+        app.router.add_route("*", "/{tail:.*}", self._dispatch)
+        runner = web.AppRunner(
+            app, handler_cancellation=True, access_log=None, shutdown_timeout=2.0
+        )
+        await runner.setup()
+        self._runner = runner
+        await self._listen(port)
+        self.lifecycle.start()
+
+    async def _listen(self, port: int) -> None:
+        assert self._runner is not None
+        site = web.TCPSite(self._runner, HOST, port)
+        await site.start()
+        self._site = site
+        self.port = int(self._runner.addresses[0][1])
+
+    async def stop(self) -> None:
+        self.lifecycle.stop()
+        await self.faults.stop()
+        self.hub.close_all()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    def kubeconfig(self) -> str:
+        return yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "pumice-sim", "cluster": {"server": self.url}}],
+                "users": [{"name": "pumice-sim", "user": {"token": "pumice-sim"}}],
+                "contexts": [
+                    {
+                        "name": "pumice-sim",
+                        "context": {
+                            "cluster": "pumice-sim",
+                            "user": "pumice-sim",
+                            "namespace": "default",
+                        },
+                    }
+                ],
+                "current-context": "pumice-sim",
+                "preferences": {},
+            },
+            sort_keys=False,
+        )
+
+    def write_kubeconfig(self, path: str | Path) -> Path:
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(self.kubeconfig())
+        return target
+
+    def state(self) -> Obj:
+        counts = {}
+        for rtype in ALL_TYPES:
+            counts[f"{rtype.plural}.{rtype.group}" if rtype.group else rtype.plural] = len(
+                self.store.table(rtype.table)
+            )
+        return {
+            "resourceVersion": str(self.store.rv),
+            "compacted": str(self.store.compacted),
+            "objects": counts,
+            "watches": len(self.hub.watchers),
+            "writes": len(self.writes),
+        }
+
+    # -- fault targets -------------------------------------------------------------------
+
+    def close_watches(self, abort: bool = False) -> int:
+        return self.hub.close_all(abort)
+
+    def compact(self) -> int:
+        return self.store.compact()
+
+    async def drop_connections(self, downtime: float = 0.0, keep: object = None) -> int:
+        """Abort every connection (except ``keep``); stop listening for ``downtime`` s."""
+        self.hub.close_all(abort=True)
+        dropped = 0
+        if self._runner is not None and self._runner.server is not None:
+            for handler in self._runner.server.connections:
+                transport = handler.transport
+                if transport is not None and transport is not keep:
+                    transport.abort()
+                    dropped += 1
+        if downtime > 0 and self._site is not None:
+            await self._site.stop()
+            self._site = None
+            await asyncio.sleep(downtime)
+            await self._listen(self.port)
+        return dropped
+
+    # -- request dispatch ----------------------------------------------------------------
+
+    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        path = request.path
+        if path.startswith("/sim/"):
+            return await handle_admin(self, request)
+        method = request.method
+        info = parse_path(path)
+        verb = verb_of(method, info, request.query) if info is not None else method.lower()
+        faults = self.faults
+        if faults.latency:
+            await asyncio.sleep(faults.latency)
+        resp: web.StreamResponse
+        try:
+            if faults.errors:
+                err = faults.pick(verb, info.qualified_resource if info is not None else path)
+                if err is not None:
+                    raise err
+            if info is None:
+                resp = self._non_resource(request, path)
+            else:
+                resp = await self.api.handle(request, info, verb)
+        except ApiError as exc:
+            resp = error_response(exc)
+        except (asyncio.CancelledError, ConnectionError):
+            raise
+        except Exception as exc:
+            log.exception("sim: %s %s failed", method, path)
+            resp = error_response(internal(f"{type(exc).__name__}: {exc}"))
+        if method in MUTATING_METHODS:
+            self.writes.record(
+                WriteRecord(
+                    time=time.time(),
+                    verb=verb,
+                    method=method,
+                    path=path,
+                    query=request.query_string,
+                    user_agent=request.headers.get("User-Agent", ""),
+                    code=resp.status,
+                    resource=info.qualified_resource if info is not None else "",
+                    namespace=info.namespace if info is not None else "",
+                    name=info.name if info is not None else "",
+                )
+            )
+        return resp
+
+    def _non_resource(self, request: web.Request, path: str) -> web.StreamResponse:
+        if request.method not in ("GET", "HEAD"):
+            raise no_such_path()
+        path = path.rstrip("/") or "/"
+        parts = [p for p in path.split("/") if p]
+        if path in ("/healthz", "/livez", "/readyz"):
+            return web.Response(text="ok", content_type="text/plain")
+        if path == "/version":
+            return json_response(discovery.VERSION)
+        if path == "/api":
+            return json_response(discovery.api_versions(f"{HOST}:{self.port}"))
+        if path == "/apis":
+            return json_response(discovery.api_group_list())
+        if len(parts) == 2 and parts[0] == "api":
+            found = discovery.resource_list("", parts[1])
+        elif len(parts) == 2 and parts[0] == "apis":
+            found = discovery.api_group(parts[1])
+        elif len(parts) == 3 and parts[0] == "apis":
+            found = discovery.resource_list(parts[1], parts[2])
+        elif path == "/openapi/v3":
+            found = discovery.openapi_v3_root()
+        elif path.startswith("/openapi/v3/"):
+            doc = discovery.openapi_v3_doc(path[len("/openapi/v3/") :])
+            if doc is None:
+                raise no_such_path()
+            return web.Response(body=doc, content_type="application/json")
+        else:
+            found = None
+        if found is None:
+            raise no_such_path()
+        return json_response(found)

@@ -1,0 +1,205 @@
+"""Server-side printing: the ``meta.k8s.io/v1`` Table that ``kubectl get`` asks for.
+
+kubectl requests ``Accept: application/json;as=Table;v=v1;g=meta.k8s.io`` and prints the
+columns the server defines; columns with priority 1 appear only with ``-o wide``. Pods, nodes
+and events get the real server's columns; every other resource gets Name and Age.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from pumice.sim.objects import Obj, get_path, human_age, meta, parse_time
+from pumice.sim.resources import EVENTS, EVENTS_V1, NODES, PODS, ResourceType
+
+Column = tuple[str, str, int]  # name, type, priority
+
+
+def wants_table(accept: str) -> bool:
+    return "as=Table" in accept
+
+
+def _age(obj: Obj, now: float) -> str:
+    created = meta(obj).get("creationTimestamp")
+    if not created:
+        return "<unknown>"
+    try:
+        return human_age(now - parse_time(str(created)))
+    except ValueError:
+        return "<invalid>"
+
+
+def _pod_row(pod: Obj, now: float) -> list[Any]:
+    spec = pod.get("spec") or {}
+    status = pod.get("status") or {}
+    containers = spec.get("containers") or []
+    statuses = status.get("containerStatuses") or []
+    ready = sum(1 for s in statuses if isinstance(s, dict) and s.get("ready"))
+    restarts = sum(int(s.get("restartCount", 0)) for s in statuses if isinstance(s, dict))
+    reason = status.get("reason") or status.get("phase") or "Unknown"
+    for cs in statuses:
+        state = cs.get("state") or {} if isinstance(cs, dict) else {}
+        if state.get("waiting", {}).get("reason"):
+            reason = state["waiting"]["reason"]
+        elif state.get("terminated", {}).get("reason"):
+            reason = state["terminated"]["reason"]
+    if meta(pod).get("deletionTimestamp"):
+        reason = "Terminating"
+    elif status.get("phase") == "Pending" and spec.get("schedulingGates"):
+        reason = "SchedulingGated"
+    gates = spec.get("readinessGates") or []
+    return [
+        meta(pod).get("name", ""),
+        f"{ready}/{len(containers)}",
+        reason,
+        str(restarts),
+        _age(pod, now),
+        status.get("podIP") or "<none>",
+        spec.get("nodeName") or "<none>",
+        status.get("nominatedNodeName") or "<none>",
+        f"{len(gates)}/{len(gates)}" if gates else "<none>",
+    ]
+
+
+_POD_COLUMNS: list[Column] = [
+    ("Name", "string", 0),
+    ("Ready", "string", 0),
+    ("Status", "string", 0),
+    ("Restarts", "string", 0),
+    ("Age", "string", 0),
+    ("IP", "string", 1),
+    ("Node", "string", 1),
+    ("Nominated Node", "string", 1),
+    ("Readiness Gates", "string", 1),
+]
+
+
+def _node_row(node: Obj, now: float) -> list[Any]:
+    status = node.get("status") or {}
+    ready = "Unknown"
+    for cond in status.get("conditions") or []:
+        if isinstance(cond, dict) and cond.get("type") == "Ready":
+            ready = "Ready" if cond.get("status") == "True" else "NotReady"
+    if get_path(node, "spec", "unschedulable"):
+        ready += ",SchedulingDisabled"
+    labels = meta(node).get("labels") or {}
+    roles = sorted(
+        k.split("/", 1)[1] for k in labels if k.startswith("node-role.kubernetes.io/") and "/" in k
+    )
+    addresses = {
+        a.get("type"): a.get("address")
+        for a in status.get("addresses") or []
+        if isinstance(a, dict)
+    }
+    info = status.get("nodeInfo") or {}
+    return [
+        meta(node).get("name", ""),
+        ready,
+        ",".join(r for r in roles if r) or "<none>",
+        _age(node, now),
+        info.get("kubeletVersion", ""),
+        addresses.get("InternalIP") or "<none>",
+        addresses.get("ExternalIP") or "<none>",
+        info.get("osImage") or "<unknown>",
+        info.get("kernelVersion") or "<unknown>",
+        info.get("containerRuntimeVersion") or "<unknown>",
+    ]
+
+
+_NODE_COLUMNS: list[Column] = [
+    ("Name", "string", 0),
+    ("Status", "string", 0),
+    ("Roles", "string", 0),
+    ("Age", "string", 0),
+    ("Version", "string", 0),
+    ("Internal-IP", "string", 1),
+    ("External-IP", "string", 1),
+    ("OS-Image", "string", 1),
+    ("Kernel-Version", "string", 1),
+    ("Container-Runtime", "string", 1),
+]
+
+
+def _event_row(ev: Obj, now: float) -> list[Any]:
+    # always evaluated on the stored (core v1) form
+    seen = ev.get("lastTimestamp") or ev.get("eventTime") or ev.get("firstTimestamp")
+    last = "<unknown>"
+    if seen:
+        try:
+            last = human_age(now - parse_time(str(seen)))
+        except ValueError:
+            last = "<invalid>"
+    involved = ev.get("involvedObject") or {}
+    return [
+        last,
+        ev.get("type", ""),
+        ev.get("reason", ""),
+        f"{str(involved.get('kind', '')).lower()}/{involved.get('name', '')}",
+        ev.get("message", ""),
+    ]
+
+
+_EVENT_COLUMNS: list[Column] = [
+    ("Last Seen", "string", 0),
+    ("Type", "string", 0),
+    ("Reason", "string", 0),
+    ("Object", "string", 0),
+    ("Message", "string", 0),
+]
+
+
+def _default_row(obj: Obj, now: float) -> list[Any]:
+    return [meta(obj).get("name", ""), _age(obj, now)]
+
+
+_DEFAULT_COLUMNS: list[Column] = [("Name", "string", 0), ("Age", "string", 0)]
+
+_PRINTERS: dict[str, tuple[list[Column], Callable[[Obj, float], list[Any]]]] = {
+    PODS.table: (_POD_COLUMNS, _pod_row),
+    NODES.table: (_NODE_COLUMNS, _node_row),
+    EVENTS.table: (_EVENT_COLUMNS, _event_row),
+}
+
+
+def to_table(rtype: ResourceType, stored: list[Obj], list_meta: Obj, include: str) -> Obj:
+    """A Table of ``stored`` objects (in stored form) for ``rtype``.
+
+    ``include`` is the ``includeObject`` parameter: ``Metadata`` (default), ``Object`` or
+    ``None``.
+    """
+    columns, row = _PRINTERS.get(rtype.table, (_DEFAULT_COLUMNS, _default_row))
+    now = time.time()
+    rows = []
+    for obj in stored:
+        entry: Obj = {"cells": row(obj, now)}
+        if include == "Object":
+            entry["object"] = rtype.to_view(obj) if rtype.to_view is not None else obj
+        elif include != "None":
+            entry["object"] = {
+                "kind": "PartialObjectMetadata",
+                "apiVersion": "meta.k8s.io/v1",
+                "metadata": meta(obj),
+            }
+        rows.append(entry)
+    return {
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": list_meta,
+        "columnDefinitions": [
+            {
+                "name": name,
+                "type": kind,
+                "format": "name" if name == "Name" else "",
+                "description": name,
+                "priority": priority,
+            }
+            for name, kind, priority in columns
+        ],
+        "rows": rows,
+    }
+
+
+def is_event_type(rtype: ResourceType) -> bool:
+    return rtype is EVENTS or rtype is EVENTS_V1
