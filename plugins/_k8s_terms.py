@@ -50,7 +50,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-
 from pumice import NodeTable
 
 BoolVector = npt.NDArray[np.bool_]
@@ -179,7 +178,9 @@ def pod_host_ports(pod: Mapping[str, Any] | None) -> frozenset[HostPort]:
         return frozenset()
     spec = pod.get("spec") or {}
     containers = list(spec.get("containers") or ())
-    containers += [c for c in spec.get("initContainers") or () if c.get("restartPolicy") == "Always"]
+    containers += [
+        c for c in spec.get("initContainers") or () if c.get("restartPolicy") == "Always"
+    ]
     ports: set[HostPort] = set()
     for container in containers:
         for port in container.get("ports") or ():
@@ -408,7 +409,9 @@ class NodeTerms:
         """Do the tolerations tolerate ``node.kubernetes.io/unschedulable:NoSchedule``?"""
         cached = self._unschedulable.get(tolerations)
         if cached is None:
-            cached = any(tolerates(t, UNSCHEDULABLE_TAINT_KEY, "", NO_SCHEDULE) for t in tolerations)
+            cached = any(
+                tolerates(t, UNSCHEDULABLE_TAINT_KEY, "", NO_SCHEDULE) for t in tolerations
+            )
             self._unschedulable[tolerations] = cached
         return cached
 

@@ -43,7 +43,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-
 from pumice import (
     COMPLETED_STATUSES,
     Arguments,
@@ -147,8 +146,8 @@ class PredicatesPlugin(Plugin):
         if unschedulable.any() and not terms.tolerates_unschedulable(pod.tolerations):
             reject(unschedulable, UNSCHEDULABLE)
         if self.taint_toleration:
-            failed, why = terms.untolerated(pod.tolerations)
-            reject(failed, why)
+            tainted, taint_reasons = terms.untolerated(pod.tolerations)
+            reject(tainted, taint_reasons)
         if self.node_affinity and pod.selector is not None:
             reject(~terms.selector(pod.selector), AFFINITY_MISMATCH)
         if self.node_ports and pod.host_ports and ok.any():

@@ -1,4 +1,4 @@
-"""The predicates plugin: every filter with passing and failing nodes and kube-scheduler's reasons."""
+"""The predicates plugin: each filter with passing and failing nodes and the exact reasons."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from pumice import Arguments, JobInfo, NodeTable, PredicateResult, TaskInfo, TaskStatus
 from pumice.plugins import predicates
 from pumice.plugins.predicates import PredicatesPlugin
@@ -117,7 +116,9 @@ def test_cordoned_node_unless_the_pod_tolerates_unschedulable(
         (toleration("k", "Gt", "1"), taint("k", "1"), False),
     ],
 )
-def test_toleration_matching(tol: dict[str, str], node_taint: dict[str, str], tolerated: bool) -> None:
+def test_toleration_matching(
+    tol: dict[str, str], node_taint: dict[str, str], tolerated: bool
+) -> None:
     nodes = table(node("tainted", taints=[node_taint]))
     key, value = node_taint["key"], node_taint["value"]
     reason = "" if tolerated else f"node(s) had untolerated taint {{{key}: {value}}}"
@@ -370,8 +371,7 @@ def test_reasons_through_a_session_message() -> None:
     feasibility = ssn.predicate(task)
     assert list(feasibility.mask) == [False, False, False, True]
     assert feasibility.message() == (
-        "1/4 nodes are available: 2 node(s) had untolerated taint {gpu: true}, "
-        f"1 {AFFINITY}."
+        f"1/4 nodes are available: 2 node(s) had untolerated taint {{gpu: true}}, 1 {AFFINITY}."
     )
 
 
@@ -443,7 +443,9 @@ def test_each_distinct_term_is_evaluated_once_per_session(labelled: NodeTable) -
         for i in range(5)
     ]
     tasks.append(
-        task_of(pod("q", required=[b, a_reordered], tolerations=tols[::-1], node_selector={"zone": "a"}))
+        task_of(
+            pod("q", required=[b, a_reordered], tolerations=tols[::-1], node_selector={"zone": "a"})
+        )
     )
     tasks.append(task_of(pod("r", required=[b])))
     answers = [plugin.predicate(t, labelled) for t in tasks]
