@@ -272,10 +272,13 @@ def test_job_valid_first_failure_wins(calls: list[Any]) -> None:
 def victims_plugin(name: str, keep: set[str] | None) -> Any:
     """A preemptable/reclaimable plugin keeping the named candidates (None abstains)."""
 
-    def answer(self: Any, preemptor: Any, candidates: Any) -> Any:
+    def preemptable(self: Any, preemptor: Any, candidates: Any) -> Any:
         return None if keep is None else [c for c in candidates if c.name in keep]
 
-    return make_plugin(name, preemptable=answer, reclaimable=answer)
+    def reclaimable(self: Any, reclaimer: Any, candidates: Any) -> Any:
+        return preemptable(self, reclaimer, candidates)
+
+    return make_plugin(name, preemptable=preemptable, reclaimable=reclaimable)
 
 
 @pytest.mark.parametrize("hook", ["preemptable", "reclaimable"])
@@ -285,7 +288,8 @@ def victims_plugin(name: str, keep: set[str] | None) -> Any:
         ([["ab", "bc"]], ["v-b"]),  # intersected inside a tier
         ([["ab"], ["bc"]], ["v-a", "v-b"]),  # the first tier with an answer wins
         ([["empty"], ["bc"]], ["v-b", "v-c"]),  # an empty answer does not veto: next tier
-        ([["ab", "empty", "bc"]], ["v-b", "v-c"]),  # …and stops its own tier
+        ([["ab", "empty", "bc"]], []),  # …and stops its own tier: bc is never asked
+        ([["ab", "empty", "bc"], ["c"]], ["v-c"]),
         ([["a", "c"], ["bc"]], ["v-b", "v-c"]),  # empty intersection: next tier
         ([["abstain"], ["ab"]], ["v-a", "v-b"]),  # abstaining tier falls through
         ([["abstain", "ab"]], ["v-a", "v-b"]),
