@@ -63,17 +63,17 @@ def child_path(parent: str, key: str | int) -> str:
 
 def load_document(text: str) -> Document:
     """Parse ``text`` (one YAML document; an empty text is ``None``)."""
-    loader = _Loader(text)
     try:
-        try:
-            root = loader.get_single_node()
-        except yaml.MarkedYAMLError as exc:
-            raise _marked_error(exc) from None
-        except yaml.reader.ReaderError as exc:
-            line = text[: exc.position].count("\n") + 1
-            raise YamlSourceError(f"invalid YAML: {_one_line(exc.reason)}", line) from None
-        except yaml.YAMLError as exc:
-            raise YamlSourceError(f"invalid YAML: {_one_line(str(exc))}") from None
+        loader = _Loader(text)  # checks that every character is printable
+        root = loader.get_single_node()
+    except yaml.MarkedYAMLError as exc:
+        raise _marked_error(exc) from None
+    except yaml.reader.ReaderError as exc:
+        line = text[: exc.position].count("\n") + 1
+        raise YamlSourceError(f"invalid YAML: {_one_line(exc.reason)}", line) from None
+    except yaml.YAMLError as exc:
+        raise YamlSourceError(f"invalid YAML: {_one_line(str(exc))}") from None
+    try:
         lines: dict[str, int] = {}
         if root is None:
             return Document(None, lines)
@@ -102,7 +102,9 @@ class _Builder:
                 return self.sequence(node, path, active)
         finally:
             active.discard(id(node))
-        raise YamlSourceError(f"invalid YAML: unexpected {type(node).__name__}", _line(node), path or None)
+        raise YamlSourceError(
+            f"invalid YAML: unexpected {type(node).__name__}", _line(node), path or None
+        )
 
     def scalar(self, node: ScalarNode, path: str) -> Any:
         try:
@@ -113,20 +115,26 @@ class _Builder:
     def mapping(self, node: MappingNode, path: str, active: set[int]) -> dict[str, Any]:
         if node.tag != MAP_TAG:
             raise YamlSourceError(f"unsupported YAML tag {node.tag}", _line(node), path or None)
+        explicit = {id(key_node) for key_node, _ in node.value}
         try:
             self.loader.flatten_mapping(node)  # resolves "<<" merge keys
         except yaml.MarkedYAMLError as exc:
             raise _marked_error(exc, path or None) from None
         result: dict[str, Any] = {}
+        written: set[str] = set()  # keys written out in this mapping (not merged in)
         for key_node, value_node in node.value:
             key = self.key(key_node, path)
             key_path = child_path(path, key)
-            if key in result:
+            if id(key_node) not in explicit:
+                written.discard(key)  # a merged key: later ones and explicit ones override it
+            elif key in written:
                 raise YamlSourceError(
                     f"duplicate key (first on line {self.lines[key_path]})",
                     _line(key_node),
                     key_path,
                 )
+            else:
+                written.add(key)
             self.lines[key_path] = _line(key_node)
             result[key] = self.build(value_node, key_path, active)
         return result
