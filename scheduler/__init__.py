@@ -29,10 +29,10 @@ from pumice.framework import (
 )
 from pumice.model import (
     ClusterSnapshot,
-    QuantityError,
     JobInfo,
     NodeInfo,
     NodeTable,
+    QuantityError,
     QueueInfo,
     Resource,
     TaskInfo,

@@ -11,6 +11,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 
 # subcommand -> (module, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -31,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _load(module: str) -> object:
+def _load(module: str) -> ModuleType:
     return importlib.import_module(module)
 
 
@@ -39,7 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     command = _load(args._module)
-    code = command.run(args)  # type: ignore[attr-defined]
+    code = command.run(args)
     return int(code)
 
 

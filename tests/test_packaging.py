@@ -12,8 +12,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-MAPPING = {"scheduler": "pumice", "plugins": "pumice/plugins", "actions": "pumice/actions",
-           "conf": "pumice/conf"}
+MAPPING = {
+    "scheduler": "pumice",
+    "plugins": "pumice/plugins",
+    "actions": "pumice/actions",
+    "conf": "pumice/conf",
+}
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +29,16 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
         shutil.copytree(ROOT / folder, src / folder, ignore=shutil.ignore_patterns("__pycache__"))
     out = tmp_path_factory.mktemp("dist")
     subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), str(src)],
+        [
+            sys.executable,
+            "-m",
+            "build",
+            "--wheel",
+            "--no-isolation",
+            "--outdir",
+            str(out),
+            str(src),
+        ],
         check=True,
         capture_output=True,
     )
@@ -57,8 +70,19 @@ def test_data_files_and_entry_points_are_shipped(wheel: zipfile.ZipFile) -> None
     [entry_points] = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
     text = wheel.read(entry_points).decode()
     assert "[pumice]" in text and "pumice = pumice.cli:main" in text
-    for name in ("priority", "gang", "conformance", "drf", "predicates", "proportion",
-                 "nodeorder", "binpack", "enqueue", "allocate", "backfill"):
+    for name in (
+        "priority",
+        "gang",
+        "conformance",
+        "drf",
+        "predicates",
+        "proportion",
+        "nodeorder",
+        "binpack",
+        "enqueue",
+        "allocate",
+        "backfill",
+    ):
         assert f"\n{name} = pumice." in text
 
 

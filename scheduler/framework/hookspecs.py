@@ -1,3 +1,4 @@
+# mypy: disable-error-code="empty-body"
 """The plugin contract: every extension point a plugin may implement.
 
 A plugin is a class (subclass of ``pumice.Plugin``) whose methods are marked with

@@ -137,7 +137,13 @@ class PluginHost:
     # -- registration -----------------------------------------------------------------------
 
     def register(
-        self, name: str, obj: object, *, package: str = "<code>", version: str = "", target: str = ""
+        self,
+        name: str,
+        obj: object,
+        *,
+        package: str = "<code>",
+        version: str = "",
+        target: str = "",
     ) -> Provided:
         """Register a plugin or action class under ``name`` (also used by tests and embedders)."""
         if name in self._provided:
@@ -145,10 +151,14 @@ class PluginHost:
                 f"{name!r} is provided by both {self._provided[name].package} and {package}"
             )
         if isinstance(obj, type) and issubclass(obj, Plugin):
-            provided = Provided(name, "plugin", obj, package, version, target, self._validate(name, obj))
+            provided = Provided(
+                name, "plugin", obj, package, version, target, self._validate(name, obj)
+            )
         elif isinstance(obj, type) and issubclass(obj, Action):
             if obj.execute is Action.execute:
-                raise PluginLoadError(f"action {name!r} ({target or obj!r}) does not define execute()")
+                raise PluginLoadError(
+                    f"action {name!r} ({target or obj!r}) does not define execute()"
+                )
             provided = Provided(name, "action", obj, package, version, target)
         else:
             raise PluginLoadError(

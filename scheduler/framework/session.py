@@ -163,7 +163,10 @@ class Session:
                     flag = HOOK_FLAGS[hook]
                     if flag is not None and not option.enabled(flag):
                         continue
-                    entry = (option.name, _adapt(getattr(instance, hook), argnames, SPEC_ARGS[hook]))
+                    entry = (
+                        option.name,
+                        _adapt(getattr(instance, hook), argnames, SPEC_ARGS[hook]),
+                    )
                     self._tiers[hook][-1].append(entry)
                     self._flat[hook].append(entry)
 

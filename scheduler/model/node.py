@@ -232,8 +232,15 @@ class NodeTable:
         twin._dims = list(self._dims)
         twin._dim_index = dict(self._dim_index)
         twin._n, twin._cap = self._n, self._cap
-        for attr in ("_alloc", "_used", "_releasing", "_pipelined", "_pods", "_max_pods",
-                     "_unschedulable"):
+        for attr in (
+            "_alloc",
+            "_used",
+            "_releasing",
+            "_pipelined",
+            "_pods",
+            "_max_pods",
+            "_unschedulable",
+        ):
             setattr(twin, attr, getattr(self, attr).copy())
         return twin
 
@@ -250,6 +257,7 @@ class NodeTable:
             new = np.zeros(self._cap, dtype=old.dtype)
             new[: old.shape[0]] = old
             setattr(self, attr, new)
+
 
 class NodeInfo:
     """One node: its labels, taints and flags, its tasks, and a row in a ``NodeTable``.
@@ -301,7 +309,7 @@ class NodeInfo:
 
     @classmethod
     def from_node(cls, node: Mapping[str, Any]) -> NodeInfo:
-        """Build from a plain-dict Kubernetes Node (``status.allocatable``; ``pods`` is the limit)."""
+        """Build from a plain-dict Kubernetes Node; ``pods`` of allocatable is the pod limit."""
         meta = node.get("metadata") or {}
         spec = node.get("spec") or {}
         status = node.get("status") or {}
@@ -309,7 +317,9 @@ class NodeInfo:
         cap_list = dict(status.get("capacity") or alloc_list)
         pods = alloc_list.pop("pods", None)
         cap_list.pop("pods", None)
-        max_pods = DEFAULT_MAX_PODS if pods is None else int(Resource.from_k8s({"pods": pods})["pods"])
+        max_pods = (
+            DEFAULT_MAX_PODS if pods is None else int(Resource.from_k8s({"pods": pods})["pods"])
+        )
         return cls(
             meta["name"],
             Resource.from_k8s(alloc_list),

@@ -46,11 +46,11 @@ class ClusterSnapshot:
         for job in jobs:
             snap.jobs[job.uid] = job
             for task in job.tasks.values():
-                node = snap.nodes.get(task.node_name or "")
-                if node is None or task.status == TaskStatus.PENDING:
+                host = snap.nodes.get(task.node_name or "")
+                if host is None or task.status == TaskStatus.PENDING:
                     continue
-                if task.uid not in node.tasks:
-                    node.add_task(task)
+                if task.uid not in host.tasks:
+                    host.add_task(task)
         return snap
 
     @property

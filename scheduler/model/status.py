@@ -43,7 +43,9 @@ SCHEDULED_STATUSES = (
 )
 READY_STATUSES = ALLOCATED_STATUSES | TaskStatus.SUCCEEDED
 """Statuses counted as ready for gang readiness (Volcano's ReadyTaskNum)."""
-VALID_STATUSES = ALLOCATED_STATUSES | TaskStatus.SUCCEEDED | TaskStatus.PIPELINED | TaskStatus.PENDING
+VALID_STATUSES = (
+    ALLOCATED_STATUSES | TaskStatus.SUCCEEDED | TaskStatus.PIPELINED | TaskStatus.PENDING
+)
 
 
 def status_of_pod(pod: Mapping[str, Any]) -> TaskStatus:

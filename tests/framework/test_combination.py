@@ -182,7 +182,9 @@ def test_any_and_all_rules(hook: str, answers: list[bool], expected: bool, defau
     job = add_job(snap, "j")
     task = next(iter(job.tasks.values()))
     queue = snap.queues["default"]
-    plugins = {f"p{i}": make_plugin(f"P{i}", **{hook: const(hook, a)}) for i, a in enumerate(answers)}
+    plugins = {
+        f"p{i}": make_plugin(f"P{i}", **{hook: const(hook, a)}) for i, a in enumerate(answers)
+    }
     tiers: list[list[str | dict[str, Any]]] = [["p0"], ["p1"]]
     ssn = open_session(plugins, tiers, snap)
     args = {"overused": (queue,), "allocatable": (queue, task), "preemptive": (queue, task)}
@@ -207,7 +209,9 @@ def test_any_and_all_rules(hook: str, answers: list[bool], expected: bool, defau
         ([["abstain", "permit"], ["reject"]], True, ["abstain", "permit"]),
     ],
 )
-def test_vote_rules(hook: str, tiers: Any, expected: bool, asked: list[str], calls: list[Any]) -> None:
+def test_vote_rules(
+    hook: str, tiers: Any, expected: bool, asked: list[str], calls: list[Any]
+) -> None:
     votes = {"permit": Vote.PERMIT, "reject": Vote.REJECT, "abstain": Vote.ABSTAIN}
     votes["abstain2"] = Vote.ABSTAIN
     plugins = {

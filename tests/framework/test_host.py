@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from support.builders import add_job, cluster, make_config, make_host, make_plugin
 
 from pumice import Action, Plugin, hookimpl
 from pumice.framework.config import PluginPackages
 from pumice.framework.host import PluginConflictError, PluginHost, PluginLoadError
 from pumice.framework.session import Session, SessionError
+from support.builders import add_job, cluster, make_config, make_host, make_plugin
 
 
 def test_a_hook_with_an_unknown_name_is_refused() -> None:
@@ -20,7 +20,7 @@ def test_a_hook_with_an_unknown_name_is_refused() -> None:
         def node_scores(self, task: Any, nodes: Any) -> None:  # the hook is node_score
             return None
 
-    with pytest.raises(PluginLoadError, match="unknown hook.*node_scores"):
+    with pytest.raises(PluginLoadError, match=r"unknown hook.*node_scores"):
         PluginHost().register("typo", Typo)
 
 

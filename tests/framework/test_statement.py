@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from support.builders import add_job, cluster, make_plugin, open_session
 
 from pumice import Resource, TaskStatus
 from pumice.framework.session import RecordingCommitter
 from pumice.framework.statement import StatementError
+from support.builders import add_job, cluster, make_plugin, open_session
 
 
 def recorder(name: str, log: list[Any]) -> Any:
@@ -24,7 +24,9 @@ def test_allocate_changes_node_job_and_fires_events_on_every_plugin(calls: list[
     snap = cluster()
     job = add_job(snap, "j", tasks=2, cpu=1500)
     t0, t1 = job.tasks.values()
-    ssn = open_session({"r1": recorder("r1", calls), "r2": recorder("r2", calls)}, [["r1"], ["r2"]], snap)
+    ssn = open_session(
+        {"r1": recorder("r1", calls), "r2": recorder("r2", calls)}, [["r1"], ["r2"]], snap
+    )
     stmt = ssn.statement()
     stmt.allocate(t0, "n1")
     # the event happened before allocate returned, on both plugins, in tier order

@@ -84,7 +84,7 @@ def test_allocated_must_fit_idle_but_running_may_overcommit() -> None:
     n.add_task(task("a", TaskStatus.ALLOCATED))
     with pytest.raises(NodeAccountingError, match="insufficient cpu"):
         n.add_task(task("b", TaskStatus.ALLOCATED))
-    with pytest.raises(NodeAccountingError, match="insufficient nvidia.com/gpu"):
+    with pytest.raises(NodeAccountingError, match=r"insufficient nvidia\.com/gpu"):
         n.add_task(task("g", TaskStatus.BINDING, cpu=1, gpu=1))
     n.add_task(task("c", TaskStatus.RUNNING))  # the cluster says so: accounted anyway
     assert n.used["cpu"] == 2000
@@ -126,7 +126,11 @@ def test_table_rows_follow_nodes_through_add_and_remove() -> None:
     assert table.names == ["n0", "n4", "n2", "n3"]
     assert nodes[4].row == 1 and table.allocatable[1, table.dim("cpu")] == 5000
     # the removed node keeps its numbers in a table of its own
-    assert removed.used["cpu"] == 100 and removed.allocatable["cpu"] == 2000 and len(removed.table) == 1
+    assert (
+        removed.used["cpu"] == 100
+        and removed.allocatable["cpu"] == 2000
+        and len(removed.table) == 1
+    )
     # changing a node after the move writes its new row
     nodes[4].add_task(task("late", TaskStatus.RUNNING, cpu=300))
     assert table.used[1, table.dim("cpu")] == 400
@@ -187,7 +191,9 @@ STATUSES = [
         max_size=40,
     )
 )
-def test_table_always_equals_a_recount_of_the_tasks(ops: list[tuple[str, int, int, TaskStatus, int]]) -> None:
+def test_table_always_equals_a_recount_of_the_tasks(
+    ops: list[tuple[str, int, int, TaskStatus, int]],
+) -> None:
     table = NodeTable()
     nodes = [node(f"n{i}", cpu=10_000) for i in range(4)]
     for n in nodes:

@@ -54,7 +54,9 @@ def test_task_from_pod_reads_group_role_priority_and_requests() -> None:
         ("Weird", "n1", False, TaskStatus.UNKNOWN),
     ],
 )
-def test_status_from_pod_phase(phase: str, node: str | None, deleting: bool, status: TaskStatus) -> None:
+def test_status_from_pod_phase(
+    phase: str, node: str | None, deleting: bool, status: TaskStatus
+) -> None:
     extra = {"deletionTimestamp": "2026-01-01T00:00:00Z"} if deleting else {}
     t = TaskInfo.from_pod(pod("p", phase, node, **extra))
     assert t.status == status
@@ -88,7 +90,10 @@ def test_job_counters_follow_status_changes() -> None:
     assert job.allocated["cpu"] == 1000
     job.update_task_status(tasks[1], TaskStatus.RUNNING)
     assert job.is_ready() and job.allocated["cpu"] == 2000
-    assert sorted(t.name for t in job.tasks_in(TaskStatus.PENDING | TaskStatus.RUNNING)) == ["t1", "t2"]
+    assert sorted(t.name for t in job.tasks_in(TaskStatus.PENDING | TaskStatus.RUNNING)) == [
+        "t1",
+        "t2",
+    ]
     job.delete_task(tasks[1])
     assert job.allocated["cpu"] == 1000 and job.total_request["cpu"] == 2000
     assert job.count(TaskStatus.RUNNING) == 0
