@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -24,6 +25,9 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pumice", description="A batch scheduler for Kubernetes.")
+    parser.add_argument(
+        "-v", "--verbose", action="count", default=0, help="log warnings (-v) or everything (-vv)"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module, help_text) in SUBCOMMANDS.items():
         sp = sub.add_parser(name, help=help_text, description=help_text)
@@ -39,6 +43,8 @@ def _load(module: str) -> ModuleType:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    level = {0: logging.ERROR, 1: logging.WARNING}.get(args.verbose, logging.DEBUG)
+    logging.basicConfig(level=level, format="pumice: %(levelname)s: %(name)s: %(message)s")
     command = _load(args._module)
     code = command.run(args)
     return int(code)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-import sys
-
-from pumice.framework.config import SchedulerConfig, check_names, load_config, load_default_config
+from pumice.framework.config import (
+    ConfigError,
+    SchedulerConfig,
+    check_names,
+    load_config,
+    load_default_config,
+)
 from pumice.framework.host import PluginHost
 
 
@@ -12,15 +16,25 @@ def load_checked(path: str | None) -> tuple[SchedulerConfig, PluginHost]:
     """Load a config (the default when ``path`` is None), discover the plugin packages it
     allows, and check every plugin and action name against them.
 
-    Raises ConfigError or PluginConflictError; load failures of plugin packages are printed
-    to stderr as warnings.
+    A configured name whose package failed to load is reported with that failure. Raises
+    ConfigError or PluginConflictError.
     """
     config = load_config(path) if path is not None else load_default_config()
     host = PluginHost.discover(config.scheduler.plugin_packages)
-    for failure in host.failures:
-        print(
-            f"warning: {failure.name!r} from package {failure.package} skipped: {failure.error}",
-            file=sys.stderr,
-        )
+    failed = {f.name: f for f in host.failures}
+    used = [("actions", name) for name in config.actions] + [
+        (f"tiers[{t}].plugins[{p}].name", option.name)
+        for t, tier in enumerate(config.tiers)
+        for p, option in enumerate(tier.plugins)
+    ]
+    for key, name in used:
+        if name in failed:
+            f = failed[name]
+            raise ConfigError(
+                f"{name!r} could not be loaded from package {f.package} ({f.target}): {f.error}",
+                source=config.source,
+                line=config.line_of(key),
+                key=key,
+            )
     check_names(config, plugins=host.plugins, actions=host.actions)
     return config, host

@@ -132,7 +132,7 @@ class PluginHost:
             except Exception as exc:  # a third-party import can raise anything
                 error = f"{type(exc).__name__}: {exc}"
                 self.failures.append(LoadFailure(name, package, ep.value, error))
-                log.error("plugin %r from package %s skipped: %s", name, package, error)
+                log.warning("%r from package %s skipped: %s", name, package, error)
 
     # -- registration -----------------------------------------------------------------------
 
