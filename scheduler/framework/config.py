@@ -117,10 +117,10 @@ class ConfigError(Exception):
         line: int | None = None,
         key: str | None = None,
     ) -> None:
-        self.message = " ".join(message.split())
+        self.message = _one_line(message)
         self.source = source
         self.line = line
-        self.key = " ".join(key.split()) if key is not None else None
+        self.key = _one_line(key) if key is not None else None
         super().__init__(self.message)
 
     def __str__(self) -> str:
@@ -131,6 +131,10 @@ class ConfigError(Exception):
 
     def __reduce__(self) -> tuple[object, ...]:
         return (_rebuild_error, (self.message, self.source, self.line, self.key))
+
+
+def _one_line(text: str) -> str:
+    return " ".join(part.strip() for part in text.splitlines()) if text else text
 
 
 def _rebuild_error(message: str, source: str, line: int | None, key: str | None) -> ConfigError:

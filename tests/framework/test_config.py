@@ -749,6 +749,9 @@ def test_config_error_formats_the_parts_it_has() -> None:
     assert str(ConfigError("m", source="f", key="k")) == "f: k: m"
     assert str(ConfigError("m", source="f", line=3)) == "f:3: m"
     assert str(ConfigError("two\nlines")) == "<string>: two lines"
+    assert str(ConfigError("keeps  'a  b'\r\n  spacing", key="k\u2028x")) == (
+        "<string>: k x: keeps  'a  b' spacing"
+    )
 
 
 def test_config_error_survives_pickling() -> None:
