@@ -89,4 +89,8 @@ def test_data_files_and_entry_points_are_shipped(wheel: zipfile.ZipFile) -> None
 @pytest.mark.parametrize("name", ["scheduler", "plugins", "actions", "conf"])
 def test_repository_folders_are_not_importable_top_level_names(name: str) -> None:
     # Guards against running pytest as `python -m pytest`, which puts the repo root on sys.path.
-    assert importlib.util.find_spec(name) is None
+    spec = importlib.util.find_spec(name)
+    if spec is None:
+        return
+    places = [Path(p).resolve() for p in (spec.submodule_search_locations or [])]
+    assert ROOT / name not in places, f"{name} resolves to the repository folder"

@@ -10,7 +10,8 @@ A package declares them in its ``pyproject.toml``::
 Rules:
 
 * a package can be allowed or denied by its distribution name (``scheduler.plugins`` in the
-  config); a denied package is never imported;
+  config, compared as PEP 503 normalises names); a denied package is never imported; pumice's
+  own built-ins are always allowed unless ``pumice`` itself is denied;
 * two packages offering the same name is an error (``PluginConflictError``), never a silent
   choice — deny one of them;
 * an entry point that fails to import, or is not a plugin or action class, or implements a
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import logging
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -41,6 +43,8 @@ from pumice.framework.hookspecs import HOOK_FLAGS, PROJECT, PluginSpec
 log = logging.getLogger("pumice.plugins")
 
 ENTRY_POINT_GROUP = "pumice"
+BUILTIN_PACKAGE = "pumice"
+"""pumice's own package: its built-ins load even under an allow list, unless denied by name."""
 
 
 class PluginError(Exception):
@@ -105,12 +109,14 @@ class PluginHost:
         entry_points: Iterable[importlib.metadata.EntryPoint],
         packages: PluginPackages | None = None,
     ) -> None:
-        allow = set(packages.allow) if packages else set()
-        deny = set(packages.deny) if packages else set()
+        allow = {normalize_package(p) for p in packages.allow} if packages else set()
+        deny = {normalize_package(p) for p in packages.deny} if packages else set()
         chosen: dict[str, importlib.metadata.EntryPoint] = {}
         for ep in entry_points:
             package = _package_of(ep)
-            if package in deny or (allow and package not in allow):
+            key = normalize_package(package)
+            allowed = not allow or key in allow or key == BUILTIN_PACKAGE
+            if key in deny or not allowed:
                 if package not in self.denied:
                     self.denied.append(package)
                 continue
@@ -213,6 +219,11 @@ class PluginHost:
     def all(self) -> list[Provided]:
         """Everything registered, actions first, each group sorted by name."""
         return sorted(self._provided.values(), key=lambda p: (p.kind != "action", p.name))
+
+
+def normalize_package(name: str) -> str:
+    """A distribution name as PEP 503 compares them: ``Foo_Bar.baz`` is ``foo-bar-baz``."""
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _package_of(ep: importlib.metadata.EntryPoint) -> str:

@@ -208,8 +208,14 @@ def test_two_packages_offering_one_name_is_an_error_unless_one_is_denied() -> No
     assert host.denied == ["pumice-broken-plugin"]
 
 
-def test_allow_list_keeps_only_the_named_packages() -> None:
-    host = PluginHost.discover(PluginPackages(allow=("pumice-example-plugin",)))
-    assert {p.package for p in host.all()} == {"pumice-example-plugin"}
+def test_allow_list_keeps_the_named_packages_and_the_builtins() -> None:
+    host = PluginHost.discover(PluginPackages(allow=("Pumice_Example.Plugin",)))
+    assert {p.package for p in host.all()} == {"pumice-example-plugin", "pumice"}
     assert host.failures == []
     assert "pumice-broken-plugin" in host.denied
+
+
+def test_deny_compares_normalised_package_names() -> None:
+    host = PluginHost.discover(PluginPackages(deny=("pumice_example_plugin", "pumice")))
+    assert host.get("example-zone") is None and host.get("gang") is None
+    assert {"pumice-example-plugin", "pumice"} <= set(host.denied)
