@@ -50,6 +50,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
 from pumice import NodeTable
 
 BoolVector = npt.NDArray[np.bool_]

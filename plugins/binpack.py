@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
+
 from pumice import FIT_TOLERANCE, Arguments, NodeTable, Plugin, TaskInfo, hookimpl
 
 FloatVector = npt.NDArray[np.float64]

@@ -30,7 +30,7 @@ Arguments (integers; Volcano's names and defaults; a weight of 0 switches a scor
 ``req`` is what the node's pods already ask for (the table's ``used``) plus the task's request.
 For least/most the task's request is the *non-zero* one (a container without a cpu or memory
 request counts 100m / 200Mi), as kube-scheduler scores; balanced allocation uses the real
-requests, as kube-scheduler has since 1.24 (``useRequested``), and gives nothing for a pod
+requests, as current kube-scheduler does (``useRequested``), and gives nothing for a pod
 that requests neither cpu nor memory (kube-scheduler skips it, kubernetes#129138).
 
 Deviations, on purpose:
@@ -48,7 +48,8 @@ non-zero weight): ``podaffinity.weight`` (InterPodAffinity), ``imagelocality.wei
 1, 2) therefore contribute nothing.
 
 Speed: every scorer is a handful of numpy operations over the whole table; preferred terms and
-toleration sets are evaluated once per distinct form per session (``_k8s_terms.NodeTerms``).
+toleration sets are evaluated once per distinct form per session (``_k8s_terms.NodeTerms``),
+and their weighted, normalised sum once per distinct (preferred terms, tolerations) pair.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
 from pumice import (
     Arguments,
     NodeTable,
@@ -69,7 +71,7 @@ from pumice import (
     hookimpl,
     pod_requests,
 )
-from pumice.plugins._k8s_terms import NodeTerms, PodTerms, pod_terms
+from pumice.plugins._k8s_terms import NodeTerms, PodTerms, Preferred, Tolerations, pod_terms
 
 log = logging.getLogger("pumice.plugins.nodeorder")
 
@@ -100,18 +102,34 @@ def _warn_once(key: str, message: str) -> None:
 # -- kube-scheduler's formulas, over N x len(SCORED) matrices -------------------------------
 
 
+def _int_div(
+    numerator: npt.NDArray[np.float64], denominator: npt.NDArray[Any] | float
+) -> npt.NDArray[np.float64]:
+    """Integer division of whole numbers held as floats (Go's ``/`` on non-negative int64).
+
+    ``floor(a / b)`` is exact while ``a < 2**53``: a quotient that is not whole stays at least
+    ``1 / b`` below the next integer, more than a rounding step. Canonical amounts are whole
+    millicores and bytes, and ``bytes * 100`` stays below ``2**53`` up to 90 TB.
+    """
+    quotient: npt.NDArray[np.float64] = np.floor(numerator / denominator)
+    return quotient
+
+
 def _combine(per_resource: FloatMatrix, counted: npt.NDArray[np.bool_]) -> FloatVector:
     """``sum(score * w) // sum(w)`` with weight 1 for each counted resource (0 if none)."""
-    total = np.where(counted, per_resource, 0.0).sum(axis=1)
-    count = counted.sum(axis=1)
-    return np.where(count > 0, np.floor_divide(total, np.maximum(count, 1)), 0.0)
+    total = np.zeros(len(per_resource))
+    count = np.zeros(len(per_resource))
+    for i in range(per_resource.shape[1]):  # two columns: cheaper than reductions along rows
+        total += np.where(counted[:, i], per_resource[:, i], 0.0)
+        count += counted[:, i]
+    return np.where(count > 0, _int_div(total, np.maximum(count, 1.0)), 0.0)
 
 
 def least_allocated(requested: FloatMatrix, allocatable: FloatMatrix) -> FloatVector:
     """NodeResourcesFit LeastAllocated with weight 1 per resource."""
     counted = allocatable > 0
     safe = np.where(counted, allocatable, 1.0)
-    free = np.floor_divide((allocatable - requested) * MAX_NODE_SCORE, safe)
+    free = _int_div((allocatable - requested) * MAX_NODE_SCORE, safe)
     per = np.where(requested > allocatable, 0.0, free)
     return _combine(per, counted)
 
@@ -120,7 +138,7 @@ def most_allocated(requested: FloatMatrix, allocatable: FloatMatrix) -> FloatVec
     """NodeResourcesFit MostAllocated with weight 1 per resource (requests clamped)."""
     counted = allocatable > 0
     safe = np.where(counted, allocatable, 1.0)
-    per = np.floor_divide(np.minimum(requested, allocatable) * MAX_NODE_SCORE, safe)
+    per = _int_div(np.minimum(requested, allocatable) * MAX_NODE_SCORE, safe)
     return _combine(per, counted)
 
 
@@ -128,7 +146,7 @@ def balanced_allocation(requested: FloatMatrix, allocatable: FloatMatrix) -> Flo
     """NodeResourcesBalancedAllocation over exactly two resources (cpu, memory)."""
     counted = allocatable > 0
     fractions = np.minimum(requested / np.where(counted, allocatable, 1.0), 1.0)
-    both = counted.all(axis=1)
+    both = counted[:, 0] & counted[:, 1]
     std = np.where(both, np.abs((fractions[:, 0] - fractions[:, 1]) / 2), 0.0)
     return np.trunc((1.0 - std) * float(MAX_NODE_SCORE))
 
@@ -138,7 +156,7 @@ def normalize(scores: FloatVector, *, reverse: bool = False) -> FloatVector:
     top = float(scores.max()) if len(scores) else 0.0
     if top <= 0:
         return np.full(len(scores), float(MAX_NODE_SCORE) if reverse else 0.0)
-    out = np.floor_divide(scores * MAX_NODE_SCORE, top)
+    out = _int_div(scores * MAX_NODE_SCORE, top)
     return MAX_NODE_SCORE - out if reverse else out
 
 
@@ -158,6 +176,7 @@ class NodeOrderPlugin(Plugin):
         self._terms: NodeTerms | None = None
         self._pods: dict[str, tuple[Mapping[str, Any] | None, PodTerms]] = {}
         self._non_zero: dict[str, tuple[Mapping[str, Any] | None, Resource]] = {}
+        self._term_scores: dict[tuple[Preferred, Tolerations], FloatVector] = {}
 
     @property
     def enabled(self) -> bool:
@@ -176,6 +195,7 @@ class NodeOrderPlugin(Plugin):
         """The term cache for ``nodes`` (made again if the table is not the one cached)."""
         if self._terms is None or not self._terms.fits(nodes):
             self._terms = NodeTerms(nodes)
+            self._term_scores.clear()
         return self._terms
 
     def _pod_terms(self, task: TaskInfo) -> PodTerms:
@@ -213,13 +233,25 @@ class NodeOrderPlugin(Plugin):
             if self.balanced_weight and own.any():
                 score += self.balanced_weight * balanced_allocation(used + own, allocatable)
         if self.affinity_weight or self.taint_weight:
-            terms = self.node_terms(nodes)
-            pod = self._pod_terms(task)
-            if self.affinity_weight and pod.preferred:
-                score += self.affinity_weight * normalize(terms.preferred(pod.preferred))
-            if self.taint_weight:
-                counts = terms.prefer_no_schedule_counts(pod.tolerations)
-                score += self.taint_weight * normalize(counts, reverse=True)
+            score += self._label_scores(self._pod_terms(task), nodes)
+        return score
+
+    def _label_scores(self, pod: PodTerms, nodes: NodeTable) -> FloatVector:
+        """Weighted node affinity plus taint toleration scores, computed once per distinct
+        pair of preferred terms and tolerations."""
+        terms = self.node_terms(nodes)
+        key = (pod.preferred, pod.tolerations)
+        cached = self._term_scores.get(key)
+        if cached is not None:
+            return cached
+        score = np.zeros(len(nodes))
+        if self.affinity_weight and pod.preferred:
+            score += self.affinity_weight * normalize(terms.preferred(pod.preferred))
+        if self.taint_weight:
+            counts = terms.prefer_no_schedule_counts(pod.tolerations)
+            score += self.taint_weight * normalize(counts, reverse=True)
+        score.flags.writeable = False
+        self._term_scores[key] = score
         return score
 
 

@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
 from pumice import (
     COMPLETED_STATUSES,
     Arguments,

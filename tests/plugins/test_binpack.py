@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 from pumice import Arguments, ClusterSnapshot, QueueInfo, TaskInfo, TaskStatus
 from pumice.plugins.binpack import BinpackPlugin
 from support.builders import open_session

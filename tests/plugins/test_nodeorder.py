@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 import pytest
+
 from pumice import Arguments, ClusterSnapshot, NodeTable, QueueInfo, TaskInfo
 from pumice.plugins import nodeorder
 from pumice.plugins.nodeorder import NodeOrderPlugin
@@ -280,3 +281,13 @@ def test_preferred_terms_and_tolerations_are_evaluated_once(labelled: NodeTable)
         "requirement": 2,
         "soft-taints": 1,
     }
+
+
+def test_a_new_table_gets_fresh_term_scores() -> None:
+    plugin = NodeOrderPlugin(Arguments(only("nodeaffinity")))
+    task = task_of(pod(preferred=[(4, term(expr("zone", "In", "a")))]))
+    first = table(node("n0", labels={"zone": "a"}), node("n1"))
+    second = table(node("m0"), node("m1"), node("m2", labels={"zone": "a"}))
+    assert plugin.node_score(task, first).tolist() == [100.0, 0.0]
+    assert plugin.node_score(task, second).tolist() == [0.0, 0.0, 100.0]
+    assert plugin.node_score(task, second).tolist() == [0.0, 0.0, 100.0]

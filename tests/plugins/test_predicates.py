@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 from pumice import Arguments, JobInfo, NodeTable, PredicateResult, TaskInfo, TaskStatus
 from pumice.plugins import predicates
 from pumice.plugins.predicates import PredicatesPlugin
