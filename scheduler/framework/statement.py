@@ -147,8 +147,8 @@ class Statement:
         node = self.session.nodes[task.node_name or ""]
         node.remove_task(task)
         self._job(task).update_task_status(task, TaskStatus.PENDING)
+        self.session.fire_deallocate(task)  # plugins still see which node it leaves
         task.node_name = None
-        self.session.fire_deallocate(task)
 
     def _unevict(self, op: Operation) -> None:
         self._job(op.task).update_task_status(op.task, op.previous)

@@ -12,11 +12,16 @@ from pumice.framework.statement import StatementError
 from support.builders import add_job, cluster, make_plugin, open_session
 
 
-def recorder(name: str, log: list[Any]) -> Any:
+def recorder(name: str, log: list[Any], nodes: list[Any] | None = None) -> Any:
+    def on_deallocate(self: Any, task: Any) -> None:
+        log.append((name, "dealloc", task.name))
+        if nodes is not None:
+            nodes.append(task.node_name)
+
     return make_plugin(
         name,
         on_allocate=lambda self, task: log.append((name, "alloc", task.name)),
-        on_deallocate=lambda self, task: log.append((name, "dealloc", task.name)),
+        on_deallocate=on_deallocate,
     )
 
 
@@ -45,7 +50,8 @@ def test_discard_undoes_in_reverse_order(calls: list[Any]) -> None:
     snap = cluster()
     job = add_job(snap, "j", tasks=2)
     t0, t1 = job.tasks.values()
-    ssn = open_session({"r": recorder("r", calls)}, [["r"]], snap)
+    left: list[str | None] = []
+    ssn = open_session({"r": recorder("r", calls, left)}, [["r"]], snap)
     stmt = ssn.statement()
     stmt.allocate(t0, "n0")
     stmt.pipeline(t1, "n2")
@@ -54,6 +60,7 @@ def test_discard_undoes_in_reverse_order(calls: list[Any]) -> None:
     calls.clear()
     stmt.discard()
     assert calls == [("r", "dealloc", "j-1"), ("r", "dealloc", "j-0")]
+    assert left == ["n2", "n0"]  # the event still names the node being left
     for task in (t0, t1):
         assert task.status == TaskStatus.PENDING and task.node_name is None
     assert ssn.table.used.sum() == 0 and ssn.table.pipelined.sum() == 0
