@@ -9,7 +9,7 @@ import pytest
 from pumice import Resource, TaskStatus
 from pumice.framework.session import RecordingCommitter
 from pumice.framework.statement import StatementError
-from support.builders import add_job, cluster, make_plugin, open_session
+from support.builders import add_job, cluster, make_plugin, open_session, running_task
 
 
 def recorder(name: str, log: list[Any], nodes: list[Any] | None = None) -> Any:
@@ -98,11 +98,7 @@ def test_a_plugin_can_veto_an_allocation(calls: list[Any]) -> None:
 
 def test_evict_marks_releasing_and_commit_sends_decisions() -> None:
     snap = cluster()
-    running = add_job(snap, "old")
-    victim = next(iter(running.tasks.values()))
-    running.update_task_status(victim, TaskStatus.RUNNING)
-    victim.node_name = "n0"
-    snap.nodes["n0"].add_task(victim)
+    victim = running_task(snap, "old", "n0")
     newcomer = next(iter(add_job(snap, "new").tasks.values()))
     committer = RecordingCommitter()
     ssn = open_session({"r": recorder("r", [])}, [["r"]], snap, committer=committer)
@@ -125,11 +121,7 @@ def test_evict_marks_releasing_and_commit_sends_decisions() -> None:
 
 def test_discarded_eviction_restores_running(calls: list[Any]) -> None:
     snap = cluster()
-    job = add_job(snap, "old")
-    task = next(iter(job.tasks.values()))
-    job.update_task_status(task, TaskStatus.RUNNING)
-    task.node_name = "n0"
-    snap.nodes["n0"].add_task(task)
+    task = running_task(snap, "old", "n0")
     ssn = open_session({"r": recorder("r", calls)}, [["r"]], snap)
     stmt = ssn.statement()
     stmt.evict(task, "test")

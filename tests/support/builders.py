@@ -7,7 +7,16 @@ from typing import Any
 
 import yaml
 
-from pumice import ClusterSnapshot, JobInfo, NodeInfo, Plugin, QueueInfo, Resource, TaskInfo
+from pumice import (
+    ClusterSnapshot,
+    JobInfo,
+    NodeInfo,
+    Plugin,
+    QueueInfo,
+    Resource,
+    TaskInfo,
+    TaskStatus,
+)
 from pumice.framework.config import SchedulerConfig, parse_config
 from pumice.framework.hookspecs import hookimpl
 from pumice.framework.host import PluginHost
@@ -100,3 +109,13 @@ def open_session(
         committer=kwargs.pop("committer", RecordingCommitter()),
         **kwargs,
     )
+
+
+def running_task(snap: ClusterSnapshot, name: str, node: str, cpu: float = 1000) -> TaskInfo:
+    """A one-task job ``name`` whose task is already running on ``node``."""
+    job = add_job(snap, name, cpu=cpu)
+    task = next(iter(job.tasks.values()))
+    job.update_task_status(task, TaskStatus.RUNNING)
+    task.node_name = node
+    snap.nodes[node].add_task(task)
+    return task
