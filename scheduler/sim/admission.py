@@ -52,6 +52,16 @@ POD_UPDATE_MSG = (
     "set to 1 if it was previously negative)"
 )
 
+_POD_SPEC_DEFAULTS: dict[str, Any] = {
+    "schedulerName": "default-scheduler",
+    "restartPolicy": "Always",
+    "terminationGracePeriodSeconds": 30,
+    "dnsPolicy": "ClusterFirst",
+    "securityContext": {},
+    "enableServiceLinks": True,
+    "serviceAccountName": "default",
+}
+
 SYSTEM_PRIORITY_CLASSES = {
     "system-cluster-critical": 2000000000,
     "system-node-critical": 2000001000,
@@ -147,13 +157,10 @@ class Admission:
         for group in ("initContainers", "containers"):
             if spec.get(group):
                 spec[group] = [_container_defaults(c) for c in spec[group]]
-        spec.setdefault("schedulerName", "default-scheduler")
-        spec.setdefault("restartPolicy", "Always")
-        spec.setdefault("terminationGracePeriodSeconds", 30)
-        spec.setdefault("dnsPolicy", "ClusterFirst")
-        spec.setdefault("securityContext", {})
-        spec.setdefault("enableServiceLinks", True)
-        spec.setdefault("serviceAccountName", "default")
+        # Go defaulting fills zero values, so "" counts as unset
+        for field, default in _POD_SPEC_DEFAULTS.items():
+            if spec.get(field) in (None, ""):
+                spec[field] = default
         spec["tolerations"] = _default_tolerations(spec.get("tolerations"))
         if not (seeding and isinstance(spec.get("priority"), int)):
             self._resolve_priority(name, spec)
@@ -231,6 +238,11 @@ class Admission:
                 {"type": "Hostname", "address": str(meta(node).get("name", ""))},
             ]
         info = dict(status.get("nodeInfo") or {})
+        node_uid = str(meta(node).get("uid", "")).replace("-", "")
+        info.setdefault("machineID", node_uid)
+        info.setdefault("systemUUID", str(meta(node).get("uid", "")))
+        info.setdefault("bootID", node_uid[::-1])
+        status.setdefault("daemonEndpoints", {"kubeletEndpoint": {"Port": 10250}})
         info.setdefault("kubeletVersion", "v1.32.0-pumice-sim")
         info.setdefault("kubeProxyVersion", "")
         info.setdefault("osImage", "pumice simulated node")
@@ -239,7 +251,7 @@ class Admission:
         info.setdefault("operatingSystem", "linux")
         info.setdefault("architecture", "amd64")
         status["nodeInfo"] = info
-        return {**node, "status": status}
+        return {**node, "spec": dict(node.get("spec") or {}), "status": status}
 
     def _namespace_create(self, ns: Obj) -> Obj:
         name = str(meta(ns).get("name", ""))

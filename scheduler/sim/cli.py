@@ -130,7 +130,9 @@ def _seed(server: SimServer, args: argparse.Namespace) -> Counter[str]:
                 added = server.seed([obj])
             except ApiError as exc:
                 m = meta(obj)
-                name = "/".join(filter(None, [m.get("namespace"), m.get("name")]))
+                rtype = for_object(str(obj["apiVersion"]), str(obj["kind"]))
+                ns = (m.get("namespace") or "default") if rtype and rtype.namespaced else ""
+                name = "/".join(filter(None, [ns, m.get("name") or m.get("generateName")]))
                 raise BadInput(f"{file}: {obj['kind']} {name}: {exc.message}") from None
             counts[str(obj["kind"])] += added
         if skipped:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 
 import orjson
+
 from pumice.sim.objects import Obj
 from pumice.sim.resources import ResourceType, group_versions, types_in
 

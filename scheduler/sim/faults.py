@@ -58,6 +58,16 @@ class ErrorRule:
         return self.resource is None or self.resource == resource
 
 
+def _checked(rule: ErrorRule) -> ErrorRule:
+    if not isinstance(rule.code, int) or not 400 <= rule.code <= 599:
+        raise ValueError(f"code must be an HTTP error code, not {rule.code!r}")
+    if not 0.0 <= float(rule.fraction) <= 1.0:
+        raise ValueError(f"fraction must be within [0, 1], not {rule.fraction!r}")
+    if rule.count is not None and rule.count < 0:
+        raise ValueError(f"count must not be negative, not {rule.count!r}")
+    return rule
+
+
 class Faults:
     def __init__(self, target: FaultTarget, seed: int | None = 0) -> None:
         self._target = target
@@ -92,11 +102,7 @@ class Faults:
         count: int | None = None,
         retry_after: int = 1,
     ) -> ErrorRule:
-        if not 0.0 <= fraction <= 1.0:
-            raise ValueError(f"fraction must be within [0, 1], not {fraction}")
-        if not 400 <= code <= 599:
-            raise ValueError(f"code must be an HTTP error code, not {code}")
-        rule = ErrorRule(code, fraction, verb, resource, count, retry_after)
+        rule = _checked(ErrorRule(code, fraction, verb, resource, count, retry_after))
         self.errors.append(rule)
         return rule
 
@@ -158,11 +164,7 @@ class Faults:
             if "latency" in body:
                 self.set_latency(float(body["latency"]))
             if "errors" in body:
-                rules = []
-                for item in body["errors"] or []:
-                    rules.append(ErrorRule(**item))
-                    if not 0.0 <= rules[-1].fraction <= 1.0:
-                        raise ValueError("fraction must be within [0, 1]")
+                rules = [_checked(ErrorRule(**item)) for item in body["errors"] or []]
                 self.errors = rules
             if "watchCloseInterval" in body:
                 value = body["watchCloseInterval"]

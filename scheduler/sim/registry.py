@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import orjson
+
 from pumice.sim.admission import Admission, generated_name
 from pumice.sim.errors import (
     ApiError,

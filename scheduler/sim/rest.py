@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 from multidict import MultiMapping
+
 from pumice.sim import pods, tables
 from pumice.sim.errors import ApiError, bad_request, method_not_allowed, no_such_path
 from pumice.sim.objects import Obj

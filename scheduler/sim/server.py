@@ -24,6 +24,7 @@ from pathlib import Path
 
 import yaml
 from aiohttp import web
+
 from pumice.sim import discovery
 from pumice.sim.admin import handle_admin
 from pumice.sim.defaults import default_objects

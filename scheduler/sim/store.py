@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import orjson
+
 from pumice.sim.errors import too_old
 from pumice.sim.objects import Key, Obj, with_rv
 

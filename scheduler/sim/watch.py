@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import orjson
 from aiohttp import web
+
 from pumice.sim.errors import ApiError
 from pumice.sim.objects import Obj
 from pumice.sim.resources import ResourceType

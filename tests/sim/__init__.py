@@ -1,0 +1,1 @@
+"""Tests of the simulated Kubernetes API server (pumice.sim)."""
