@@ -1,0 +1,154 @@
+"""``drf``: dominant resource fairness between jobs.
+
+A job's *share* is its dominant share of the cluster::
+
+    share(job) = max over resources r with total(r) > 0 of  allocated(job, r) / total(r)
+
+``total`` is the cluster's allocatable summed over every node
+(``session.snapshot.total_allocatable``), taken once when the session opens. A resource the
+cluster has none of counts as share 0 (whatever the job holds of it); a job holding nothing
+has share 0.
+
+``allocated(job)`` starts, when the session opens, as the requests of the job's tasks that are
+Allocated, Binding, Bound or Running. It then follows the statement events: ``on_allocate``
+adds the task's request (allocations and pipelines, and evictions being undone) and
+``on_deallocate`` subtracts it (evictions, and allocations or pipelines being undone), so a
+job's share is current after every statement operation and back where it was after a discard.
+
+Hooks:
+
+* ``job_order_key(job)`` — the job's current share: the smaller share goes first.
+* ``preemptable(preemptor, candidates)`` — with ``ls`` the preemptor job's share after adding
+  the preemptor's request, a candidate is a victim when ``ls < rs`` or ``|ls - rs| <= 1e-6``,
+  where ``rs`` is its job's share after removing the candidate's request *and those of the
+  candidates of the same job accepted or examined before it* (so taking several tasks of one
+  job is judged on what the job would keep). Candidates of jobs not in the session are
+  skipped; a preemptor whose job is not in the session gets an empty answer.
+* ``on_allocate`` / ``on_deallocate`` — keep the shares current (see above).
+* ``session_open`` — computes the totals and initial shares.
+
+Arguments: none. The ``enableHierarchy`` option (hierarchical DRF across queues) is not
+supported: when it is set the plugin logs a warning once per session and behaves as plain DRF.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from pumice import Arguments, JobInfo, Plugin, Resource, Session, TaskInfo, hookimpl
+
+log = logging.getLogger("pumice.plugins.drf")
+
+SHARE_DELTA = 1e-6
+"""Shares this close count as equal when choosing victims (Volcano's ``shareDelta``)."""
+
+FloatVector = npt.NDArray[np.float64]
+
+
+class DrfPlugin(Plugin):
+    """Volcano's drf plugin without hierarchy (see the module docstring)."""
+
+    def __init__(self, arguments: Arguments) -> None:
+        super().__init__(arguments)
+        self.session: Session | None = None
+        self.dims: tuple[str, ...] = ()
+        """The resources the cluster has (total > 0), in a fixed order."""
+        self.total: FloatVector = np.zeros(0)
+        self.allocated: dict[str, FloatVector] = {}
+        """Job uid -> what the job holds, over ``dims``."""
+        self.shares: dict[str, float] = {}
+        """Job uid -> current dominant share."""
+
+    # -- arithmetic -------------------------------------------------------------------------
+
+    def vector(self, resource: Resource) -> FloatVector:
+        """``resource`` over ``dims`` (resources the cluster lacks are dropped)."""
+        return np.array([resource[d] for d in self.dims], dtype=np.float64)
+
+    def share_of(self, allocated: FloatVector) -> float:
+        """Dominant share of an allocation vector over ``dims``."""
+        if not self.dims:
+            return 0.0
+        return max(0.0, float(np.max(allocated / self.total)))
+
+    def share(self, job: str) -> float:
+        """The current share of job ``job`` (0.0 for a job this session does not know)."""
+        return self.shares.get(job, 0.0)
+
+    def dominant_resource(self, job: str) -> str | None:
+        """The resource that gives ``job`` its share; None when it holds nothing."""
+        allocated = self.allocated.get(job)
+        if allocated is None or not self.dims or self.shares.get(job, 0.0) <= 0.0:
+            return None
+        return self.dims[int(np.argmax(allocated / self.total))]
+
+    # -- session ----------------------------------------------------------------------------
+
+    @hookimpl
+    def session_open(self, session: Session) -> None:
+        self.session = session
+        total = session.snapshot.total_allocatable
+        self.dims = tuple(sorted(name for name, amount in total.items() if amount > 0))
+        self.total = np.array([total[d] for d in self.dims], dtype=np.float64)
+        for job in session.jobs.values():
+            allocated = self.vector(job.allocated)
+            self.allocated[job.uid] = allocated
+            self.shares[job.uid] = self.share_of(allocated)
+        if any(inst is self and option.hierarchy for _, option, inst in session.plugins):
+            log.warning(
+                "drf: enableHierarchy is not supported by pumice; using plain DRF between jobs"
+            )
+
+    @hookimpl
+    def job_order_key(self, job: JobInfo) -> float:
+        share = self.shares.get(job.uid)
+        return share if share is not None else self.share_of(self.vector(job.allocated))
+
+    @hookimpl
+    def on_allocate(self, task: TaskInfo) -> None:
+        self._change(task, +1.0)
+
+    @hookimpl
+    def on_deallocate(self, task: TaskInfo) -> None:
+        self._change(task, -1.0)
+
+    def _change(self, task: TaskInfo, sign: float) -> None:
+        allocated = self.allocated.get(task.job)
+        if allocated is None:
+            log.debug("drf: task %s belongs to no job of this session", task.key)
+            return
+        allocated += sign * self.vector(task.resreq)
+        np.maximum(allocated, 0.0, out=allocated)
+        self.shares[task.job] = self.share_of(allocated)
+
+    # -- victims ----------------------------------------------------------------------------
+
+    @hookimpl
+    def preemptable(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+        own = self.allocated.get(preemptor.job)
+        if own is None:
+            log.warning("drf: preemptor %s belongs to no job of this session", preemptor.key)
+            return []
+        ls = self.share_of(own + self.vector(preemptor.resreq))
+        remaining: dict[str, FloatVector] = {}
+        victims: list[TaskInfo] = []
+        for candidate in candidates:
+            left = remaining.get(candidate.job)
+            if left is None:
+                held = self.allocated.get(candidate.job)
+                if held is None:
+                    log.warning(
+                        "drf: candidate %s belongs to no job of this session", candidate.key
+                    )
+                    continue
+                left = remaining[candidate.job] = held.copy()
+            left -= self.vector(candidate.resreq)
+            np.maximum(left, 0.0, out=left)
+            rs = self.share_of(left)
+            if ls < rs or abs(ls - rs) <= SHARE_DELTA:
+                victims.append(candidate)
+        return victims
