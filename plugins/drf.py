@@ -62,12 +62,23 @@ class DrfPlugin(Plugin):
         """Job uid -> what the job holds, over ``dims``."""
         self.shares: dict[str, float] = {}
         """Job uid -> current dominant share."""
+        self._vectors: dict[Resource, FloatVector] = {}
 
     # -- arithmetic -------------------------------------------------------------------------
 
     def vector(self, resource: Resource) -> FloatVector:
         """``resource`` over ``dims`` (resources the cluster lacks are dropped)."""
         return np.array([resource[d] for d in self.dims], dtype=np.float64)
+
+    def request(self, task: TaskInfo) -> FloatVector:
+        """``task``'s request over ``dims``, read-only and cached per distinct request (tasks
+        of one job usually ask for the same)."""
+        vec = self._vectors.get(task.resreq)
+        if vec is None:
+            vec = self.vector(task.resreq)
+            vec.flags.writeable = False
+            self._vectors[task.resreq] = vec
+        return vec
 
     def share_of(self, allocated: FloatVector) -> float:
         """Dominant share of an allocation vector over ``dims``."""
@@ -121,7 +132,7 @@ class DrfPlugin(Plugin):
         if allocated is None:
             log.debug("drf: task %s belongs to no job of this session", task.key)
             return
-        allocated += sign * self.vector(task.resreq)
+        allocated += sign * self.request(task)
         np.maximum(allocated, 0.0, out=allocated)
         self.shares[task.job] = self.share_of(allocated)
 
@@ -133,7 +144,7 @@ class DrfPlugin(Plugin):
         if own is None:
             log.warning("drf: preemptor %s belongs to no job of this session", preemptor.key)
             return []
-        ls = self.share_of(own + self.vector(preemptor.resreq))
+        ls = self.share_of(own + self.request(preemptor))
         remaining: dict[str, FloatVector] = {}
         victims: list[TaskInfo] = []
         for candidate in candidates:
@@ -146,7 +157,7 @@ class DrfPlugin(Plugin):
                     )
                     continue
                 left = remaining[candidate.job] = held.copy()
-            left -= self.vector(candidate.resreq)
+            left -= self.request(candidate)
             np.maximum(left, 0.0, out=left)
             rs = self.share_of(left)
             if ls < rs or abs(ls - rs) <= SHARE_DELTA:

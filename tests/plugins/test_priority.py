@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.resources
+
 import pytest
 
-from pumice import TaskStatus
+from pumice import Session, TaskStatus
+from pumice.framework.config import parse_config
 from pumice.framework.host import PluginHost
 from pumice.plugins.priority import PriorityPlugin
 from support.builders import make_plugin
@@ -146,3 +149,23 @@ def test_found_through_the_entry_point() -> None:
     provided = host.get("priority")
     assert provided is not None and provided.cls is PriorityPlugin
     assert BUILTINS["priority"] is PriorityPlugin
+
+
+def test_default_configuration_tier_one_through_the_entry_points() -> None:
+    text = (importlib.resources.files("pumice.conf") / "scheduler.yaml").read_text()
+    config = parse_config(text, source="scheduler.yaml")
+    snap = snapshot(("n0", 16000, 32 * 2**30))
+    preemptor = task("p")
+    mine = job(snap, "mine", preemptor, priority=5, created=2)
+    low = [running(f"low-{i}") for i in range(3)]
+    low_job = job(snap, "low", *low, min_available=3, priority=1, created=0)
+    dns = running("dns", namespace="kube-system")
+    dns_job = job(snap, "dns", dns, namespace="kube-system", priority=1, created=1)
+    ssn = Session.open(snap, config, PluginHost.discover())
+    # Tier 1 is priority ∩ conformance: gang's victims are switched off by enablePreemptable:
+    # false, or it would keep the whole low gang (3 ready, minAvailable 3).
+    assert names(ssn.preemptable(preemptor, [*low, dns])) == ["low-0", "low-1", "low-2"]
+    # priority first; low and dns tie on priority and on gang (both ready), so drf in tier 2
+    # decides: dns holds 1/16 of the cpu, low 3/16.
+    assert [j.name for j in ssn.sort_jobs([low_job, dns_job, mine])] == ["mine", "dns", "low"]
+    ssn.close()
