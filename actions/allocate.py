@@ -1,0 +1,279 @@
+"""``allocate``: place the pending tasks of admitted jobs, queue by queue, gang by gang.
+
+Which jobs. A Pending job is skipped when ``enqueue`` is among the configured actions (it has
+not been admitted) and otherwise promoted to Inqueue here. A job that ``session.job_valid``
+refuses is skipped with the refusal recorded in ``session.job_reasons``, and so is a job whose
+queue is not in the session. Of the rest, each job's pending tasks that request something
+(best-effort tasks are left to ``backfill``) form its worksheet, in task order.
+
+The loop. Queues are taken in queue order and put back after every job step, so their order
+(share, priority) is decided again with the allocations just made. A queue that
+``session.overused`` reports is dropped for the rest of the action. From the queue, the first
+job in job order takes a step with a fresh statement: its tasks are taken in order; a task that
+``session.allocatable(queue, task)`` refuses is skipped; the others go to a node (below). The
+step ends when the job is ready (``session.job_ready``), when the worksheet is empty, or when a
+task found no node and the job cannot become ready without it. Then:
+
+* ready: the statement is committed (binds go to the committer), and the job is put back if
+  its worksheet still has tasks;
+* not ready but pipelined (``session.job_pipelined``): the statement is kept, neither committed
+  nor discarded, so its placements hold their resources for the rest of the session;
+* otherwise the statement is discarded and the job leaves the loop.
+
+Choosing a node, with numpy over the whole ``NodeTable`` (no loop over (task, node) pairs):
+feasible nodes pass ``session.predicate(task)`` and have the request within their future idle
+resources (idle + releasing - pipelined, all dimensions, ``FIT_TOLERANCE`` of slack). Nodes where
+the request also fits the idle resources are preferred; only when there is none are the nodes
+that fit only once releasing tasks are gone used. A single candidate is taken as is; otherwise
+``session.node_scores`` and ``session.best_node`` choose. The task is allocated when it fits
+idle, pipelined otherwise. A task with no feasible node gets, in ``session.task_reasons``, the
+kube-scheduler style message ``0/N nodes are available: …`` counting each predicate reason once
+per node, and ``Insufficient <resource>`` once per node and per short dimension for the nodes
+that passed every predicate but lack resources.
+
+Arguments: ``predicateErrorCacheEnable`` (bool, default true): once a task of a role (with a
+given request) has found no node, the job's other tasks of that role and request are given the
+same reason without searching again during this action.
+
+Differences from Volcano:
+
+* no hyper-nodes (network topology), sub-jobs, sharding, scheduling gates, nominated nodes or
+  pre-predicates; every node is searched (no ``percentageOfNodesToFind`` sampling);
+* the error cache is keyed by role *and* request, and is off for tasks without a role, since
+  pumice does not assume that such tasks are identical;
+* a task skipped by ``allocatable`` and the jobs left in an overused queue get a reason too, so
+  ``kubectl describe`` says why they wait;
+* the message ``0/N nodes are available`` sorts its reasons by count (most first), then name.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from pumice import (
+    ALLOCATED_STATUSES,
+    FIT_TOLERANCE,
+    Action,
+    Arguments,
+    Feasibility,
+    JobInfo,
+    JobInvalid,
+    QueueInfo,
+    Resource,
+    Session,
+    Statement,
+    StatementError,
+    TaskInfo,
+    TaskStatus,
+)
+
+BoolMatrix = npt.NDArray[np.bool_]
+
+INQUEUE = "Inqueue"
+ERROR_CACHE = "predicateErrorCacheEnable"
+
+
+def describe_invalid(invalid: JobInvalid) -> str:
+    """One line for a ``JobInvalid``: ``reason: message`` (either part may be missing)."""
+    if invalid.reason and invalid.message:
+        return f"{invalid.reason}: {invalid.message}"
+    return invalid.message or invalid.reason or "job is not valid"
+
+
+def unavailable_message(feasibility: Feasibility, short: BoolMatrix, dims: Sequence[str]) -> str:
+    """``0/N nodes are available: …`` for a task that no node can take.
+
+    ``feasibility`` gives the predicates' first reason for each rejected node; ``short`` (nodes x
+    dimensions) marks where the request exceeds what a node has. A node that passed every
+    predicate counts once under ``Insufficient <dim>`` for each short dimension.
+    """
+    counts: Counter[str] = feasibility.reason_counts()
+    resource_only = feasibility.mask & short.any(axis=1)
+    if resource_only.any():
+        per_dim = short[resource_only].sum(axis=0)
+        for index in np.flatnonzero(per_dim):
+            counts[f"Insufficient {dims[int(index)]}"] += int(per_dim[index])
+    total = len(feasibility.mask)
+    available = int((feasibility.mask & ~short.any(axis=1)).sum())
+    detail = ", ".join(
+        f"{n} {reason}" for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    )
+    head = f"{available}/{total} nodes are available"
+    return f"{head}: {detail}." if detail else f"{head}."
+
+
+@dataclass(slots=True)
+class _JobState:
+    """What the action remembers of one job across its steps."""
+
+    job: JobInfo
+    queue: QueueInfo
+    worksheet: list[TaskInfo]
+    """Pending tasks still to try, the next one last."""
+    failed_roles: set[str] = field(default_factory=set)
+    errors: dict[tuple[str, Resource], str] = field(default_factory=dict)
+
+
+class AllocateAction(Action):
+    """Volcano's allocate action (see the module docstring)."""
+
+    def __init__(self, arguments: Arguments) -> None:
+        super().__init__(arguments)
+        self.error_cache: bool = arguments.get_bool(ERROR_CACHE, True)
+
+    def execute(self, session: Session) -> None:
+        _Run(session, self.error_cache).run()
+
+
+class _Run:
+    """One execution of the action over one session."""
+
+    def __init__(self, session: Session, error_cache: bool) -> None:
+        self.session = session
+        self.error_cache = error_cache
+        self._seq = itertools.count()
+
+    # -- which jobs -------------------------------------------------------------------------
+
+    def _candidates(self) -> Iterator[_JobState]:
+        session = self.session
+        enqueue_configured = "enqueue" in session.config.actions
+        for job in session.jobs.values():
+            if job.is_pending():
+                if enqueue_configured:
+                    continue
+                job.phase = INQUEUE
+            invalid = session.job_valid(job)
+            if invalid is not None:
+                session.job_reasons[job.uid] = describe_invalid(invalid)
+                continue
+            queue = session.queues.get(job.queue)
+            if queue is None:
+                session.job_reasons[job.uid] = f"queue {job.queue} not found"
+                continue
+            tasks = [t for t in job.tasks_in(TaskStatus.PENDING) if not t.best_effort]
+            if not tasks:
+                continue
+            worksheet = session.sort_tasks(tasks)
+            worksheet.reverse()
+            yield _JobState(job, queue, worksheet)
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    def run(self) -> None:
+        session = self.session
+        jobs_of: dict[str, list[tuple[Any, int, _JobState]]] = {}
+        queues: dict[str, QueueInfo] = {}
+        for state in self._candidates():
+            queues[state.queue.name] = state.queue
+            heap = jobs_of.setdefault(state.queue.name, [])
+            heap.append((session.job_order_key(state.job), next(self._seq), state))
+        for heap in jobs_of.values():
+            heapq.heapify(heap)
+        queue_heap = [(session.queue_order_key(q), next(self._seq), q) for q in queues.values()]
+        heapq.heapify(queue_heap)
+        while queue_heap:
+            _, _, queue = heapq.heappop(queue_heap)
+            jobs = jobs_of[queue.name]
+            if session.overused(queue):
+                for _, _, left in jobs:
+                    session.job_reasons.setdefault(left.job.uid, f"queue {queue.name} is overused")
+                continue
+            if not jobs:
+                continue
+            _, _, state = heapq.heappop(jobs)
+            statement = self._step(state)
+            if statement is not None and session.job_ready(state.job):
+                statement.commit()
+                if state.worksheet:
+                    heapq.heappush(jobs, (session.job_order_key(state.job), next(self._seq), state))
+            heapq.heappush(queue_heap, (session.queue_order_key(queue), next(self._seq), queue))
+
+    def _step(self, state: _JobState) -> Statement | None:
+        """Place tasks of one job until it is ready; the statement, or None if discarded."""
+        session = self.session
+        job, queue, worksheet = state.job, state.queue, state.worksheet
+        statement = session.statement()
+        while worksheet:
+            task = worksheet.pop()
+            if not session.allocatable(queue, task):
+                session.task_reasons[task.uid] = (
+                    f"queue {queue.name} does not allow more allocations now "
+                    f"(it is not open, or the task exceeds its deserved share)"
+                )
+                continue
+            key = (task.role, task.resreq) if self.error_cache and task.role else None
+            reason = state.errors.get(key) if key is not None else None
+            if reason is None:
+                reason = self._place(statement, task)
+            if reason is not None:
+                session.task_reasons[task.uid] = reason
+                state.failed_roles.add(task.role)
+                if key is not None:
+                    state.errors[key] = reason
+                if self._keep_going(state):
+                    continue
+                break
+            session.task_reasons.pop(task.uid, None)
+            if session.job_ready(job):
+                break
+        if session.job_ready(job) or session.job_pipelined(job):
+            return statement
+        statement.discard()
+        return None
+
+    def _keep_going(self, state: _JobState) -> bool:
+        """After a task found no node: may the job still become ready without that role?"""
+        job = state.job
+        if job.min_available == len(job.tasks):
+            return False
+        if job.min_available < sum(job.min_task_member.values()):
+            left = sum(
+                1 for t in job.tasks_in(TaskStatus.PENDING) if t.role not in state.failed_roles
+            )
+            return job.ready_task_num + left >= job.min_available
+        allocated = Counter(t.role for t in job.tasks_in(ALLOCATED_STATUSES))
+        for role in state.failed_roles:
+            minimum = job.min_task_member.get(role, 0)
+            if minimum and allocated[role] < minimum:
+                return False
+        return True
+
+    # -- one task ---------------------------------------------------------------------------
+
+    def _place(self, statement: Statement, task: TaskInfo) -> str | None:
+        """Allocate or pipeline ``task`` on the best node; None, or why it could not be."""
+        session = self.session
+        table = session.table
+        feasibility = session.predicate(task)
+        request = table.vector(task.resreq)
+        short_future = (request - table.future_idle) > FIT_TOLERANCE
+        feasible = feasibility.mask & ~short_future.any(axis=1)
+        if not feasible.any():
+            return unavailable_message(feasibility, short_future, table.dims)
+        fits_now = feasible & ~((request - table.idle) > FIT_TOLERANCE).any(axis=1)
+        now = bool(fits_now.any())
+        candidates = fits_now if now else feasible
+        rows = np.flatnonzero(candidates)
+        if len(rows) == 1:
+            node: str | None = table.nodes[int(rows[0])].name
+        else:
+            node = session.best_node(task, session.node_scores(task), candidates)
+        if node is None:  # pragma: no cover - best_node names a node whenever one is feasible
+            return unavailable_message(feasibility, short_future, table.dims)
+        try:
+            if now:
+                statement.allocate(task, node)
+            else:
+                statement.pipeline(task, node)
+        except StatementError as exc:
+            return str(exc)
+        return None

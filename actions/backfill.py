@@ -1,0 +1,105 @@
+"""``backfill``: place best-effort tasks (pods that request nothing) on any node that admits them.
+
+Jobs that are admitted (not Pending), valid (``session.job_valid``) and whose queue is in the
+session are taken in queue order, then job order; their pending best-effort tasks in task
+order. Since such a task requests no resources, only the predicates decide where it may go
+(``session.predicate(task)``; the pod-count limit is the predicates' business too); among those
+nodes ``session.node_scores`` and ``session.best_node`` choose. The task is allocated in a
+statement per job, and the statement is committed as soon as ``session.job_ready(job)`` holds
+(a best-effort task counts as ready while pending, so a job of best-effort tasks is ready from
+the start). A task that no node admits gets the predicates' ``0/N nodes are available: …`` in
+``session.task_reasons``.
+
+Differences from Volcano:
+
+* a node whose idle resources are negative in some dimension (overcommitted by running pods)
+  takes no new task here either, since pumice's node accounting refuses an allocation there;
+  it is reported as ``Insufficient <resource>``;
+* Volcano allocates outside any statement and binds every Allocated task of the job once it is
+  ready; pumice commits the job's own backfill statement, and discards what it placed for a job
+  that never became ready (nothing would have been bound for it anyway);
+* there are no pipelined best-effort tasks to undo first (allocate never pipelines them), no
+  pre-predicates, scheduling gates or sharding.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from pumice import (
+    FIT_TOLERANCE,
+    Action,
+    JobInfo,
+    QueueInfo,
+    Session,
+    Statement,
+    StatementError,
+    TaskInfo,
+    TaskStatus,
+)
+
+
+class BackfillAction(Action):
+    """Place best-effort tasks of admitted jobs (see the module docstring)."""
+
+    def execute(self, session: Session) -> None:
+        work: dict[str, list[tuple[JobInfo, list[TaskInfo]]]] = {}
+        queues: dict[str, QueueInfo] = {}
+        for job in session.jobs.values():
+            if job.is_pending():
+                continue
+            tasks = [t for t in job.tasks_in(TaskStatus.PENDING) if t.best_effort]
+            if not tasks:
+                continue
+            queue = session.queues.get(job.queue)
+            if queue is None or session.job_valid(job) is not None:
+                continue
+            queues[queue.name] = queue
+            work.setdefault(queue.name, []).append((job, tasks))
+        for queue in session.sort_queues(queues.values()):
+            entries = work[queue.name]
+            order = {id(job): session.job_order_key(job) for job, _ in entries}
+            entries.sort(key=lambda entry: order[id(entry[0])])
+            for job, tasks in entries:
+                self._backfill_job(session, job, session.sort_tasks(tasks))
+
+    def _backfill_job(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> None:
+        statement = session.statement()
+        for task in tasks:
+            reason = self._place(session, statement, task)
+            if reason is not None:
+                session.task_reasons[task.uid] = reason
+                continue
+            session.task_reasons.pop(task.uid, None)
+            if session.job_ready(job):
+                statement.commit()
+        statement.discard()
+
+    @staticmethod
+    def _place(session: Session, statement: Statement, task: TaskInfo) -> str | None:
+        table = session.table
+        feasibility = session.predicate(task)
+        overcommitted = table.idle < -FIT_TOLERANCE
+        mask = feasibility.mask & ~overcommitted.any(axis=1)
+        if not mask.any():
+            counts: Counter[str] = feasibility.reason_counts()
+            short = overcommitted[feasibility.mask]
+            per_dim = short.sum(axis=0)
+            dims = table.dims
+            for index in np.flatnonzero(per_dim):
+                counts[f"Insufficient {dims[int(index)]}"] += int(per_dim[index])
+            detail = ", ".join(
+                f"{n} {why}" for why, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+            )
+            head = f"0/{len(table)} nodes are available"
+            return f"{head}: {detail}." if detail else f"{head}."
+        node = session.best_node(task, session.node_scores(task), mask)
+        if node is None:  # pragma: no cover - best_node names a node whenever one is feasible
+            return f"0/{len(table)} nodes are available."
+        try:
+            statement.allocate(task, node)
+        except StatementError as exc:
+            return str(exc)
+        return None

@@ -1,0 +1,73 @@
+"""``enqueue``: admit Pending jobs (PodGroups) so that ``allocate`` may place their tasks.
+
+Every queue that has Pending jobs (phase Pending or unset) is taken in queue order, and its
+jobs in job order; the queue is put back after each job so that its place is decided again.
+A job is admitted, by setting ``job.phase = "Inqueue"`` in the session, when it has no
+``min_resources`` or when ``session.job_enqueueable(job)`` agrees (the plugins' vote, e.g.
+proportion's "does the queue still have room for its minimum"). A job that is turned down stays
+Pending until the next session, and its reason (when no plugin gave one) is recorded in
+``session.job_reasons``. The phase is persisted by whoever writes PodGroup status at the end of
+the cycle.
+
+Differences from Volcano:
+
+* no ``ScheduleStartTimestamp`` is stamped on jobs (pumice keeps no such field);
+* there is no ``JobEnqueued`` hook to call after admission: plugins that track admitted
+  reservations see the phase change instead (see the proportion plugin);
+* jobs whose queue is not in the session are left alone, as Volcano's snapshot drops them.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from typing import Any
+
+from pumice import Action, JobInfo, QueueInfo, Session
+
+INQUEUE = "Inqueue"
+NOT_ADMITTED = "job not admitted: its queue cannot take its minResources now"
+
+
+class EnqueueAction(Action):
+    """Move Pending jobs to Inqueue, queue by queue, while the plugins allow it."""
+
+    def execute(self, session: Session) -> None:
+        pending: dict[str, list[JobInfo]] = {}
+        queues: dict[str, QueueInfo] = {}
+        for job in session.jobs.values():
+            if not job.is_pending():
+                continue
+            queue = session.queues.get(job.queue)
+            if queue is None:
+                continue
+            queues[queue.name] = queue
+            pending.setdefault(queue.name, []).append(job)
+        if not pending:
+            return
+        # each queue's jobs, best first; popped from the end
+        ordered = {name: session.sort_jobs(jobs)[::-1] for name, jobs in pending.items()}
+        counter = itertools.count()
+        heap: list[tuple[Any, int, QueueInfo]] = [
+            (session.queue_order_key(q), next(counter), q) for q in queues.values()
+        ]
+        heapq.heapify(heap)
+        while heap:
+            _, _, queue = heapq.heappop(heap)
+            jobs = ordered[queue.name]
+            if not jobs:
+                continue
+            job = jobs.pop()
+            if self.admit(session, job):
+                job.phase = INQUEUE
+            else:
+                session.job_reasons.setdefault(job.uid, NOT_ADMITTED)
+            heapq.heappush(heap, (session.queue_order_key(queue), next(counter), queue))
+
+    @staticmethod
+    def admit(session: Session, job: JobInfo) -> bool:
+        """A job without minResources is admitted as is; otherwise the plugins vote."""
+        minimum = job.min_resources
+        if minimum is None or minimum.is_empty():
+            return True
+        return session.job_enqueueable(job)
