@@ -20,10 +20,11 @@ Hooks:
 * ``job_order_key(job)`` — the job's current share: the smaller share goes first.
 * ``preemptable(preemptor, candidates)`` — with ``ls`` the preemptor job's share after adding
   the preemptor's request, a candidate is a victim when ``ls < rs`` or ``|ls - rs| <= 1e-6``,
-  where ``rs`` is its job's share after removing the candidate's request *and those of the
-  candidates of the same job accepted or examined before it* (so taking several tasks of one
-  job is judged on what the job would keep). Candidates of jobs not in the session are
-  skipped; a preemptor whose job is not in the session gets an empty answer.
+  where ``rs`` is its job's share after removing the candidate's request *and the requests
+  of every earlier candidate of the same job, victim or not* (Volcano's running subtraction:
+  taking several tasks of one job is judged on what the job would keep). Candidates of jobs
+  not in the session are skipped; a preemptor whose job is not in the session gets an empty
+  answer.
 * ``on_allocate`` / ``on_deallocate`` — keep the shares current (see above).
 * ``session_open`` — computes the totals and initial shares.
 

@@ -29,13 +29,13 @@ Hooks:
 * ``session_close`` — for every job with tasks that is not ready (unless only Releasing tasks
   that still hold their nodes keep it from being ready), writes ``session.job_reasons[uid]``::
 
-      U/T tasks in gang unschedulable: pod group is not ready, 2 Pending, 1 Running,
+      U/T tasks in gang unschedulable: pod group is not ready, 1 Running, 2 Pending,
       3 minAvailable; Pending: 1 Schedulable, 1 Unschedulable. Origin reason is p-1: <why>
 
   U = ``minAvailable`` - (ready + Pending tasks last Allocated), T = number of tasks; the
   status histogram is sorted as text; the origin reason is the job reason already recorded
-  this session, else the job's gang validity failure, else the first task (in the job's task
-  order) with a ``session.task_reasons`` entry.
+  this session, else the job's gang validity failure, else the first task (in the order the job
+  holds its tasks) with a ``session.task_reasons`` entry.
 
 Arguments: none.
 """
