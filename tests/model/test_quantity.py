@@ -8,6 +8,7 @@ from fractions import Fraction
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from pumice.model.quantity import (
     QuantityError,
     canonical_amount,

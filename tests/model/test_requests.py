@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from pumice.model.quantity import QuantityError
 from pumice.model.requests import NON_ZERO_CPU_MILLI, NON_ZERO_MEMORY_BYTES, pod_requests
 from pumice.model.resource import Resource

@@ -10,6 +10,7 @@ from collections.abc import Callable
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
+
 from pumice.model.quantity import QuantityError
 from pumice.model.resource import (
     ABSOLUTE_TOLERANCE,
