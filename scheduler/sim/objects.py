@@ -22,10 +22,16 @@ Key = tuple[str, str]
 """Where an object lives in its table: (namespace or "", name)."""
 
 
+_last_second: list[Any] = [-1, ""]
+
+
 def now_rfc3339(at: float | None = None) -> str:
     """A ``metav1.Time``: RFC 3339 in UTC with second precision."""
-    moment = datetime.fromtimestamp(time.time() if at is None else at, UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    second = int(time.time() if at is None else at)
+    if second != _last_second[0]:
+        text = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        _last_second[0], _last_second[1] = second, text
+    return str(_last_second[1])
 
 
 def now_micro(at: float | None = None) -> str:

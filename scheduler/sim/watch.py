@@ -158,7 +158,10 @@ async def serve_watch(
             await resp.write_eof()
             return resp
         await _pump(request, resp, store, watcher, wreq, bookmark_interval)
-    except (ConnectionError, asyncio.CancelledError):
+    except ConnectionError:
+        # the client went away (or a fault dropped it): nothing left to tell it
+        watcher.close(abort=True)
+    except asyncio.CancelledError:
         watcher.close(abort=True)
         raise
     finally:

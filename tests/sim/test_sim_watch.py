@@ -285,3 +285,59 @@ async def test_one_event_is_serialized_once_for_many_watchers(sim: Any, api: Any
     finally:
         for s in streams:
             await s.close()
+
+
+async def test_non_terminal_pod_watch_drops_a_pod_that_succeeds(sim: Any, api: Any) -> None:
+    # kube-scheduler's own informer selector: a pod that finishes leaves it as DELETED
+    sim.create(node("n1"))
+    core = k8s_client.CoreV1Api(api)
+    selector = "status.phase!=Succeeded,status.phase!=Failed"
+    rv = (await core.list_pod_for_all_namespaces(field_selector=selector)).metadata.resource_version
+    async with EventStream(
+        core.list_pod_for_all_namespaces,
+        field_selector=selector,
+        resource_version=rv,
+        timeout_seconds=30,
+    ) as stream:
+        await core.create_namespaced_pod(
+            "default",
+            pod("job", node_name="n1", annotations={"pumice.sim/complete-after": "50ms"}),
+        )
+        events = []
+        while not events or events[-1]["type"] != "DELETED":
+            events.append(await stream.next())
+    phases = [(e["type"], e["raw_object"]["status"]["phase"]) for e in events]
+    # the DELETED event carries the last state that matched (Running)
+    assert phases == [("ADDED", "Pending"), ("MODIFIED", "Running"), ("DELETED", "Running")]
+
+
+async def test_metadata_field_selectors(sim: Any, api: Any) -> None:
+    core = k8s_client.CoreV1Api(api)
+    sim.create(pod("a"))
+    sim.create(pod("a", namespace="other"))
+    sim.create(pod("b", namespace="other"))
+
+    def keys(listed: Any) -> list[tuple[str, str]]:
+        return [(p.metadata.namespace, p.metadata.name) for p in listed.items]
+
+    by_name = await core.list_pod_for_all_namespaces(field_selector="metadata.name==a")
+    assert keys(by_name) == [("default", "a"), ("other", "a")]
+    by_ns = await core.list_pod_for_all_namespaces(field_selector="metadata.namespace=other")
+    assert keys(by_ns) == [("other", "a"), ("other", "b")]
+    both = await core.list_namespaced_pod("other", field_selector="metadata.name!=a")
+    assert keys(both) == [("other", "b")]
+
+
+async def test_node_status_patch_merges_conditions(sim: Any, api: Any) -> None:
+    sim.create(node("n1"))
+    core = k8s_client.CoreV1Api(api)
+    patched = await core.patch_node_status(
+        "n1",
+        {"status": {"conditions": [{"type": "MemoryPressure", "status": "False"}]}},
+    )
+    types = sorted(c.type for c in patched.status.conditions)
+    assert types == ["MemoryPressure", "Ready"]
+    cordoned = await core.patch_node("n1", {"spec": {"unschedulable": True}})
+    assert cordoned.spec.unschedulable is True
+    listed = await core.list_node(field_selector="spec.unschedulable=true")
+    assert [n.metadata.name for n in listed.items] == ["n1"]
