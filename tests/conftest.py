@@ -9,6 +9,7 @@ other settings; every server is stopped when the test ends.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,7 +54,7 @@ class SimHandle:
 
     def create(self, manifest: dict[str, Any]) -> dict[str, Any]:
         """Store a manifest directly (namespace created if missing); returns the object."""
-        return dict(self.server.registry.create_object(manifest))
+        return copy.deepcopy(self.server.registry.create_object(manifest))
 
     async def client(self) -> k8s_client.ApiClient:
         """A kubernetes_asyncio ApiClient configured from this server's kubeconfig."""

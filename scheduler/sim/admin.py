@@ -1,7 +1,10 @@
-"""The admin endpoint under ``/sim/``: faults, the write log and a summary, over HTTP.
+"""What tests and operators see of the server besides the API: the write log and ``/sim/``.
 
-Tests in the same process use ``SimServer.faults`` and ``SimServer.writes`` directly; this
-endpoint offers the same controls to other processes (``pumice sim-cluster`` run standalone)::
+The write log records every mutating API request (POST, PUT, PATCH, DELETE; not the admin
+endpoint) with its time, Kubernetes verb, HTTP method, path, query, user agent, response code
+and the resource it addressed, in arrival order, including requests that failed or were failed
+by fault injection. In-process tests read ``SimServer.writes``; other processes use the admin
+endpoint, which also exposes the fault controls of ``SimServer.faults``::
 
     GET    /sim/faults                 current knobs (and how many errors were injected)
     PUT    /sim/faults                 set knobs: {"latency": 0.05,
@@ -22,15 +25,76 @@ Admin requests are never delayed, failed or logged by the faults they control.
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 from aiohttp import web
 
 from pumice.sim.errors import ApiError, bad_request, method_not_allowed, no_such_path
+from pumice.sim.objects import Obj
 from pumice.sim.rest import error_response, json_response, read_json
 
 if TYPE_CHECKING:
     from pumice.sim.server import SimServer
+
+
+MUTATING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+@dataclass(frozen=True)
+class WriteRecord:
+    time: float
+    verb: str
+    method: str
+    path: str
+    query: str
+    user_agent: str
+    code: int
+    resource: str
+    """``pods``, ``pods/binding``, ``leases``...: plural with the subresource, if any."""
+    namespace: str
+    name: str
+
+    def to_json(self) -> Obj:
+        return asdict(self)
+
+
+class WriteLog:
+    """A bounded, ordered log of mutating requests."""
+
+    def __init__(self, limit: int = 200_000) -> None:
+        self._entries: deque[WriteRecord] = deque(maxlen=limit)
+
+    def record(self, entry: WriteRecord) -> None:
+        self._entries.append(entry)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __iter__(self) -> Iterator[WriteRecord]:
+        return iter(list(self._entries))
+
+    def select(
+        self,
+        verb: str | None = None,
+        resource: str | None = None,
+        user_agent: str | None = None,
+        code: int | None = None,
+    ) -> list[WriteRecord]:
+        """Entries matching every given filter (``user_agent`` matches a substring)."""
+        return [
+            e
+            for e in self._entries
+            if (verb is None or e.verb == verb)
+            and (resource is None or e.resource == resource)
+            and (user_agent is None or user_agent in e.user_agent)
+            and (code is None or e.code == code)
+        ]
+
+    def clear(self) -> None:
+        self._entries.clear()
 
 
 async def handle_admin(server: SimServer, request: web.Request) -> web.StreamResponse:

@@ -8,7 +8,6 @@ the time, uid and duration formats the real server uses.
 
 from __future__ import annotations
 
-import copy
 import re
 import time
 import uuid
@@ -84,11 +83,6 @@ def get_path(obj: Obj, *path: str) -> Any:
             return None
         cur = cur.get(step)
     return cur
-
-
-def deep_copy(obj: Obj) -> Obj:
-    """A private copy for callers outside the server, who may mutate it."""
-    return copy.deepcopy(obj)
 
 
 def set_condition(conditions: list[Any] | None, condition: Obj, at: str) -> list[Any]:

@@ -32,7 +32,7 @@ from pumice.sim.errors import (
     stale,
     uid_precondition,
 )
-from pumice.sim.objects import Key, Obj, deep_copy, meta, new_uid, now_rfc3339, with_meta
+from pumice.sim.objects import Key, Obj, meta, new_uid, now_rfc3339, with_meta
 from pumice.sim.patch import apply_patch
 from pumice.sim.pods import delete_pod
 from pumice.sim.resources import ALL_TYPES, NAMESPACES, PODS, ResourceType, for_object
@@ -221,7 +221,8 @@ class Registry:
 
         Used to seed a cluster from files and by tests. ``uid``, ``creationTimestamp`` and
         ``status`` in the manifest are kept (a ``kubectl get -o yaml`` dump round-trips);
-        ``resourceVersion`` is replaced by this server's own.
+        ``resourceVersion`` is replaced by this server's own. Returns the stored object, which
+        must not be mutated (copy it first).
         """
         api_version = str(obj.get("apiVersion", ""))
         kind = str(obj.get("kind", ""))
@@ -435,8 +436,3 @@ def _decode_continue(token: str) -> tuple[int, Key]:
             "(version meta.k8s.io/v1)",
         ) from None
     return rv, (ns, name)
-
-
-def public_copy(obj: Obj) -> Obj:
-    """A copy of a stored object that a caller may mutate."""
-    return deep_copy(obj)

@@ -290,5 +290,6 @@ class ResourceApi:
             timeout=float(timeout) if timeout > 0 else self.watch_timeout,
             bookmarks=query.get("allowWatchBookmarks", "") in _TRUE,
             send_initial_events=query.get("sendInitialEvents", "") in _TRUE,
+            table=tables.wants_table(request.headers.get("Accept", "")),
         )
         return await serve_watch(request, self.store, self.hub, wreq, self.bookmark_interval)

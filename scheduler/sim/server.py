@@ -26,7 +26,7 @@ import yaml
 from aiohttp import web
 
 from pumice.sim import discovery
-from pumice.sim.admin import handle_admin
+from pumice.sim.admin import MUTATING_METHODS, WriteLog, WriteRecord, handle_admin
 from pumice.sim.defaults import default_objects
 from pumice.sim.errors import ApiError, internal, no_such_path
 from pumice.sim.faults import Faults
@@ -37,7 +37,6 @@ from pumice.sim.resources import ALL_TYPES
 from pumice.sim.rest import ResourceApi, error_response, json_response, parse_path, verb_of
 from pumice.sim.store import Store
 from pumice.sim.watch import WatchHub
-from pumice.sim.writelog import MUTATING_METHODS, WriteLog, WriteRecord
 
 log = logging.getLogger("pumice.sim")
 

@@ -20,16 +20,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import orjson
 from aiohttp import web
 
 from pumice.sim.errors import ApiError
-from pumice.sim.objects import Obj
+from pumice.sim.objects import Obj, meta
 from pumice.sim.resources import ResourceType
 from pumice.sim.selectors import Selector
 from pumice.sim.store import ADDED, DELETED, MODIFIED, Change, Store
+from pumice.sim.tables import to_table
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 MAX_PENDING = 200_000
@@ -38,7 +41,7 @@ MAX_PENDING = 200_000
 class Watcher:
     """One client's watch on one table."""
 
-    def __init__(self, rtype: ResourceType, selector: Selector) -> None:
+    def __init__(self, rtype: ResourceType, selector: Selector, table: bool = False) -> None:
         self.rtype = rtype
         self.selector = selector
         self.pending: list[bytes] = []
@@ -46,7 +49,11 @@ class Watcher:
         self.closed = False
         self.aborted = False
         self._view = rtype.api_version
-        self._convert = rtype.to_view
+        self._convert: Callable[[Obj], Obj] | None = rtype.to_view
+        if table:
+            # kubectl get -w: every event object is a one-row Table
+            self._view = "Table"
+            self._convert = partial(_one_row_table, rtype)
 
     def classify(self, change: Change) -> str | None:
         sel = self.selector
@@ -89,6 +96,10 @@ class Watcher:
         self.wakeup.set()
 
 
+def _one_row_table(rtype: ResourceType, obj: Obj) -> Obj:
+    return to_table(rtype, [obj], {"resourceVersion": meta(obj).get("resourceVersion", "")}, "")
+
+
 class WatchHub:
     """Every open watch, so faults can end them all."""
 
@@ -110,6 +121,7 @@ class WatchRequest:
     timeout: float
     bookmarks: bool
     send_initial_events: bool
+    table: bool = False
 
 
 async def serve_watch(
@@ -120,7 +132,7 @@ async def serve_watch(
     bookmark_interval: float,
 ) -> web.StreamResponse:
     rtype = wreq.rtype
-    watcher = Watcher(rtype, wreq.selector)
+    watcher = Watcher(rtype, wreq.selector, wreq.table)
     table = rtype.table
     rv_text = wreq.resource_version
     error: ApiError | None = None

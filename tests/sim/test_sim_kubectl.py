@@ -168,3 +168,40 @@ async def test_a_kubectl_yaml_dump_loads_back(sim: Any, make_sim: Any, api: Any)
         assert loaded["spec"] == original["spec"]
         assert loaded["metadata"]["uid"] == original["metadata"]["uid"]
         assert loaded["metadata"].get("labels") == original["metadata"].get("labels")
+
+
+async def test_get_watch_prints_rows_as_pods_change(sim: Any, api: Any) -> None:
+    import asyncio
+
+    sim.create(node("node-a"))
+    sim.create(pod("first"))
+    proc = await asyncio.create_subprocess_exec(
+        "/usr/bin/kubectl",
+        "--kubeconfig",
+        str(sim.kubeconfig),
+        "--cache-dir",
+        str(sim.workdir / "kube-cache"),
+        "get",
+        "pods",
+        "-w",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={"HOME": str(sim.workdir), "PATH": "/usr/bin:/bin"},
+    )
+    assert proc.stdout is not None
+
+    async def line() -> list[str]:
+        return (await asyncio.wait_for(proc.stdout.readline(), 30)).decode().split()
+
+    try:
+        assert (await line())[:3] == ["NAME", "READY", "STATUS"]
+        assert (await line())[:3] == ["first", "0/1", "Pending"]
+        await bind(api, "first", "node-a")
+        seen = [await line() for _ in range(2)]
+        assert [row[:3] for row in seen] == [
+            ["first", "0/1", "Pending"],
+            ["first", "1/1", "Running"],
+        ]
+    finally:
+        proc.kill()
+        await proc.wait()
