@@ -95,7 +95,7 @@ own units: millicores and bytes)."""
 _SCALAR_THRESHOLD = 1e-4
 """The same for every other resource: Volcano counts them in thousandths, pumice in units."""
 _MAX_ROUNDS = 10_000
-"""A safety net; the rounds end long before in practice (remaining at least halves or stops)."""
+"""A safety net against a float sequence that never settles; real clusters need a few rounds."""
 
 
 @dataclass(slots=True, eq=False)

@@ -199,6 +199,24 @@ def test_weights_decide_how_the_cluster_is_split() -> None:
     assert per_queue.count("qa") == 2 and per_queue.count("qb") == 6
 
 
+def test_weighted_fair_share_with_the_default_tiers() -> None:
+    jobs = []
+    for q in ("qa", "qb"):
+        jobs += [
+            gang(f"{q}-{i}", 2, cpu=1000, memory=GiB, queue=q, phase="Pending", created=i)
+            for i in range(8)
+        ]
+    snap = snapshot(nodes(4), jobs, [queue("qa", 1), queue("qb", 3)])
+    ssn = run_default(snap)
+    # 16 cpu: qa deserves 4 (2 gangs of 2), qb 12 (6 gangs); every gang whole or not at all
+    per_queue = [key.split("/")[1][:2] for _, key, _ in decisions(ssn)]
+    assert per_queue.count("qa") == 4 and per_queue.count("qb") == 12
+    assert attributes(ssn, "qa").share == pytest.approx(1.0)
+    assert attributes(ssn, "qb").share == pytest.approx(1.0)
+    ssn.close()
+    assert ssn.job_reasons["default/qa-2"].startswith("2/2 tasks in gang unschedulable")
+
+
 def test_overused_queue_is_dropped_and_its_jobs_say_why() -> None:
     busy = gang("busy", 0, queue="qa", phase="Running", min_available=0)
     add_task(busy, "busy-0", cpu=4000, memory=0, status=TaskStatus.RUNNING, node="n0")
