@@ -51,7 +51,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,7 +63,6 @@ from pumice import (
     FIT_TOLERANCE,
     Action,
     Arguments,
-    Feasibility,
     JobInfo,
     JobInvalid,
     QueueInfo,
@@ -86,28 +85,6 @@ def describe_invalid(invalid: JobInvalid) -> str:
     if invalid.reason and invalid.message:
         return f"{invalid.reason}: {invalid.message}"
     return invalid.message or invalid.reason or "job is not valid"
-
-
-def unavailable_message(feasibility: Feasibility, short: BoolMatrix, dims: Sequence[str]) -> str:
-    """``0/N nodes are available: …`` for a task that no node can take.
-
-    ``feasibility`` gives the predicates' first reason for each rejected node; ``short`` (nodes x
-    dimensions) marks where the request exceeds what a node has. A node that passed every
-    predicate counts once under ``Insufficient <dim>`` for each short dimension.
-    """
-    counts: Counter[str] = feasibility.reason_counts()
-    resource_only = feasibility.mask & short.any(axis=1)
-    if resource_only.any():
-        per_dim = short[resource_only].sum(axis=0)
-        for index in np.flatnonzero(per_dim):
-            counts[f"Insufficient {dims[int(index)]}"] += int(per_dim[index])
-    total = len(feasibility.mask)
-    available = int((feasibility.mask & ~short.any(axis=1)).sum())
-    detail = ", ".join(
-        f"{n} {reason}" for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-    )
-    head = f"{available}/{total} nodes are available"
-    return f"{head}: {detail}." if detail else f"{head}."
 
 
 @dataclass(slots=True)
@@ -258,7 +235,7 @@ class _Run:
         short_future = (request - table.future_idle) > FIT_TOLERANCE
         feasible = feasibility.mask & ~short_future.any(axis=1)
         if not feasible.any():
-            return unavailable_message(feasibility, short_future, table.dims)
+            return feasibility.message(short_future, table.dims)
         fits_now = feasible & ~((request - table.idle) > FIT_TOLERANCE).any(axis=1)
         now = bool(fits_now.any())
         candidates = fits_now if now else feasible
@@ -268,7 +245,7 @@ class _Run:
         else:
             node = session.best_node(task, session.node_scores(task), candidates)
         if node is None:  # pragma: no cover - best_node names a node whenever one is feasible
-            return unavailable_message(feasibility, short_future, table.dims)
+            return feasibility.message(short_future, table.dims)
         try:
             if now:
                 statement.allocate(task, node)

@@ -24,10 +24,6 @@ Differences from Volcano:
 
 from __future__ import annotations
 
-from collections import Counter
-
-import numpy as np
-
 from pumice import (
     FIT_TOLERANCE,
     Action,
@@ -84,17 +80,7 @@ class BackfillAction(Action):
         overcommitted = table.idle < -FIT_TOLERANCE
         mask = feasibility.mask & ~overcommitted.any(axis=1)
         if not mask.any():
-            counts: Counter[str] = feasibility.reason_counts()
-            short = overcommitted[feasibility.mask]
-            per_dim = short.sum(axis=0)
-            dims = table.dims
-            for index in np.flatnonzero(per_dim):
-                counts[f"Insufficient {dims[int(index)]}"] += int(per_dim[index])
-            detail = ", ".join(
-                f"{n} {why}" for why, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-            )
-            head = f"0/{len(table)} nodes are available"
-            return f"{head}: {detail}." if detail else f"{head}."
+            return feasibility.message(overcommitted, table.dims)
         node = session.best_node(task, session.node_scores(task), mask)
         if node is None:  # pragma: no cover - best_node names a node whenever one is feasible
             return f"0/{len(table)} nodes are available."

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import enum
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,12 +47,28 @@ class Feasibility:
         """How many nodes were rejected for each reason."""
         return Counter(str(r) for r in self.reasons[~self.mask])
 
-    def message(self) -> str:
-        """The kube-scheduler style summary: ``0/5 nodes are available: 3 Insufficient cpu.``"""
-        total = len(self.mask)
-        counts = sorted(self.reason_counts().items(), key=lambda kv: (-kv[1], kv[0]))
-        detail = ", ".join(f"{n} {reason}" for reason, n in counts)
-        head = f"{self.feasible}/{total} nodes are available"
+    def message(
+        self,
+        shortfall: npt.NDArray[np.bool_] | None = None,
+        dims: Sequence[str] = (),
+    ) -> str:
+        """The kube-scheduler style summary: ``0/5 nodes are available: 3 Insufficient cpu.``
+
+        ``shortfall`` (nodes x dimensions, named by ``dims``) marks where a request exceeds what
+        a node has; a node that passed every predicate counts once under ``Insufficient <dim>``
+        for each dimension it is short of, and is not available.
+        """
+        counts = self.reason_counts()
+        available = self.mask
+        if shortfall is not None:
+            short = shortfall.any(axis=1)
+            per_dim = shortfall[self.mask & short].sum(axis=0)
+            for index in np.flatnonzero(per_dim):
+                counts[f"Insufficient {dims[int(index)]}"] += int(per_dim[index])
+            available = self.mask & ~short
+        ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        detail = ", ".join(f"{n} {reason}" for reason, n in ordered)
+        head = f"{int(available.sum())}/{len(self.mask)} nodes are available"
         return f"{head}: {detail}." if detail else f"{head}."
 
 

@@ -328,3 +328,20 @@ def test_victim_flags_switch_one_kind_only() -> None:
     ssn = open_session(plugins, [[{"name": "ab", "enablePreemptable": False}]], snap)
     assert ssn.preemptable(preemptor, victims) == []
     assert [t.name for t in ssn.reclaimable(preemptor, victims)] == ["v-a", "v-b"]
+
+
+def test_feasibility_message_counts_resource_shortfalls_of_nodes_that_passed() -> None:
+    from pumice import Feasibility
+
+    fit = Feasibility(
+        np.array([False, True, True, True]),
+        np.array(["node(s) were unschedulable", "", "", ""], dtype=object),
+    )
+    shortfall = np.array(
+        [[True, True], [True, True], [False, True], [False, False]]  # cpu, memory
+    )
+    assert fit.message(shortfall, ["cpu", "memory"]) == (
+        "1/4 nodes are available: 2 Insufficient memory, 1 Insufficient cpu, "
+        "1 node(s) were unschedulable."
+    )
+    assert fit.message() == "3/4 nodes are available: 1 node(s) were unschedulable."
