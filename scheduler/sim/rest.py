@@ -115,7 +115,7 @@ def error_response(err: ApiError) -> web.Response:
     return resp
 
 
-async def read_json(request: web.Request, required: bool = True) -> Any:
+async def read_json(request: web.BaseRequest, required: bool = True) -> Any:
     raw = await request.read()
     if not raw:
         if required:
@@ -165,7 +165,7 @@ class ResourceApi:
         return rtype
 
     async def handle(
-        self, request: web.Request, info: RequestInfo, verb: str
+        self, request: web.BaseRequest, info: RequestInfo, verb: str
     ) -> web.StreamResponse:
         rtype = self.resolve(info)
         query = request.query
@@ -227,7 +227,9 @@ class ResourceApi:
             return json_response(self.registry.delete(rtype, ns, name, options))
         raise method_not_allowed()
 
-    def _get(self, request: web.Request, rtype: ResourceType, ns: str, name: str) -> web.Response:
+    def _get(
+        self, request: web.BaseRequest, rtype: ResourceType, ns: str, name: str
+    ) -> web.Response:
         if tables.wants_table(request.headers.get("Accept", "")):
             stored = self.registry.current(rtype, ns, name)
             table = tables.to_table(
@@ -239,7 +241,7 @@ class ResourceApi:
             return json_response(table)
         return json_response(self.registry.get(rtype, ns, name))
 
-    def _list(self, request: web.Request, rtype: ResourceType, selector: Any) -> web.Response:
+    def _list(self, request: web.BaseRequest, rtype: ResourceType, selector: Any) -> web.Response:
         query = request.query
         args = (
             rtype,
@@ -279,7 +281,7 @@ class ResourceApi:
         )
 
     async def _watch(
-        self, request: web.Request, rtype: ResourceType, selector: Any
+        self, request: web.BaseRequest, rtype: ResourceType, selector: Any
     ) -> web.StreamResponse:
         query = request.query
         timeout = _int(query, "timeoutSeconds", 0)

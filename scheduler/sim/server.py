@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 from aiohttp import web
@@ -81,7 +82,7 @@ class SimServer:
             self.config.bookmark_interval,
             self.config.watch_timeout,
         )
-        self._runner: web.AppRunner | None = None
+        self._runner: web.ServerRunner | None = None
         self._site: web.TCPSite | None = None
         self.port = 0
         if self.config.defaults:
@@ -112,15 +113,28 @@ class SimServer:
         return f"http://{HOST}:{self.port}"
 
     async def start(self, port: int = 0) -> None:
-        app = web.Application(client_max_size=self.config.max_body)
-        app.router.add_route("*", "/{tail:.*}", self._dispatch)
-        runner = web.AppRunner(
-            app, handler_cancellation=True, access_log=None, shutdown_timeout=2.0
+        # aiohttp's low-level server: one handler, no router or middleware on the hot path
+        server = web.Server(
+            self._dispatch, request_factory=self._make_request, handler_cancellation=True
         )
+        runner = web.ServerRunner(server, shutdown_timeout=2.0)
         await runner.setup()
         self._runner = runner
         await self._listen(port)
         self.lifecycle.start()
+
+    def _make_request(
+        self,
+        message: Any,
+        payload: Any,
+        protocol: Any,
+        writer: Any,
+        task: asyncio.Task[None],
+    ) -> web.BaseRequest:
+        loop = asyncio.get_running_loop()
+        return web.BaseRequest(
+            message, payload, protocol, writer, task, loop, client_max_size=self.config.max_body
+        )
 
     async def _listen(self, port: int) -> None:
         assert self._runner is not None
@@ -207,7 +221,7 @@ class SimServer:
 
     # -- request dispatch ----------------------------------------------------------------
 
-    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+    async def _dispatch(self, request: web.BaseRequest) -> web.StreamResponse:
         path = request.path
         if path.startswith("/sim/"):
             return await handle_admin(self, request)
@@ -251,7 +265,7 @@ class SimServer:
             )
         return resp
 
-    def _non_resource(self, request: web.Request, path: str) -> web.StreamResponse:
+    def _non_resource(self, request: web.BaseRequest, path: str) -> web.StreamResponse:
         if request.method not in ("GET", "HEAD"):
             raise no_such_path()
         path = path.rstrip("/") or "/"

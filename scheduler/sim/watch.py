@@ -125,7 +125,7 @@ class WatchRequest:
 
 
 async def serve_watch(
-    request: web.Request,
+    request: web.BaseRequest,
     store: Store,
     hub: WatchHub,
     wreq: WatchRequest,
@@ -183,7 +183,7 @@ async def serve_watch(
 
 
 async def _pump(
-    request: web.Request,
+    request: web.BaseRequest,
     resp: web.StreamResponse,
     store: Store,
     watcher: Watcher,
