@@ -265,8 +265,7 @@ class Session:
             choice = hook(task, masked, self.table)
             if choice is None:
                 continue
-            row = self.table._row_of.get(choice)
-            if row is not None and mask[row]:
+            if choice in self.table and mask[self.table.row(choice)]:
                 return str(choice)
             log.warning("plugin %s named node %r, which is not feasible; ignored", name, choice)
         if not mask.any():

@@ -79,6 +79,9 @@ class NodeTable:
         """Node name of each row."""
         return [n.name for n in self.nodes]
 
+    def __contains__(self, name: object) -> bool:
+        return name in self._row_of
+
     def row(self, name: str) -> int:
         """Row index of the node called ``name`` (KeyError if absent)."""
         return self._row_of[name]
@@ -161,10 +164,9 @@ class NodeTable:
         """Move ``node``, with its current accounting, into this table."""
         if node.name in self._row_of:
             raise ValueError(f"node {node.name!r} is already in the table")
-        old = node._table
-        self._copy_row_in(node, old, node._row)
-        if old is not self:
-            old._drop_row(node.name)
+        old, old_row = node._table, node._row
+        self._copy_row_in(node, old, old_row)
+        old._drop_row(node.name)
         node._table, node._row = self, self._n - 1
 
     def remove(self, name: str) -> NodeInfo:
@@ -176,28 +178,8 @@ class NodeTable:
         node._table, node._row = own, 0
         return node
 
-    def _copy_row_in(self, node: NodeInfo, src: NodeTable, src_row: int) -> None:
-        self.ensure_dims(src._dims)
-        if self._n == self._cap:
-            self._grow()
-        r = self._n
-        cols = [self._dim_index[d] for d in src._dims]
-        for mine, theirs in (
-            (self._alloc, src._alloc),
-            (self._used, src._used),
-            (self._releasing, src._releasing),
-            (self._pipelined, src._pipelined),
-        ):
-            mine[r, :] = 0.0
-            mine[r, cols] = theirs[src_row]
-        self._pods[r] = src._pods[src_row]
-        self._max_pods[r] = src._max_pods[src_row]
-        self._unschedulable[r] = src._unschedulable[src_row]
-        self.nodes.append(node)
-        self._row_of[node.name] = r
-        self._n += 1
-
-    def _copy_row_in_blank(self, node: NodeInfo) -> None:
+    def _append_row(self, node: NodeInfo) -> int:
+        """A new zeroed row for ``node``; returns its index."""
         if self._n == self._cap:
             self._grow()
         r = self._n
@@ -208,6 +190,22 @@ class NodeTable:
         self.nodes.append(node)
         self._row_of[node.name] = r
         self._n += 1
+        return r
+
+    def _copy_row_in(self, node: NodeInfo, src: NodeTable, src_row: int) -> None:
+        self.ensure_dims(src._dims)
+        r = self._append_row(node)
+        cols = [self._dim_index[d] for d in src._dims]
+        for mine, theirs in (
+            (self._alloc, src._alloc),
+            (self._used, src._used),
+            (self._releasing, src._releasing),
+            (self._pipelined, src._pipelined),
+        ):
+            mine[r, cols] = theirs[src_row]
+        self._pods[r] = src._pods[src_row]
+        self._max_pods[r] = src._max_pods[src_row]
+        self._unschedulable[r] = src._unschedulable[src_row]
 
     def _drop_row(self, name: str) -> None:
         """Forget a row; the last row moves into its place."""
@@ -221,28 +219,9 @@ class NodeTable:
             moved = self.nodes[last]
             self.nodes[r] = moved
             self._row_of[moved.name] = r
-            if moved._table is self:
-                moved._row = r
+            moved._row = r
         self.nodes.pop()
         self._n -= 1
-
-    def copy(self) -> NodeTable:
-        """A deep copy of the numbers; ``nodes`` is left empty for the caller to rebind."""
-        twin = NodeTable(())
-        twin._dims = list(self._dims)
-        twin._dim_index = dict(self._dim_index)
-        twin._n, twin._cap = self._n, self._cap
-        for attr in (
-            "_alloc",
-            "_used",
-            "_releasing",
-            "_pipelined",
-            "_pods",
-            "_max_pods",
-            "_unschedulable",
-        ):
-            setattr(twin, attr, getattr(self, attr).copy())
-        return twin
 
     def _grow(self) -> None:
         self._cap *= 2
@@ -302,7 +281,7 @@ class NodeInfo:
         self._table = NodeTable(())
         self._row = 0
         t = self._table
-        t._copy_row_in_blank(self)
+        t._append_row(self)
         t._alloc[0] = t.vector(allocatable)
         t._max_pods[0] = max_pods
         t._unschedulable[0] = unschedulable
