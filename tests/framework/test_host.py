@@ -3,12 +3,14 @@ session life cycle of plugin instances."""
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import pytest
 
 from pumice import Action, Plugin, hookimpl
-from pumice.framework.config import PluginPackages
+from pumice.framework.config import FLAG_KEYS, PluginPackages
+from pumice.framework.hookspecs import COMBINATION, HOOK_FLAGS, PluginSpec
 from pumice.framework.host import PluginConflictError, PluginHost, PluginLoadError
 from pumice.framework.session import Session, SessionError
 from support.builders import add_job, cluster, make_config, make_host, make_plugin
@@ -219,3 +221,20 @@ def test_deny_compares_normalised_package_names() -> None:
     host = PluginHost.discover(PluginPackages(deny=("pumice_example_plugin", "pumice")))
     assert host.get("example-zone") is None and host.get("gang") is None
     assert {"pumice-example-plugin", "pumice"} <= set(host.denied)
+
+
+def test_every_hook_is_documented_with_its_rule_and_flag() -> None:
+    specs = {
+        name
+        for name, fn in inspect.getmembers(PluginSpec, inspect.isfunction)
+        if hasattr(fn, "pumice_spec")
+    }
+    assert specs == set(HOOK_FLAGS) == set(COMBINATION)
+    for name in specs:
+        doc = inspect.getdoc(getattr(PluginSpec, name)) or ""
+        assert len(doc) > 40, f"hook {name} lacks a docstring"
+        flag = HOOK_FLAGS[name]
+        if flag is not None:
+            yaml_keys = [k for k, v in FLAG_KEYS.items() if v == flag]
+            assert yaml_keys, f"hook {name}: flag {flag} has no YAML key"
+            assert any(k in doc for k in yaml_keys), f"hook {name} does not name its flag"
