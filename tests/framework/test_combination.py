@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pumice import JobInvalid, PredicateResult, Vote
+from pumice import Feasibility, JobInvalid, PredicateResult, Vote
 from pumice.framework.session import PluginContractError
 from support.builders import add_job, cluster, make_plugin, open_session
 
@@ -331,8 +331,6 @@ def test_victim_flags_switch_one_kind_only() -> None:
 
 
 def test_feasibility_message_counts_resource_shortfalls_of_nodes_that_passed() -> None:
-    from pumice import Feasibility
-
     fit = Feasibility(
         np.array([False, True, True, True]),
         np.array(["node(s) were unschedulable", "", "", ""], dtype=object),

@@ -7,9 +7,10 @@ import inspect
 from typing import Any
 
 import pytest
+import yaml
 
-from pumice import Action, Plugin, hookimpl
-from pumice.framework.config import FLAG_KEYS, PluginPackages
+from pumice import Action, ClusterSnapshot, NodeInfo, Plugin, Resource, hookimpl
+from pumice.framework.config import FLAG_KEYS, PluginPackages, parse_config
 from pumice.framework.hookspecs import COMBINATION, HOOK_FLAGS, PluginSpec
 from pumice.framework.host import PluginConflictError, PluginHost, PluginLoadError
 from pumice.framework.session import Session, SessionError
@@ -134,10 +135,6 @@ def test_actions_run_in_configured_order_with_their_configuration() -> None:
     host = make_host({"p": make_plugin("P")})
     host.register("first", action("first"))
     host.register("second", action("second"))
-    import yaml
-
-    from pumice.framework.config import parse_config
-
     text = yaml.safe_dump(
         {
             "actions": "second, first",
@@ -168,9 +165,6 @@ def test_builtins_and_third_party_plugins_come_through_the_entry_point_group() -
 def test_a_third_party_hook_is_called_in_a_session() -> None:
     from pumice_example_plugin import CountingAction, ZonePreference  # type: ignore[import-not-found]
 
-    from pumice import NodeInfo, Resource
-    from pumice.model import ClusterSnapshot
-
     zone = "topology.kubernetes.io/zone"
     nodes = [
         NodeInfo("a", Resource({"cpu": 1000}), labels={zone: "east"}),
@@ -178,10 +172,6 @@ def test_a_third_party_hook_is_called_in_a_session() -> None:
     ]
     snap = ClusterSnapshot.build(nodes=nodes)
     task = next(iter(add_job(snap, "j", cpu=100).tasks.values()))
-    import yaml
-
-    from pumice.framework.config import parse_config
-
     config = parse_config(
         yaml.safe_dump(
             {
