@@ -35,7 +35,7 @@ from pumice.sim.errors import (
 from pumice.sim.objects import Key, Obj, meta, new_uid, now_rfc3339, with_meta
 from pumice.sim.patch import apply_patch
 from pumice.sim.pods import delete_pod
-from pumice.sim.resources import ALL_TYPES, NAMESPACES, PODS, ResourceType, for_object
+from pumice.sim.resources import ALL_TYPES, NAMESPACES, NODES, PODS, ResourceType, for_object
 from pumice.sim.selectors import Selector
 from pumice.sim.store import Store
 
@@ -170,6 +170,12 @@ class Registry:
             m.pop("namespace", None)
         if m.get("resourceVersion"):
             raise bad_request("resourceVersion should not be set on objects to be created")
+        # the server assigns identity; a status sent with a create is dropped wherever status
+        # is a subresource (nodes excepted: kubelets register with their status)
+        m.pop("uid", None)
+        m.pop("creationTimestamp", None)
+        if rtype.has_status and rtype is not NODES:
+            obj.pop("status", None)
         if not m.get("name") and not m.get("generateName"):
             raise invalid(
                 rtype.kind,

@@ -361,3 +361,24 @@ async def test_delete_preconditions_and_finalizers(sim: Any, api: Any) -> None:
     with pytest.raises(ApiException) as err:
         await coord.read_namespaced_lease("held", "kube-system")
     assert err.value.status == 404
+
+
+async def test_create_assigns_identity_and_drops_status(api: Any) -> None:
+    core = k8s_client.CoreV1Api(api)
+    body = pod("p1")
+    body["metadata"]["uid"] = "11111111-1111-4111-8111-111111111111"
+    body["status"] = {"phase": "Running", "podIP": "1.2.3.4"}
+    created = await core.create_namespaced_pod("default", body)
+    assert created.metadata.uid != body["metadata"]["uid"]
+    assert created.status.phase == "Pending"
+    assert created.status.pod_ip is None
+
+
+async def test_delete_collection_with_a_label_selector(api: Any) -> None:
+    core = k8s_client.CoreV1Api(api)
+    await core.create_namespaced_pod("default", pod("a", labels={"batch": "1"}))
+    await core.create_namespaced_pod("default", pod("b", labels={"batch": "1"}))
+    await core.create_namespaced_pod("default", pod("c"))
+    await core.delete_collection_namespaced_pod("default", label_selector="batch=1")
+    left = await core.list_namespaced_pod("default")
+    assert [p.metadata.name for p in left.items] == ["c"]
