@@ -29,7 +29,9 @@ def make_config(
     tiers: PluginSpecList,
     actions: Iterable[str] = ("noop",),
     scheduler: Mapping[str, Any] | None = None,
+    configurations: Iterable[Mapping[str, Any]] = (),
 ) -> SchedulerConfig:
+    """A parsed configuration, as a user would write it."""
     doc: dict[str, Any] = {
         "actions": ", ".join(actions),
         "tiers": [
@@ -38,6 +40,8 @@ def make_config(
     }
     if scheduler:
         doc["scheduler"] = dict(scheduler)
+    if configurations:
+        doc["configurations"] = [dict(c) for c in configurations]
     return parse_config(yaml.safe_dump(doc), source="<test>")
 
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-import yaml
-
 from pumice import (
     Action,
     ClusterSnapshot,
@@ -23,13 +21,13 @@ from pumice import (
 from pumice.actions.allocate import AllocateAction
 from pumice.actions.backfill import BackfillAction
 from pumice.actions.enqueue import EnqueueAction
-from pumice.framework.config import SchedulerConfig, load_default_config, parse_config
+from pumice.framework.config import SchedulerConfig, load_default_config
 from pumice.framework.host import PluginHost
 from pumice.framework.session import RecordingCommitter
 from pumice.plugins.gang import GangPlugin
 from pumice.plugins.predicates import PredicatesPlugin
 from pumice.plugins.proportion import ProportionPlugin, QueueAttributes
-from support.builders import PluginSpecList
+from support.builders import PluginSpecList, make_config
 
 GiB = 2**30
 CPU = "cpu"
@@ -181,15 +179,7 @@ def flow_config(
     configurations: Sequence[Mapping[str, Any]] = (),
 ) -> SchedulerConfig:
     """A parsed configuration, as a user would write it."""
-    doc: dict[str, Any] = {
-        "actions": ", ".join(actions),
-        "tiers": [
-            {"plugins": [p if isinstance(p, dict) else {"name": p} for p in tier]} for tier in tiers
-        ],
-    }
-    if configurations:
-        doc["configurations"] = [dict(c) for c in configurations]
-    return parse_config(yaml.safe_dump(doc), source="<test>")
+    return make_config(tiers, actions, configurations=configurations)
 
 
 def run_flow(
