@@ -23,7 +23,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
+    """The parser; only the subcommand named in ``argv`` has its module imported, so a
+    quick command does not pay for loading, say, the simulated API server."""
+    chosen = next((a for a in argv if a in SUBCOMMANDS), None)
     parser = argparse.ArgumentParser(prog="pumice", description="A batch scheduler for Kubernetes.")
     parser.add_argument(
         "-v", "--verbose", action="count", default=0, help="log warnings (-v) or everything (-vv)"
@@ -32,7 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     for name, (module, help_text) in SUBCOMMANDS.items():
         sp = sub.add_parser(name, help=help_text, description=help_text)
         sp.set_defaults(_module=module)
-        _load(module).add_arguments(sp)
+        if name == chosen:
+            _load(module).add_arguments(sp)
     return parser
 
 
@@ -41,8 +45,8 @@ def _load(module: str) -> ModuleType:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(argv).parse_args(argv)
     level = {0: logging.ERROR, 1: logging.WARNING}.get(args.verbose, logging.DEBUG)
     logging.basicConfig(level=level, format="pumice: %(levelname)s: %(name)s: %(message)s")
     command = _load(args._module)

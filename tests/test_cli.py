@@ -104,3 +104,22 @@ def test_plugins_honours_a_config_deny_list(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "example-zone" not in result.stdout and "skipped:" not in result.stdout
     assert "denied: package pumice-broken-plugin" in result.stdout
+
+
+def test_a_command_imports_only_its_own_module() -> None:
+    code = (
+        "import sys; from pumice.cli import main; "
+        f"rc = main(['check-config', {str(ROOT / 'conf' / 'scheduler.yaml')!r}]); "
+        "print(rc, 'pumice.sim' in sys.modules, 'pumice.commands.plugins' in sys.modules)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.stdout.strip().splitlines()[-1] == "0 False False"
+
+
+def test_help_lists_every_command_and_each_command_has_its_flags() -> None:
+    top = pumice("--help")
+    assert top.returncode == 0
+    for name in ("check-config", "plugins", "run-example", "sim-cluster"):
+        assert name in top.stdout
+    assert "--cluster" in pumice("sim-cluster", "--help").stdout
+    assert "--config" in pumice("plugins", "--help").stdout
