@@ -1,0 +1,9 @@
+"""The scheduler's cache: Kubernetes objects (plain dicts) as long-lived model objects.
+
+No I/O: the daemon feeds it informer events and its own decisions; sessions get clones.
+"""
+
+from pumice.cache.cache import NO_QUEUE, ClusterCache, Handler, lone_job_id
+from pumice.cache.pods import PodEntry, PodState
+
+__all__ = ["NO_QUEUE", "ClusterCache", "Handler", "PodEntry", "PodState", "lone_job_id"]

@@ -1,0 +1,472 @@
+"""``ClusterCache``: the informers' plain dicts turned into long-lived model objects.
+
+Every watch event changes the one ``ClusterSnapshot`` the cache owns through its incremental
+``put_*`` / ``remove_*`` methods (no rebuild per cycle); ``snapshot()`` hands each session an
+independent clone. The cache does no I/O: the daemon feeds it from the informers (one handler
+per informer: ``nodes``, ``pending_pods``, ``assigned_pods``, ``podgroups``, ``queues``,
+``priority_classes``) and tells it what the scheduler decided (``assume``) and what the API
+server answered (``finish_binding``, ``forget``, ``bound_elsewhere``, ``gone``).
+
+Pods follow the state machine of ``pumice.cache.pods``. Pods of other schedulers come only from
+the assigned-pods watch; they are accounted on their nodes as jobs of their own in no queue, so
+they use capacity without ever entering a queue's share or a session's work. Without Volcano's
+CRDs (``volcano=False``) the group annotation is ignored and every pod is a job of its own; in
+either case the queue ``default`` exists implicitly while no Queue object of that name does.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from pumice.cache.groups import Obj, PodGroupEntry, build_job, build_queue, object_key, priority_value
+from pumice.cache.pods import PodEntry, PodState, is_gated, is_terminal, pod_uid
+from pumice.model import ClusterSnapshot, JobInfo, NodeAccountingError, NodeInfo, QueueInfo, TaskInfo
+from pumice.model.objects import GROUP_NAME_ANNOTATION
+from pumice.model.resource import Resource
+from pumice.model.status import TaskStatus, status_of_pod
+
+log = logging.getLogger("pumice.cache")
+
+NO_QUEUE = ""
+"""The queue of other schedulers' pods: not a queue any session knows."""
+LEFT_RETENTION = 60.0
+"""Seconds a pod that left the pending watch waits for an assigned ADD before it is dropped."""
+
+
+class Handler:
+    """One informer's events, as the ``pumice.kube.informer.InformerHandler`` protocol wants."""
+
+    def __init__(
+        self,
+        upsert: Callable[[Obj], None],
+        delete: Callable[[Obj], None],
+    ) -> None:
+        self._upsert = upsert
+        self._delete = delete
+
+    def on_add(self, obj: Obj) -> None:
+        self._upsert(obj)
+
+    def on_update(self, old: Obj, new: Obj) -> None:
+        self._upsert(new)
+
+    def on_delete(self, obj: Obj) -> None:
+        self._delete(obj)
+
+
+def lone_job_id(namespace: str, uid: str) -> str:
+    """The job id of a pod without a PodGroup (never a PodGroup's own name)."""
+    return f"{namespace}/podgroup-{uid}"
+
+
+class ClusterCache:
+    """Nodes, pods, PodGroups, Queues and PriorityClasses, kept as one model snapshot."""
+
+    def __init__(
+        self,
+        scheduler_name: str = "pumice",
+        *,
+        volcano: bool = True,
+        default_queue: str = "default",
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.scheduler_name = scheduler_name
+        self.volcano = volcano
+        self.default_queue = default_queue
+        self._clock = clock
+        self.state = ClusterSnapshot()
+        self.pods: dict[str, PodEntry] = {}
+        self.node_objects: dict[str, Obj] = {}
+        self.ghosts: set[str] = set()
+        self.podgroups: dict[str, PodGroupEntry] = {}
+        self.queue_objects: dict[str, Obj] = {}
+        self.queue_problems: dict[str, str] = {}
+        self.priorities: dict[str, int] = {}
+        self._group_pods: dict[str, set[str]] = {}
+        self._lone_jobs: set[str] = set()
+        self._held: dict[str, float] = {}
+        self.state.put_queue(QueueInfo(name=default_queue))
+        self.nodes = Handler(self._node_upsert, self._node_delete)
+        self.pending_pods = Handler(self._pending_upsert, self._pending_delete)
+        self.assigned_pods = Handler(self._assigned_upsert, self._assigned_delete)
+        self.podgroups_handler = Handler(self._podgroup_upsert, self._podgroup_delete)
+        self.queues = Handler(self._queue_upsert, self._queue_delete)
+        self.priority_classes = Handler(self._pc_upsert, self._pc_delete)
+
+    # -- what the scheduler reads -------------------------------------------------------------
+
+    def snapshot(self) -> ClusterSnapshot:
+        """An independent copy for one session, without pods that are backing off."""
+        now = self._clock()
+        snap = self.state.clone()
+        for uid, until in list(self._held.items()):
+            if until <= now:
+                del self._held[uid]
+            elif snap.task(uid) is not None:
+                snap.remove_task(uid)
+        for uid in [u for u, e in self.pods.items() if e.state is PodState.LEFT]:
+            if now - self.pods[uid].left_at > LEFT_RETENTION:
+                del self.pods[uid]
+        return snap
+
+    def entries(self, state: PodState) -> Iterator[PodEntry]:
+        return (e for e in self.pods.values() if e.state is state)
+
+    def counts(self) -> dict[str, int]:
+        """Pods per state, ours and others' (for logs and metrics)."""
+        out: dict[str, int] = {}
+        for entry in self.pods.values():
+            key = entry.state.value if entry.ours else f"other/{entry.state.value}"
+            out[key] = out.get(key, 0) + 1
+        return out
+
+    def held(self) -> int:
+        """How many pods are backing off after a failed bind."""
+        now = self._clock()
+        return sum(1 for until in self._held.values() if until > now)
+
+    # -- what the scheduler did ---------------------------------------------------------------
+
+    def assume(self, uid: str, node: str) -> bool:
+        """Count a pending pod on ``node`` before the API server confirms the bind.
+
+        False (nothing changes) when the pod is no longer waiting for a node here.
+        """
+        entry = self.pods.get(uid)
+        if entry is None or entry.state is not PodState.INITIAL:
+            return False
+        entry.state, entry.node, entry.bound = PodState.ASSUMED, node, False
+        self._sync(entry)
+        return True
+
+    def finish_binding(self, uid: str) -> None:
+        """The API server accepted the bind; the pod stays assumed until the watch shows it."""
+        entry = self.pods.get(uid)
+        if entry is not None and entry.state is PodState.ASSUMED:
+            entry.bound = True
+
+    def forget(self, uid: str, hold: float = 0.0) -> None:
+        """Undo an assumption (the bind failed); offer the pod again after ``hold`` seconds."""
+        entry = self.pods.get(uid)
+        if entry is None or entry.state is not PodState.ASSUMED:
+            return
+        entry.node = None
+        if entry.on_pending_watch:
+            entry.state = PodState.INITIAL
+            if hold > 0:
+                self._held[uid] = self._clock() + hold
+        else:
+            entry.state, entry.left_at = PodState.LEFT, self._clock()
+        self._sync(entry)
+
+    def bound_elsewhere(self, uid: str) -> None:
+        """Someone else bound the pod: forget our assumption and wait for the watch's Add."""
+        entry = self.pods.get(uid)
+        if entry is None or entry.state is not PodState.ASSUMED:
+            return
+        entry.state, entry.node, entry.left_at = PodState.LEFT, None, self._clock()
+        self._sync(entry)
+
+    def gone(self, uid: str) -> None:
+        """The pod no longer exists."""
+        entry = self.pods.pop(uid, None)
+        if entry is not None:
+            entry.state = PodState.LEFT
+            self._sync(entry)
+            self._ungroup(entry)
+
+    # -- nodes -------------------------------------------------------------------------------
+
+    def _node_upsert(self, node: Obj) -> None:
+        name = str(node["metadata"]["name"])
+        self.node_objects[name] = node
+        self.ghosts.discard(name)
+        self.state.put_node(NodeInfo.from_node(node))
+
+    def _node_delete(self, node: Obj) -> None:
+        name = str(node["metadata"]["name"])
+        self.node_objects.pop(name, None)
+        info = self.state.nodes.get(name)
+        if info is None:
+            return
+        if info.tasks:
+            # Pods still run there: keep the node, closed to new pods, until they go.
+            ghost = {**node, "spec": {**(node.get("spec") or {}), "unschedulable": True}}
+            self.state.put_node(NodeInfo.from_node(ghost))
+            self.ghosts.add(name)
+        else:
+            self.state.remove_node(name)
+
+    def _bury_ghost(self, name: str | None) -> None:
+        if name in self.ghosts:
+            info = self.state.nodes.get(name or "")
+            if info is None or not info.tasks:
+                self.ghosts.discard(name or "")
+                if info is not None:
+                    self.state.remove_node(info.name)
+
+    # -- pods: the pending watch (ours, no node) ----------------------------------------------
+
+    def _pending_upsert(self, pod: Obj) -> None:
+        uid = pod_uid(pod)
+        entry = self.pods.get(uid)
+        if entry is None:
+            entry = self.pods[uid] = PodEntry(uid, pod, PodState.INITIAL, ours=True)
+        entry.pod = pod
+        entry.on_pending_watch = True
+        if entry.state in (PodState.ASSUMED, PodState.ADDED):
+            return  # the node is what we (or the assigned watch) said; a spec change waits
+        entry.state = PodState.INITIAL
+        self._regroup(entry)
+        self._sync(entry)
+
+    def _pending_delete(self, pod: Obj) -> None:
+        entry = self.pods.get(pod_uid(pod))
+        if entry is None:
+            return
+        entry.on_pending_watch = False
+        if entry.state in (PodState.ASSUMED, PodState.ADDED) or entry.on_assigned_watch:
+            return  # a bind seen from the pending side: a move, never a deletion
+        entry.state, entry.left_at = PodState.LEFT, self._clock()
+        self._sync(entry)
+
+    # -- pods: the assigned watch (every scheduler, a node, not terminal) -----------------------
+
+    def _assigned_upsert(self, pod: Obj) -> None:
+        uid = pod_uid(pod)
+        spec = pod.get("spec") or {}
+        entry = self.pods.get(uid)
+        if entry is None:
+            ours = spec.get("schedulerName") == self.scheduler_name
+            entry = self.pods[uid] = PodEntry(uid, pod, PodState.ADDED, ours=ours)
+        node = spec.get("nodeName") or None
+        if entry.state is PodState.ASSUMED and entry.node != node:
+            log.warning("pod %s was assumed on %s but is bound to %s", entry.key, entry.node, node)
+        entry.pod, entry.on_assigned_watch = pod, True
+        entry.state, entry.node = PodState.ADDED, node
+        self._regroup(entry)
+        self._sync(entry)
+
+    def _assigned_delete(self, pod: Obj) -> None:
+        entry = self.pods.get(pod_uid(pod))
+        if entry is None:
+            return
+        entry.on_assigned_watch = False
+        if entry.state is not PodState.ADDED:
+            return
+        del self.pods[entry.uid]
+        entry.state = PodState.LEFT
+        self._sync(entry)
+        self._ungroup(entry)
+
+    # -- the model side of a pod --------------------------------------------------------------
+
+    def _sync(self, entry: PodEntry) -> None:
+        """Make the snapshot hold exactly the task this entry calls for (or none)."""
+        desired = self._task_for(entry)
+        current = self.state.task(entry.uid)
+        if current is not None and (desired is None or current.job != desired.job):
+            self._remove_task(current)
+        if desired is None:
+            return
+        if desired.job not in self.state.jobs:
+            self._add_lone_job(desired)
+        try:
+            self.state.put_task(desired)
+        except NodeAccountingError:
+            # An assumed pod that no longer fits (others landed first): count it as bound,
+            # as the cluster will once the bind lands; nothing more fits there meanwhile.
+            desired.status = TaskStatus.BOUND
+            self.state.put_task(desired)
+
+    def _remove_task(self, task: TaskInfo) -> None:
+        self.state.remove_task(task.uid)
+        if task.job in self._lone_jobs:
+            self._lone_jobs.discard(task.job)
+            self.state.remove_job(task.job)
+        self._bury_ghost(task.node_name)
+
+    def _add_lone_job(self, task: TaskInfo) -> None:
+        queue = self.default_queue if self.pods[task.uid].ours else NO_QUEUE
+        self.state.put_job(
+            JobInfo(
+                uid=task.job,
+                name=task.job.split("/", 1)[1],
+                namespace=task.namespace,
+                queue=queue,
+                priority=task.priority,
+                min_available=1,
+                creation_timestamp=task.creation_timestamp,
+            )
+        )
+        self._lone_jobs.add(task.job)
+
+    def _task_for(self, entry: PodEntry) -> TaskInfo | None:
+        state = entry.state
+        if state in (PodState.LEFT, PodState.GATED, PodState.BLOCKED):
+            return None
+        if state is PodState.INITIAL and is_gated(entry.pod):
+            entry.state = PodState.GATED
+            return None
+        if state is PodState.INITIAL and (entry.pod.get("metadata") or {}).get("deletionTimestamp"):
+            return None  # being deleted: never scheduled
+        if state is PodState.ADDED and is_terminal(entry.pod):
+            return None
+        task = self._parse_task(entry)
+        if task is None:
+            return None
+        job = self._job_of(entry, task)
+        if job is None:
+            return None
+        task.job = job
+        if state is PodState.ASSUMED:
+            task.node_name, task.status = entry.node, TaskStatus.BINDING
+        return task
+
+    def _parse_task(self, entry: PodEntry) -> TaskInfo | None:
+        pod = entry.pod
+        try:
+            task = TaskInfo.from_pod(pod)
+        except (ValueError, TypeError, KeyError) as exc:
+            if entry.state is PodState.INITIAL:
+                entry.state, entry.reason = PodState.BLOCKED, f"pod {entry.key} is invalid: {exc}"
+                return None
+            # A bound pod we cannot parse still sits on its node: count it as requesting nothing.
+            log.warning("pod %s: %s; counted without requests", entry.key, exc)
+            meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+            task = TaskInfo(
+                uid=entry.uid,
+                name=str(meta.get("name")),
+                namespace=str(meta.get("namespace") or "default"),
+                resreq=Resource.zero(),
+                status=status_of_pod(pod),
+                node_name=spec.get("nodeName") or None,
+                pod=pod,
+            )
+        spec = pod.get("spec") or {}
+        if spec.get("priority") is None and spec.get("priorityClassName") in self.priorities:
+            task.priority = self.priorities[str(spec["priorityClassName"])]
+        return task
+
+    def _job_of(self, entry: PodEntry, task: TaskInfo) -> str | None:
+        """The job the task belongs to; None (and the entry BLOCKED) when it may not run."""
+        lone = lone_job_id(task.namespace, entry.uid)
+        if entry.group is None:
+            return lone
+        group = self.podgroups.get(entry.group)
+        if group is not None and group.job is not None:
+            return group.job.uid
+        if entry.state is not PodState.INITIAL:
+            return lone  # already on a node: counted there whatever its PodGroup says
+        entry.state = PodState.BLOCKED
+        entry.reason = (
+            group.reason if group is not None else f"podgroup {entry.group} does not exist"
+        )
+        return None
+
+    def _regroup(self, entry: PodEntry) -> None:
+        """Index the pod under the PodGroup it names (ours and with Volcano's CRDs only)."""
+        self._ungroup(entry)
+        annotations = (entry.pod.get("metadata") or {}).get("annotations") or {}
+        name = annotations.get(GROUP_NAME_ANNOTATION)
+        if not (entry.ours and self.volcano and name):
+            entry.group = None
+            return
+        namespace = (entry.pod.get("metadata") or {}).get("namespace") or "default"
+        entry.group = f"{namespace}/{name}"
+        self._group_pods.setdefault(entry.group, set()).add(entry.uid)
+
+    def _ungroup(self, entry: PodEntry) -> None:
+        if entry.group is not None:
+            members = self._group_pods.get(entry.group)
+            if members is not None:
+                members.discard(entry.uid)
+                if not members:
+                    del self._group_pods[entry.group]
+
+    def _resync_group(self, key: str) -> None:
+        for uid in list(self._group_pods.get(key, ())):
+            entry = self.pods[uid]
+            if entry.state is PodState.BLOCKED:
+                entry.state, entry.reason = PodState.INITIAL, ""
+            self._sync(entry)
+
+    # -- PodGroups, Queues, PriorityClasses ---------------------------------------------------
+
+    def _podgroup_upsert(self, podgroup: Obj) -> None:
+        key = object_key(podgroup)
+        before = self.podgroups.get(key)
+        entry = build_job(podgroup, self.priorities, self.state.queues)
+        self.podgroups[key] = entry
+        if entry.job is not None:
+            self.state.put_job(entry.job)
+            if before is None or before.job is None:
+                self._resync_group(key)  # its pods may run now
+        else:
+            self._drop_job(key)
+
+    def _podgroup_delete(self, podgroup: Obj) -> None:
+        key = object_key(podgroup)
+        self.podgroups.pop(key, None)
+        self._drop_job(key)
+
+    def _drop_job(self, key: str) -> None:
+        """The PodGroup is gone or invalid: its pods move out of the job before it goes."""
+        if key not in self.state.jobs:
+            self._resync_group(key)
+            return
+        self._resync_group(key)
+        self.state.remove_job(key)
+
+    def _revalidate(self, predicate: Callable[[Obj], bool]) -> None:
+        for entry in list(self.podgroups.values()):
+            if predicate(entry.obj):
+                self._podgroup_upsert(entry.obj)
+
+    def _queue_upsert(self, queue: Obj) -> None:
+        name = object_key(queue)
+        self.queue_objects[name] = queue
+        info, problem = build_queue(queue)
+        if info is None:
+            log.warning("%s", problem)
+            self.queue_problems[name] = problem
+            self._remove_queue(name)
+        else:
+            self.queue_problems.pop(name, None)
+            self.state.put_queue(info)
+        self._revalidate(lambda pg: _queue_of(pg) == name)
+
+    def _queue_delete(self, queue: Obj) -> None:
+        name = object_key(queue)
+        self.queue_objects.pop(name, None)
+        self.queue_problems.pop(name, None)
+        self._remove_queue(name)
+        self._revalidate(lambda pg: _queue_of(pg) == name)
+
+    def _remove_queue(self, name: str) -> None:
+        if name == self.default_queue:
+            self.state.put_queue(QueueInfo(name=name))  # implicit again
+        elif name in self.state.queues:
+            self.state.remove_queue(name)
+
+    def _pc_upsert(self, pc: Obj) -> None:
+        name = object_key(pc)
+        value = priority_value(pc)
+        if value is None:
+            log.warning("priorityclass %s has no integer value; ignored", name)
+            self.priorities.pop(name, None)
+        else:
+            self.priorities[name] = value
+        self._revalidate(lambda pg: (pg.get("spec") or {}).get("priorityClassName") == name)
+
+    def _pc_delete(self, pc: Obj) -> None:
+        name = object_key(pc)
+        self.priorities.pop(name, None)
+        self._revalidate(lambda pg: (pg.get("spec") or {}).get("priorityClassName") == name)
+
+
+def _queue_of(podgroup: Obj) -> Any:
+    return (podgroup.get("spec") or {}).get("queue") or "default"

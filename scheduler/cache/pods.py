@@ -1,0 +1,83 @@
+"""The per-pod state machine of the cache, after kube-scheduler's.
+
+::
+
+    Initial ──assume──► Assumed ──Add (assigned watch)──► Added ──Remove──► Deleted
+       ▲                  │
+       └─────forget───────┘        (a failed bind; assumed pods never expire)
+
+A pod that arrives already bound (by another scheduler, or by us before a restart) goes
+straight from Initial to Added. Pods that may not be scheduled yet wait beside the machine:
+``GATED`` (non-empty ``spec.schedulingGates``: untouched until the gates are gone) and
+``BLOCKED`` (a bad object: the pod or its PodGroup is invalid; the reason says why).
+
+A bind is seen as DELETED on the pending-pods watch (the pod left its field selector) and ADDED
+on the assigned-pods watch, in either order. The entry remembers which of the two watches holds
+the pod, so a DELETED from the pending watch while the pod is assumed, or already on the
+assigned watch, is a move; a pending pod leaving its watch on its own is ``LEFT`` — out of every
+session, waiting a while for an assigned ADD that would make it Added.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+Obj = dict[str, Any]
+
+
+class PodState(enum.Enum):
+    INITIAL = "Initial"
+    """Pending, ours, valid: offered to every session."""
+    ASSUMED = "Assumed"
+    """A session chose a node; counted there until the watch confirms or the bind fails."""
+    ADDED = "Added"
+    """Bound, as the assigned-pods watch shows it."""
+    GATED = "Gated"
+    BLOCKED = "Blocked"
+    LEFT = "Left"
+    """Left the pending watch without our bind: deleted, or bound by someone else (a move
+    whose ADDED has not arrived yet)."""
+
+
+@dataclass(slots=True, eq=False)
+class PodEntry:
+    """What the cache knows of one pod (by uid)."""
+
+    uid: str
+    pod: Obj
+    state: PodState
+    ours: bool
+    node: str | None = None
+    """The node it is assumed on or added to."""
+    on_pending_watch: bool = False
+    on_assigned_watch: bool = False
+    reason: str = ""
+    """Why a BLOCKED pod may not be scheduled."""
+    group: str | None = None
+    """``namespace/name`` of the PodGroup it names, if any."""
+    left_at: float = 0.0
+    bound: bool = False
+    """The API server accepted our bind; the watch has not confirmed it yet."""
+
+    @property
+    def key(self) -> str:
+        meta = self.pod.get("metadata") or {}
+        return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+
+
+def pod_uid(pod: Obj) -> str:
+    meta = pod.get("metadata") or {}
+    uid = meta.get("uid")
+    if uid:
+        return str(uid)
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+
+
+def is_gated(pod: Obj) -> bool:
+    return bool((pod.get("spec") or {}).get("schedulingGates"))
+
+
+def is_terminal(pod: Obj) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
