@@ -3,7 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-TEST_STAMP := $(VENV)/.test-plugins
+TEST_PLUGIN_DIR := build/test-plugins
+TEST_STAMP := $(TEST_PLUGIN_DIR)/.installed
 TEST_PLUGINS := $(wildcard tests/fixtures/*/pyproject.toml)
 TEST_PLUGIN_SOURCES := $(wildcard tests/fixtures/*/*/*.py)
 
@@ -13,16 +14,22 @@ $(STAMP): pyproject.toml setup.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
+	# Older checkouts installed the test-only plugin packages here; they must not be seen.
+	$(BIN)/python -m pip uninstall --quiet -y pumice-broken-plugin pumice-example-plugin 2>/dev/null || true
 	touch $(STAMP)
 
 # The third-party plugin packages that the tests load through entry points (one of them is
-# broken on purpose); only the test targets install them.
+# broken on purpose) go into their own directory, never into .venv: tests/conftest.py puts it
+# on sys.path and PYTHONPATH, so only the test run sees them and `make run` does not.
 $(TEST_STAMP): $(STAMP) $(TEST_PLUGINS) $(TEST_PLUGIN_SOURCES)
-	for p in $(dir $(TEST_PLUGINS)); do $(BIN)/python -m pip install --quiet --no-deps "./$$p" || exit 1; done
+	rm -rf $(TEST_PLUGIN_DIR) && mkdir -p $(TEST_PLUGIN_DIR)
+	for p in $(dir $(TEST_PLUGINS)); do $(BIN)/python -m pip install --quiet --no-deps --no-build-isolation --target $(TEST_PLUGIN_DIR) "./$$p" || exit 1; done
 	touch $(TEST_STAMP)
 
+# The daemon on the bundled example cluster, simulated in-process: a line per bind, then the
+# nodes' utilisation; exits once nothing more can be scheduled.
 run: $(STAMP)
-	$(BIN)/pumice run-example
+	$(BIN)/pumice run --sim --until-idle
 
 lint: $(STAMP)
 	$(BIN)/ruff check scheduler plugins actions tests bench

@@ -18,6 +18,7 @@ from types import ModuleType
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "check-config": ("pumice.commands.check_config", "validate a scheduler configuration file"),
     "plugins": ("pumice.commands.plugins", "list every plugin and action and its package"),
+    "run": ("pumice.commands.run", "schedule a cluster (or a simulated one) through its API"),
     "run-example": ("pumice.commands.run_example", "load the default config and show it"),
     "sim-cluster": ("pumice.sim.cli", "run the simulated Kubernetes API server"),
 }
@@ -47,9 +48,11 @@ def _load(module: str) -> ModuleType:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser(argv).parse_args(argv)
-    level = {0: logging.ERROR, 1: logging.WARNING}.get(args.verbose, logging.DEBUG)
-    logging.basicConfig(level=level, format="pumice: %(levelname)s: %(name)s: %(message)s")
     command = _load(args._module)
+    # A command may log more by default (``pumice run`` logs its decisions at info).
+    quiet = int(getattr(command, "DEFAULT_LOG_LEVEL", logging.ERROR))
+    level = {0: quiet, 1: min(quiet, logging.WARNING)}.get(args.verbose, logging.DEBUG)
+    logging.basicConfig(level=level, format="pumice: %(levelname)s: %(name)s: %(message)s")
     code = command.run(args)
     return int(code)
 

@@ -10,6 +10,8 @@ other settings; every server is stopped when the test ends.
 from __future__ import annotations
 
 import copy
+import os
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +23,16 @@ from kubernetes_asyncio import config as k8s_config
 from sim.simkit import KubectlResult, run_kubectl
 
 from pumice.sim import SimConfig, SimServer
+
+# The test-only plugin packages (tests/fixtures/*) are installed by `make unit` into their own
+# directory, not into .venv, so that `make run` never sees them. This run (and every command it
+# starts) finds them there through sys.path / PYTHONPATH, and their entry points with them.
+TEST_PLUGINS = Path(__file__).resolve().parent.parent / "build" / "test-plugins"
+if TEST_PLUGINS.is_dir() and str(TEST_PLUGINS) not in sys.path:
+    sys.path.insert(0, str(TEST_PLUGINS))
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(TEST_PLUGINS), os.environ.get("PYTHONPATH")) if p
+    )
 
 # Short delays keep lifecycle tests fast; tests never assert on wall-clock time.
 FAST = {"pod_start_delay": 0.05, "pod_termination_delay": 0.1}

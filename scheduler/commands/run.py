@@ -1,0 +1,140 @@
+"""``pumice run``: schedule a cluster through its API server.
+
+The kubeconfig is the ``--kubeconfig`` flag, else the config's ``scheduler.kubeconfig``, else
+``$KUBECONFIG``, else the in-cluster service account, else ``~/.kube/config``. ``--sim`` starts
+the simulated API server in this process on loopback, seeded from cluster files (default: the
+bundled ``conf/examples/cluster.yaml``), and schedules it through the same client code path.
+``--until-idle`` exits 0 once a cycle finds nothing it can schedule and no bind or eviction is in
+flight; with it (or ``--sim``) each bind is printed, and the nodes' utilisation at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+import tempfile
+from importlib import resources
+from pathlib import Path
+
+from pumice.cache import ClusterCache
+from pumice.commands.common import load_checked
+from pumice.daemon import Daemon, DaemonOptions
+from pumice.framework.config import ConfigError
+from pumice.framework.host import PluginConflictError
+from pumice.kube import KubeConfigError, KubeError, KubeSettings
+from pumice.manifests import ManifestError, load_manifests
+from pumice.sim import SimConfig, SimServer
+
+DEFAULT_LOG_LEVEL = logging.INFO
+"""``pumice run`` logs its decisions at info unless told otherwise."""
+
+log = logging.getLogger("pumice.run")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", metavar="FILE", help="scheduler config (default: bundled)")
+    parser.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig of the cluster")
+    parser.add_argument(
+        "--dry-run", action="store_true", help="decide and log every decision; write nothing"
+    )
+    parser.add_argument(
+        "--until-idle",
+        action="store_true",
+        help="exit 0 once a cycle finds nothing to schedule and nothing is in flight",
+    )
+    parser.add_argument(
+        "--sim",
+        nargs="*",
+        metavar="CLUSTER.yaml",
+        help="schedule a simulated cluster started in-process (default: the bundled example)",
+    )
+
+
+def example_cluster() -> Path:
+    return Path(str(resources.files("pumice.conf") / "examples" / "cluster.yaml"))
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        config, host = load_checked(args.config)
+    except (ConfigError, PluginConflictError) as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    files: list[Path] | None = None
+    if args.sim is not None:
+        files = [Path(f) for f in args.sim] or [example_cluster()]
+        try:
+            manifests = load_manifests(*files)
+        except ManifestError as exc:
+            print(f"pumice run: --sim: {exc}", file=sys.stderr)
+            return 2
+    show = args.until_idle or args.sim is not None
+
+    def on_bound(namespace: str, name: str, node: str) -> None:
+        if show:
+            print(f"bound {namespace}/{name} -> {node}", flush=True)
+
+    async def main() -> int:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, stop.set)
+        kubeconfig = args.kubeconfig or config.scheduler.kubeconfig
+        server: SimServer | None = None
+        with tempfile.TemporaryDirectory(prefix="pumice-run-") as tmp:
+            if files is not None:
+                server = SimServer(SimConfig())
+                server.seed(manifests.objects)
+                await server.start()
+                kubeconfig = str(server.write_kubeconfig(Path(tmp) / "kubeconfig"))
+                log.info("simulated cluster at %s (%s)", server.url, ", ".join(map(str, files)))
+            options = DaemonOptions(
+                config=config,
+                host=host,
+                kube=KubeSettings(kubeconfig=kubeconfig, user_agent="pumice"),
+                dry_run=args.dry_run,
+                until_idle=args.until_idle,
+                on_bound=on_bound,
+                stop=stop,
+            )
+            daemon = Daemon(options)
+            try:
+                code = await daemon.run()
+            finally:
+                if server is not None:
+                    await server.stop()
+            if show and daemon.cache is not None:
+                print(utilisation(daemon.cache), flush=True)
+            return code
+
+    try:
+        return asyncio.run(main())
+    except KubeConfigError as exc:
+        print(f"pumice run: {exc}", file=sys.stderr)
+        return 2
+    except KubeError as exc:
+        print(f"pumice run: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def utilisation(cache: ClusterCache) -> str:
+    """One line per node: requested over allocatable cpu and memory, and the pod count."""
+    lines = ["node utilisation (requested / allocatable):"]
+    for name in sorted(cache.state.nodes):
+        node = cache.state.nodes[name]
+        alloc, used = node.allocatable, node.used
+        parts = []
+        for dim in ("cpu", "memory"):
+            total = alloc.get(dim)
+            share = 100.0 * used.get(dim) / total if total else 0.0
+            parts.append(f"{dim} {share:5.1f}%")
+        ghost = " (deleted)" if name in cache.ghosts else ""
+        lines.append(f"  {name:<20} {'  '.join(parts)}  pods {node.pod_count}{ghost}")
+    return "\n".join(lines)

@@ -1,0 +1,172 @@
+"""Binds and evictions in the background, behind the cache's assumption.
+
+A committed bind is assumed in the cache at once (the next session already sees the pod on its
+node) and sent by the ``Binder``; the answer settles the assumption:
+
+* BOUND — the assumption stands until the assigned-pods watch shows the pod (then Added);
+* BOUND_ELSEWHERE — someone else won: forget, no retry (the watch will show where it went);
+* GONE — the pod was deleted;
+* FAILED — forget and offer the pod again after a backoff of 1 s doubling to 10 s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from pumice.cache import ClusterCache
+from pumice.kube import Binder, BindOutcome, BindResult, Evictor, EvictOutcome, StatusWriter
+
+log = logging.getLogger("pumice.daemon")
+
+INITIAL_BACKOFF = 1.0
+MAX_BACKOFF = 10.0
+
+BoundCallback = Callable[[str, str, str], None]
+"""(namespace, name, node) after a bind the API server accepted."""
+
+
+def backoff(attempts: int) -> float:
+    """Seconds to wait after the ``attempts``-th failed bind of a pod: 1, 2, 4, 8, 10, 10 …"""
+    return min(MAX_BACKOFF, INITIAL_BACKOFF * 2 ** max(0, attempts - 1))
+
+
+class BackgroundWork:
+    """Tracks every bind and eviction in flight, and what became of them."""
+
+    def __init__(
+        self,
+        cache: ClusterCache,
+        binder: Binder,
+        evictor: Evictor,
+        writer: StatusWriter,
+        on_bound: BoundCallback | None = None,
+    ) -> None:
+        self.cache = cache
+        self.binder = binder
+        self.evictor = evictor
+        self.writer = writer
+        self.on_bound = on_bound
+        self.attempts: dict[str, int] = {}
+        self.tasks: set[asyncio.Task[Any]] = set()
+        self.binds_in_flight = 0
+        self.evictions_in_flight = 0
+        self.outcomes: dict[str, int] = {}
+
+    @property
+    def in_flight(self) -> int:
+        return self.binds_in_flight + self.evictions_in_flight
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    def _count(self, outcome: str) -> None:
+        self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
+
+    # -- binds -------------------------------------------------------------------------------
+
+    def bind(self, uid: str, namespace: str, name: str, node: str) -> None:
+        """Assume ``uid`` on ``node`` and bind it in the background (event-loop thread)."""
+        if not self.cache.assume(uid, node):
+            log.info("not binding %s/%s: it is no longer waiting for a node", namespace, name)
+            return
+        self.binds_in_flight += 1
+        self._spawn(self._bind(uid, namespace, name, node))
+
+    async def _bind(self, uid: str, namespace: str, name: str, node: str) -> None:
+        try:
+            try:
+                result = await self.binder.bind(namespace, name, uid, node)
+            except Exception as exc:  # the binder should not raise; never lose the pod if it does
+                log.warning("bind of %s/%s to %s failed: %s", namespace, name, node, exc)
+                result = BindResult(BindOutcome.FAILED, None, None)
+            self._settle(uid, namespace, name, node, result)
+        finally:
+            self.binds_in_flight -= 1
+
+    def _settle(self, uid: str, namespace: str, name: str, node: str, result: BindResult) -> None:
+        outcome = result.outcome
+        self._count(outcome.name)
+        if outcome is BindOutcome.BOUND:
+            self.attempts.pop(uid, None)
+            self.cache.finish_binding(uid)
+            log.info("bound %s/%s to %s", namespace, name, node)
+            if self.on_bound is not None:
+                self.on_bound(namespace, name, node)
+            entry = self.cache.pods.get(uid)
+            if entry is not None:
+                note = f"Successfully assigned {namespace}/{name} to {node}"
+                self._spawn(self._write(self.writer.pod_event(entry.pod, "Scheduled", note)))
+        elif outcome is BindOutcome.BOUND_ELSEWHERE:
+            self.attempts.pop(uid, None)
+            self.cache.bound_elsewhere(uid)
+            log.info("%s/%s was bound to %s by someone else", namespace, name, result.node)
+        elif outcome is BindOutcome.GONE:
+            self.attempts.pop(uid, None)
+            self.cache.gone(uid)
+            log.info("%s/%s was deleted before it was bound", namespace, name)
+        else:
+            attempts = self.attempts[uid] = self.attempts.get(uid, 0) + 1
+            delay = backoff(attempts)
+            self.cache.forget(uid, hold=delay)
+            log.warning(
+                "bind of %s/%s to %s failed (%s); retrying in %gs",
+                namespace,
+                name,
+                node,
+                result.error,
+                delay,
+            )
+
+    # -- evictions ---------------------------------------------------------------------------
+
+    def evict(self, uid: str, namespace: str, name: str, reason: str) -> None:
+        self.evictions_in_flight += 1
+        self._spawn(self._evict(uid, namespace, name, reason))
+
+    async def _evict(self, uid: str, namespace: str, name: str, reason: str) -> None:
+        try:
+            try:
+                outcome = await self.evictor.evict(namespace, name, uid)
+            except Exception as exc:
+                log.warning("eviction of %s/%s failed: %s", namespace, name, exc)
+                outcome = EvictOutcome.FAILED
+            self._count(f"evict-{outcome.name}")
+            if outcome in (EvictOutcome.EVICTED, EvictOutcome.GONE):
+                log.info("evicted %s/%s (%s)", namespace, name, reason)
+            else:
+                log.warning("could not evict %s/%s: %s", namespace, name, outcome.name)
+        finally:
+            self.evictions_in_flight -= 1
+
+    # -- status writes -----------------------------------------------------------------------
+
+    def write(self, coro: Any) -> None:
+        """Send a status write in the background; failures are logged, never raised."""
+        self._spawn(self._write(coro))
+
+    async def _write(self, coro: Any) -> None:
+        try:
+            await coro
+        except Exception as exc:
+            log.warning("status write failed: %s", exc)
+
+    async def drain(self, timeout: float = 30.0) -> None:
+        """Wait for everything in flight (binds, evictions, status writes)."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while self.tasks:
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                log.warning("%d background requests still in flight at exit", len(self.tasks))
+                return
+            await asyncio.wait(set(self.tasks), timeout=left)
+
+    async def cancel(self) -> None:
+        for task in list(self.tasks):
+            task.cancel()
+        if self.tasks:
+            await asyncio.gather(*self.tasks, return_exceptions=True)

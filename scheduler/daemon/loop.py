@@ -1,0 +1,251 @@
+"""The daemon: informers feed the cache; every ``period`` a session schedules a snapshot.
+
+::
+
+    connect ─► informers (nodes first, then pods, PodGroups, Queues, PriorityClasses)
+            ─► wait until every initial list is in the cache
+            ─► loop: snapshot (event-loop thread) ─► session (worker thread) ─► commits
+                     handed back to the loop: assume + bind in the background
+                     ─► reasons and statuses written ─► sleep ``period`` (from the end)
+
+The session runs in ``asyncio.to_thread`` so watch events keep flowing into the cache while it
+decides; it only ever sees its own clone. In dry-run the committer logs instead of binding and
+nothing at all is written. ``until_idle`` ends the loop once a cycle commits nothing and no bind
+or eviction is in flight or waiting out a backoff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import time
+from dataclasses import dataclass
+
+from pumice.cache import ClusterCache
+from pumice.daemon.binding import BackgroundWork, BoundCallback
+from pumice.daemon.committers import DryRunCommitter, LoopCommitter
+from pumice.daemon.outcome import CycleOutcome, collect
+from pumice.daemon.reporting import Reporter
+from pumice.framework.config import SchedulerConfig
+from pumice.framework.host import PluginHost
+from pumice.framework.session import Session
+from pumice.kube import (
+    NODES,
+    PODGROUPS,
+    PODS,
+    PRIORITYCLASSES,
+    QUEUES,
+    Binder,
+    Evictor,
+    Informer,
+    Kube,
+    KubeSettings,
+    StatusWriter,
+    connect,
+    served,
+)
+from pumice.model import ClusterSnapshot
+
+log = logging.getLogger("pumice.daemon")
+
+
+@dataclass
+class DaemonOptions:
+    config: SchedulerConfig
+    host: PluginHost
+    kube: KubeSettings
+    dry_run: bool = False
+    until_idle: bool = False
+    on_bound: BoundCallback | None = None
+    bind_concurrency: int = 64
+    stop: asyncio.Event | None = None
+    """Set to end the loop (signals); the daemon finishes what is in flight first."""
+
+
+class Daemon:
+    def __init__(self, options: DaemonOptions) -> None:
+        self.options = options
+        settings = options.config.scheduler
+        self.scheduler_name = settings.scheduler_name
+        self.period = settings.period
+        self.dry_run = options.dry_run or settings.dry_run
+        self.cache: ClusterCache | None = None
+        self.informers: list[Informer] = []
+        self.work: BackgroundWork | None = None
+        self.reporter: Reporter | None = None
+        self.cycles = 0
+        self.last: CycleOutcome | None = None
+
+    # -- start-up ----------------------------------------------------------------------------
+
+    async def run(self) -> int:
+        kube = await connect(self.options.kube)
+        runners: list[asyncio.Task[None]] = []
+        try:
+            cache = await self._make_cache(kube)
+            runners = await self._start_informers(kube, cache)
+            if not self.dry_run:
+                writer = StatusWriter(
+                    kube, scheduler_name=self.scheduler_name, instance=_instance(self.scheduler_name)
+                )
+                self.work = BackgroundWork(
+                    cache,
+                    Binder(kube, concurrency=self.options.bind_concurrency),
+                    Evictor(kube),
+                    writer,
+                    self.options.on_bound,
+                )
+            self.reporter = Reporter(cache, self.work, self.dry_run)
+            await self._loop(cache)
+            if self.work is not None:
+                await self.work.drain()
+            return 0
+        finally:
+            if self.work is not None:
+                await self.work.cancel()
+            for runner in runners:
+                runner.cancel()
+            await asyncio.gather(*runners, return_exceptions=True)
+            await kube.close()
+
+    async def _make_cache(self, kube: Kube) -> ClusterCache:
+        volcano = await served(kube, PODGROUPS) and await served(kube, QUEUES)
+        if not volcano:
+            log.warning(
+                "Volcano's PodGroup and Queue resources are not served: every pod is a job of "
+                "its own in the queue %r",
+                self.options.config.scheduler.default_queue,
+            )
+        self.cache = ClusterCache(
+            self.scheduler_name,
+            volcano=volcano,
+            default_queue=self.options.config.scheduler.default_queue,
+        )
+        return self.cache
+
+    async def _start_informers(self, kube: Kube, cache: ClusterCache) -> list[asyncio.Task[None]]:
+        ours = f"spec.schedulerName={self.scheduler_name},spec.nodeName="
+        live = "status.phase!=Succeeded,status.phase!=Failed"
+        specs = [
+            (NODES, cache.nodes, "nodes", None),
+            (PODS, cache.pending_pods, "pending-pods", f"{ours},{live}"),
+            (PODS, cache.assigned_pods, "assigned-pods", f"spec.nodeName!=,{live}"),
+            (PRIORITYCLASSES, cache.priority_classes, "priorityclasses", None),
+        ]
+        if cache.volcano:
+            # Queues before PodGroups, PodGroups before pods would be ideal; the cache copes
+            # with any order, so they simply start together after the nodes.
+            specs.insert(1, (QUEUES, cache.queues, "queues", None))
+            specs.insert(2, (PODGROUPS, cache.podgroups_handler, "podgroups", None))
+        runners = []
+        for i, (kind, handler, name, selector) in enumerate(specs):
+            informer = Informer(kube, kind, handler, name=name, field_selector=selector)
+            self.informers.append(informer)
+            runners.append(asyncio.get_running_loop().create_task(informer.run(), name=name))
+            if i == 0:
+                # Nodes first: pods then land on nodes the cache already knows.
+                await self._wait_synced([informer], runners)
+        await self._wait_synced(self.informers, runners)
+        log.info(
+            "cache synced: %d nodes, %d pods, %d podgroups, %d queues",
+            len(cache.state.nodes),
+            len(cache.pods),
+            len(cache.podgroups),
+            len(cache.state.queues),
+        )
+        return runners
+
+    async def _wait_synced(self, informers: list[Informer], runners: list[asyncio.Task[None]]) -> None:
+        """Wait for every initial list; an informer that dies first is an error, not a hang."""
+        waits = [asyncio.ensure_future(i.synced.wait()) for i in informers]
+        try:
+            pending = set(waits)
+            while pending:
+                await asyncio.wait(
+                    pending | {r for r in runners if not r.done()},
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+                for runner in runners:
+                    if runner.done() and not runner.cancelled():
+                        error = runner.exception()
+                        if error is not None:
+                            raise error
+                pending = {w for w in waits if not w.done()}
+        finally:
+            for w in waits:
+                w.cancel()
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    async def _loop(self, cache: ClusterCache) -> None:
+        stop = self.options.stop or asyncio.Event()
+        while not stop.is_set():
+            outcome = await self.cycle(cache)
+            if self.options.until_idle and self._idle(outcome):
+                log.info("idle: nothing more to schedule; exiting")
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=self.period)
+
+    def _idle(self, outcome: CycleOutcome) -> bool:
+        assert self.cache is not None
+        in_flight = self.work.in_flight if self.work is not None else 0
+        return (
+            outcome.binds == 0
+            and outcome.evictions == 0
+            and in_flight == 0
+            and self.cache.held() == 0
+        )
+
+    async def cycle(self, cache: ClusterCache) -> CycleOutcome:
+        """One session over a fresh snapshot; its commits go out as they are made."""
+        started = time.perf_counter()
+        snapshot = cache.snapshot()
+        loop = asyncio.get_running_loop()
+        committer: LoopCommitter | DryRunCommitter
+        if self.work is not None:
+            committer = LoopCommitter(loop, self.work.bind, self.work.evict, self._nominate)
+        else:
+            committer = DryRunCommitter()
+        outcome = await asyncio.to_thread(self._session, snapshot, committer)
+        # Let the commits the worker handed over run before judging idleness.
+        await asyncio.sleep(0)
+        outcome.seconds = time.perf_counter() - started
+        self.cycles += 1
+        self.last = outcome
+        assert self.reporter is not None
+        self.reporter.report(outcome)
+        log.log(
+            logging.INFO if outcome.binds or outcome.evictions else logging.DEBUG,
+            "cycle %d: %d binds, %d evictions, %d pending, %.3fs",
+            self.cycles,
+            outcome.binds,
+            outcome.evictions,
+            outcome.pending,
+            outcome.seconds,
+        )
+        return outcome
+
+    def _session(self, snapshot: ClusterSnapshot, committer: LoopCommitter | DryRunCommitter) -> CycleOutcome:
+        """Runs in the worker thread: it touches only the snapshot and the committer."""
+        session = Session.open(snapshot, self.options.config, self.options.host, committer=committer)
+        if isinstance(committer, DryRunCommitter):
+            committer.attach(session)
+        try:
+            session.run_actions()
+        finally:
+            session.close()
+        outcome = collect(session)
+        outcome.binds, outcome.evictions = committer.binds, committer.evictions
+        return outcome
+
+    def _nominate(self, uid: str, node: str) -> None:
+        # The preemptor stays pending, nominated, until its room is free; the next sessions
+        # place it once the victims are gone.
+        log.info("pod %s nominated for node %s", uid, node)
+
+
+def _instance(scheduler_name: str) -> str:
+    return f"{scheduler_name}-{socket.gethostname()}"
