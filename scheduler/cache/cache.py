@@ -21,9 +21,23 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from pumice.cache.groups import Obj, PodGroupEntry, build_job, build_queue, object_key, priority_value
+from pumice.cache.groups import (
+    Obj,
+    PodGroupEntry,
+    build_job,
+    build_queue,
+    object_key,
+    priority_value,
+)
 from pumice.cache.pods import PodEntry, PodState, is_gated, is_terminal, pod_uid
-from pumice.model import ClusterSnapshot, JobInfo, NodeAccountingError, NodeInfo, QueueInfo, TaskInfo
+from pumice.model import (
+    ClusterSnapshot,
+    JobInfo,
+    NodeAccountingError,
+    NodeInfo,
+    QueueInfo,
+    TaskInfo,
+)
 from pumice.model.objects import GROUP_NAME_ANNOTATION
 from pumice.model.resource import Resource
 from pumice.model.status import TaskStatus, status_of_pod

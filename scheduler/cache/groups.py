@@ -44,7 +44,9 @@ def build_job(
     except (ValueError, TypeError, KeyError) as exc:
         return PodGroupEntry(podgroup, None, f"podgroup {key} is invalid: {exc}")
     if job.queue not in queues:
-        return PodGroupEntry(podgroup, None, f"podgroup {key} names queue {job.queue!r}, which does not exist")
+        return PodGroupEntry(
+            podgroup, None, f"podgroup {key} names queue {job.queue!r}, which does not exist"
+        )
     return PodGroupEntry(podgroup, job)
 
 

@@ -30,7 +30,7 @@ BoundCallback = Callable[[str, str, str], None]
 
 def backoff(attempts: int) -> float:
     """Seconds to wait after the ``attempts``-th failed bind of a pod: 1, 2, 4, 8, 10, 10 …"""
-    return min(MAX_BACKOFF, INITIAL_BACKOFF * 2 ** max(0, attempts - 1))
+    return float(min(MAX_BACKOFF, INITIAL_BACKOFF * 2.0 ** max(0, attempts - 1)))
 
 
 class BackgroundWork:

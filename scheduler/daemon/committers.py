@@ -53,9 +53,7 @@ class LoopCommitter:
 
     def evict(self, task: TaskInfo, reason: str) -> None:
         self.evictions += 1
-        self._loop.call_soon_threadsafe(
-            self._on_evict, task.uid, task.namespace, task.name, reason
-        )
+        self._loop.call_soon_threadsafe(self._on_evict, task.uid, task.namespace, task.name, reason)
 
     def nominate(self, task: TaskInfo, node: str) -> None:
         self._loop.call_soon_threadsafe(self._on_nominate, task.uid, node)

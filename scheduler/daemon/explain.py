@@ -33,7 +33,8 @@ def plugin_scores(session: Session, task: TaskInfo) -> dict[str, Any]:
             continue
         args = {"task": task, "nodes": session.table}
         try:
-            answer = instance.node_score(*(args[a] for a in provided.hooks["node_score"]))
+            hook = getattr(instance, "node_score")  # noqa: B009 - a hookimpl, not on Plugin
+            answer = hook(*(args[a] for a in provided.hooks["node_score"]))
         except Exception as exc:  # an explanation must never break a session
             log.debug("plugin %s could not explain a score: %s", option.name, exc)
             continue

@@ -88,7 +88,9 @@ class Daemon:
             runners = await self._start_informers(kube, cache)
             if not self.dry_run:
                 writer = StatusWriter(
-                    kube, scheduler_name=self.scheduler_name, instance=_instance(self.scheduler_name)
+                    kube,
+                    scheduler_name=self.scheduler_name,
+                    instance=_instance(self.scheduler_name),
                 )
                 self.work = BackgroundWork(
                     cache,
@@ -157,7 +159,9 @@ class Daemon:
         )
         return runners
 
-    async def _wait_synced(self, informers: list[Informer], runners: list[asyncio.Task[None]]) -> None:
+    async def _wait_synced(
+        self, informers: list[Informer], runners: list[asyncio.Task[None]]
+    ) -> None:
         """Wait for every initial list; an informer that dies first is an error, not a hang."""
         waits = [asyncio.ensure_future(i.synced.wait()) for i in informers]
         try:
@@ -228,9 +232,13 @@ class Daemon:
         )
         return outcome
 
-    def _session(self, snapshot: ClusterSnapshot, committer: LoopCommitter | DryRunCommitter) -> CycleOutcome:
+    def _session(
+        self, snapshot: ClusterSnapshot, committer: LoopCommitter | DryRunCommitter
+    ) -> CycleOutcome:
         """Runs in the worker thread: it touches only the snapshot and the committer."""
-        session = Session.open(snapshot, self.options.config, self.options.host, committer=committer)
+        session = Session.open(
+            snapshot, self.options.config, self.options.host, committer=committer
+        )
         if isinstance(committer, DryRunCommitter):
             committer.attach(session)
         try:
