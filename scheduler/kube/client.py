@@ -20,7 +20,7 @@ import asyncio
 import logging
 import os
 import ssl
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -201,7 +201,7 @@ class Kube:
         query: Mapping[str, object] | None = None,
         *,
         read_timeout: float | None = None,
-    ) -> AsyncIterator[dict[str, Any]]:
+    ) -> AsyncGenerator[dict[str, Any], None]:
         """A watch: yields each event (``{"type", "object"}``) until the server ends it.
 
         A clean end of the stream just ends the iteration; an error status raises its typed
