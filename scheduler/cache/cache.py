@@ -51,7 +51,11 @@ LEFT_RETENTION = 60.0
 
 
 class Handler:
-    """One informer's events, as the ``pumice.kube.informer.InformerHandler`` protocol wants."""
+    """One informer's events, as the ``pumice.kube.informer.InformerHandler`` protocol wants.
+
+    An object the cache cannot take is logged and skipped: one bad object never stops the
+    informer that delivered it.
+    """
 
     def __init__(
         self,
@@ -62,13 +66,26 @@ class Handler:
         self._delete = delete
 
     def on_add(self, obj: Obj) -> None:
-        self._upsert(obj)
+        self._guarded(self._upsert, obj)
 
     def on_update(self, old: Obj, new: Obj) -> None:
-        self._upsert(new)
+        self._guarded(self._upsert, new)
 
     def on_delete(self, obj: Obj) -> None:
-        self._delete(obj)
+        self._guarded(self._delete, obj)
+
+    @staticmethod
+    def _guarded(apply: Callable[[Obj], None], obj: Obj) -> None:
+        try:
+            apply(obj)
+        except Exception:
+            meta = obj.get("metadata") or {}
+            log.exception(
+                "cannot apply %s %s/%s to the cache; skipped",
+                obj.get("kind") or "object",
+                meta.get("namespace") or "",
+                meta.get("name"),
+            )
 
 
 def lone_job_id(namespace: str, uid: str) -> str:
