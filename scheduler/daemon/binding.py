@@ -153,7 +153,7 @@ class BackgroundWork:
         try:
             await coro
         except Exception as exc:
-            log.warning("status write failed: %s", exc)
+            log.warning("status write failed: %s: %s", type(exc).__name__, exc)
 
     async def drain(self, timeout: float = 30.0) -> None:
         """Wait for everything in flight (binds, evictions, status writes)."""

@@ -80,7 +80,7 @@ def cache(clock: Clock) -> ClusterCache:
 
 
 def used_cpu(c: ClusterCache, name: str) -> float:
-    return c.snapshot().nodes[name].used.get("cpu")
+    return c.snapshot().nodes[name].used.get("cpu") / 1000  # millicores
 
 
 def test_a_lone_pending_pod_is_a_job_of_its_own_in_the_default_queue(cache: ClusterCache) -> None:
@@ -140,7 +140,7 @@ def test_an_unassumed_pod_leaving_the_pending_watch_then_seen_bound_is_a_move(
 def test_pods_of_other_schedulers_use_capacity_but_belong_to_no_queue(cache: ClusterCache) -> None:
     cache.assigned_pods.on_add(pod("x", cpu="3", node_name="n1", scheduler="default-scheduler"))
     snap = cache.snapshot()
-    assert snap.nodes["n1"].used.get("cpu") == pytest.approx(3.0)
+    assert snap.nodes["n1"].used.get("cpu") == pytest.approx(3000.0)
     task = snap.task("uid-x")
     assert task is not None and snap.jobs[task.job].queue == NO_QUEUE
     assert cache.counts() == {"other/Added": 1}

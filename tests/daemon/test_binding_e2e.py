@@ -1,0 +1,107 @@
+"""The daemon end to end: the real client against the simulated API server on loopback.
+
+Invariants are checked over everything the server saw (``Ledger``): each of our pods bound
+exactly once and never moved, no node's bound requests over allocatable, other schedulers'
+pods never written to.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from daemon.workload import gang, node, pod, podgroup, seed
+from pumice.cache import PodState
+from support.daemonrun import Ledger, running_daemon, wait_for, write_config
+
+pytestmark = pytest.mark.slow
+
+
+def assert_bound_exactly_once(ledger: Ledger, expected: int) -> None:
+    bound = ledger.bound("pumice")
+    assert len(bound) == expected
+    accepted = ledger.accepted_binds()
+    keys = {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in bound}
+    assert set(accepted) == keys
+    assert all(n == 1 for n in accepted.values()), {k: n for k, n in accepted.items() if n > 1}
+    assert ledger.rebinds() == {}
+    assert ledger.overcommitted() == {}
+
+
+async def test_a_thousand_pods_in_gangs_are_bound_exactly_once(sim: Any, tmp_path: Path) -> None:
+    seed(sim, [node(f"n{i:02d}", cpu="8", memory="32Gi") for i in range(40)])
+    # Other schedulers' pods: some bound (they use capacity), some pending (never ours).
+    others = [
+        pod(f"other-{i}", cpu="4", scheduler="default-scheduler", node_name=f"n{i:02d}")
+        for i in range(10)
+    ] + [pod(f"waiting-{i}", scheduler="default-scheduler") for i in range(5)]
+    seed(sim, others)
+    workload = []
+    for g in range(100):
+        workload += gang(f"job-{g:03d}", 10)
+    seed(sim, workload)
+    ledger = Ledger(sim)
+    async with running_daemon(sim.kubeconfig, write_config(tmp_path)) as daemon:
+        await wait_for(lambda: len(ledger.bound("pumice")) == 1000, timeout=600)
+        assert daemon.cache is not None
+        counts = daemon.cache.counts()
+        assert counts.get("other/Added") == 10  # counted, on their nodes
+    assert_bound_exactly_once(ledger, 1000)
+    written = {(w.namespace, w.name) for w in ledger.mutating()}
+    assert not any(name.startswith(("other-", "waiting-")) for _, name in written)
+    assert all(not p["spec"].get("nodeName") for p in ledger.pods() if "waiting" in str(p))
+    ledger.close()
+
+
+async def test_failing_binds_end_with_every_pod_bound_once(sim: Any, tmp_path: Path) -> None:
+    seed(sim, [node(f"n{i}", cpu="8") for i in range(8)])
+    workload = []
+    for g in range(10):
+        workload += gang(f"g{g}", 6)
+    workload += [pod(f"loose-{i}") for i in range(40)]
+    seed(sim, workload)
+    # 10% of binds fail with 500, a few with 409 (the binder reads the pod to resolve those).
+    sim.faults.fail(code=500, fraction=0.1, verb="create", resource="pods/binding")
+    sim.faults.fail(code=409, fraction=0.05, verb="create", resource="pods/binding")
+    ledger = Ledger(sim)
+    async with running_daemon(sim.kubeconfig, write_config(tmp_path)):
+        await wait_for(lambda: len(ledger.bound("pumice")) == 100, timeout=300)
+    failed = sim.writes.select(resource="pods/binding", code=500)
+    assert failed, "the fault injection did not fire"
+    assert_bound_exactly_once(ledger, 100)
+    ledger.close()
+
+
+async def test_dropped_watches_and_compaction_converge(sim: Any, tmp_path: Path) -> None:
+    seed(sim, [node(f"n{i}", cpu="16", memory="64Gi") for i in range(10)])
+    ledger = Ledger(sim)
+    sim.faults.set_watch_close_interval(1.0)
+    async with running_daemon(sim.kubeconfig, write_config(tmp_path)):
+        for wave in range(6):
+            batch = gang(f"w{wave}", 5) + [pod(f"w{wave}-loose-{i}") for i in range(15)]
+            seed(sim, batch)
+            sim.faults.compact()  # history gone: a watch resuming from before gets 410
+            await asyncio.sleep(0.7)
+        await wait_for(lambda: len(ledger.bound("pumice")) == 120, timeout=300)
+    sim.faults.set_watch_close_interval(None)
+    assert_bound_exactly_once(ledger, 120)
+    ledger.close()
+
+
+async def test_a_pod_deleted_while_pending_is_simply_gone(sim: Any, tmp_path: Path) -> None:
+    seed(sim, [node("n1", cpu="1")])
+    seed(sim, [pod("big", cpu="2"), podgroup("pg", 1)])
+    ledger = Ledger(sim)
+    async with running_daemon(sim.kubeconfig, write_config(tmp_path)) as daemon:
+        await wait_for(lambda: daemon.cycles >= 2)
+        sim.store.commit("/pods", ("batch", "big"), None)
+        seed(sim, [pod("small", cpu="500m")])
+        await wait_for(lambda: len(ledger.bound("pumice")) == 1)
+        assert daemon.cache is not None
+        [big] = [e for e in daemon.cache.pods.values() if e.key == "batch/big"]
+        assert big.state is PodState.LEFT  # out of every session; dropped after a while
+        assert daemon.cache.snapshot().task(big.uid) is None
+    ledger.close()
