@@ -44,7 +44,8 @@ def plugin_scores(session: Session, task: TaskInfo) -> dict[str, Any]:
 
 
 def explain_choice(session: Session, task: TaskInfo, node: str) -> str:
-    """``scores: <plugin>=<score> …; runner-up <node>: …`` for a bind of ``task`` to ``node``."""
+    """``score <total> [<plugin>=<score> …]; next best <node> …`` for a bind of ``task`` to
+    ``node``, as the plugins score it at commit time (with the task already placed)."""
     table = session.table
     if node not in table:
         return ""
@@ -55,16 +56,16 @@ def explain_choice(session: Session, task: TaskInfo, node: str) -> str:
     total = sum(scores.values())
     feasible = session.predicate(task).mask.copy()
     feasible[chosen] = False
-    text = f"score {_fmt(total[chosen])}: " + _per_plugin(scores, chosen)
+    text = f"scores at commit: {node} {_fmt(total[chosen])} [{_per_plugin(scores, chosen)}]"
     if feasible.any():
         masked = np.where(feasible, total, -np.inf)
         runner = int(np.argmax(masked))
         text += (
-            f"; runner-up {table.nodes[runner].name} score {_fmt(total[runner])}: "
-            + _per_plugin(scores, runner)
+            f"; next best {table.nodes[runner].name} {_fmt(total[runner])} "
+            f"[{_per_plugin(scores, runner)}]"
         )
     else:
-        text += "; no runner-up (no other node fits)"
+        text += "; no other node fits"
     return text
 
 

@@ -79,13 +79,15 @@ async def test_dropped_watches_and_compaction_converge(sim: Any, tmp_path: Path)
     seed(sim, [node(f"n{i}", cpu="16", memory="64Gi") for i in range(10)])
     ledger = Ledger(sim)
     sim.faults.set_watch_close_interval(1.0)
-    async with running_daemon(sim.kubeconfig, write_config(tmp_path)):
+    async with running_daemon(sim.kubeconfig, write_config(tmp_path)) as daemon:
         for wave in range(6):
             batch = gang(f"w{wave}", 5) + [pod(f"w{wave}-loose-{i}") for i in range(15)]
             seed(sim, batch)
             sim.faults.compact()  # history gone: a watch resuming from before gets 410
             await asyncio.sleep(0.7)
         await wait_for(lambda: len(ledger.bound("pumice")) == 120, timeout=300)
+        restarts = sum(i.stats.relists + i.stats.watch_restarts for i in daemon.informers)
+        assert restarts > 0, "no watch was ever cut"
     sim.faults.set_watch_close_interval(None)
     assert_bound_exactly_once(ledger, 120)
     ledger.close()

@@ -1,0 +1,115 @@
+"""What the daemon writes (or, in dry-run, only logs) about pods it cannot or may not place."""
+
+from __future__ import annotations
+
+import copy
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from daemon.workload import condition, events_about, node, pod, podgroup, seed
+from support.daemonrun import Ledger, running_daemon, wait_for, write_config
+
+pytestmark = pytest.mark.slow
+
+
+def malformed_pod(sim: Any, name: str) -> None:
+    """A pod whose cpu request is not a quantity, stored without the server's validation (a
+    real API server would refuse it; the cache must cope with it all the same)."""
+    sim.create(pod(name))
+    stored = copy.deepcopy(sim.store.table("/pods")[("batch", name)])
+    stored["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "two-and-a-bit"
+    sim.store.commit("/pods", ("batch", name), stored)
+
+
+async def test_dry_run_writes_nothing_and_logs_every_decision(
+    sim: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    seed(sim, [node("n1", cpu="4"), node("n2", cpu="4")])
+    # huge fits the queue's share (8 cpu) but no node (4 cpu each)
+    seed(sim, [pod(f"p{i}", cpu="1") for i in range(4)] + [pod("huge", cpu="5")])
+    before = len(sim.writes)
+    ledger = Ledger(sim)
+    caplog.set_level(logging.INFO, logger="pumice")
+    async with running_daemon(sim.kubeconfig, write_config(tmp_path), dry_run=True) as daemon:
+        await wait_for(lambda: daemon.cycles >= 3)
+    assert len(sim.writes) == before, [w.path for w in list(sim.writes)[before:]]
+    assert ledger.bound("pumice") == [] and ledger.placements == {}
+    text = caplog.text
+    for i in range(4):
+        assert f"dry-run: bind batch/p{i} to n" in text
+    assert "nodeorder=" in text and "next best" in text
+    assert "pending: batch/huge: 0/2 nodes are available: 2 Insufficient cpu" in text
+    ledger.close()
+
+
+async def test_bad_objects_are_reported_and_everything_else_is_scheduled(
+    sim: Any, tmp_path: Path
+) -> None:
+    seed(sim, [node("n1", cpu="8"), node("n2", cpu="8")])
+    seed(
+        sim,
+        [
+            pod("orphan", group="missing"),  # names a PodGroup that does not exist
+            podgroup("lost", 1, queue="nowhere"),  # names a queue that does not exist
+            pod("lost-0", group="lost"),
+            podgroup("odd", 1, minResources={"cpu": "plenty"}),  # does not parse
+            pod("odd-0", group="odd"),
+            podgroup("fine", 2),
+            pod("fine-0", group="fine"),
+            pod("fine-1", group="fine"),
+            pod("loose"),
+        ],
+    )
+    malformed_pod(sim, "garbled")
+    ledger = Ledger(sim)
+    expected = {
+        "orphan": "podgroup batch/missing does not exist",
+        "lost-0": "'nowhere'",
+        "odd-0": "plenty",
+        "garbled": "two-and-a-bit",
+    }
+
+    def reported() -> bool:
+        return all(
+            (c := condition(sim, name)) is not None and words in str(c.get("message"))
+            for name, words in expected.items()
+        )
+
+    async with running_daemon(sim.kubeconfig, write_config(tmp_path)):
+        await wait_for(lambda: len(ledger.bound("pumice")) == 3, timeout=120)
+        await wait_for(reported, timeout=60)
+        await wait_for(lambda: all(events_about(sim, n) for n in expected), timeout=60)
+    bound = sorted(p["metadata"]["name"] for p in ledger.bound("pumice"))
+    assert bound == ["fine-0", "fine-1", "loose"]
+    for name, words in expected.items():
+        c = condition(sim, name)
+        assert c is not None and c["status"] == "False" and c["reason"] == "Unschedulable"
+        assert any(
+            reason == "FailedScheduling" and words in message
+            for reason, message in events_about(sim, name)
+        ), events_about(sim, name)
+    ledger.close()
+
+
+async def test_kubectl_describe_shows_our_events_and_the_unschedulable_message(
+    sim: Any, tmp_path: Path
+) -> None:
+    seed(sim, [node("n1", cpu="2")])
+    seed(sim, [pod("fits", cpu="1"), pod("too-big", cpu="3")])
+    ledger = Ledger(sim)
+    async with running_daemon(sim.kubeconfig, write_config(tmp_path)):
+        await wait_for(lambda: len(ledger.bound("pumice")) == 1, timeout=60)
+        await wait_for(lambda: condition(sim, "too-big") is not None, timeout=60)
+        await wait_for(lambda: events_about(sim, "fits"), timeout=60)
+    big = await sim.kubectl("describe", "pod", "too-big", "-n", "batch")
+    assert big.returncode == 0, big.stderr
+    assert "FailedScheduling" in big.stdout
+    assert "0/1 nodes are available: 1 Insufficient cpu." in big.stdout
+    assert "pumice" in big.stdout  # the reporting controller
+    fits = await sim.kubectl("describe", "pod", "fits", "-n", "batch")
+    assert fits.returncode == 0, fits.stderr
+    assert "Scheduled" in fits.stdout and "Successfully assigned batch/fits to n1" in fits.stdout
+    ledger.close()
