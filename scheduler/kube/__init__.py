@@ -20,6 +20,7 @@ from pumice.kube.errors import (
     TooManyRequests,
     Unreachable,
 )
+from pumice.kube.events import EventRecorder
 from pumice.kube.informer import Informer, InformerHandler, InformerStats
 from pumice.kube.resources import (
     CORE_EVENTS,
@@ -48,6 +49,7 @@ __all__ = [
     "BindResult",
     "Binder",
     "Conflict",
+    "EventRecorder",
     "EvictOutcome",
     "Evictor",
     "Forbidden",

@@ -43,6 +43,16 @@ class TokenBucket:
         self.waits += 1
         return -self._tokens / self.qps
 
+    def try_take(self) -> bool:
+        """Take a token if one is there now; False (nothing taken) otherwise."""
+        if self.qps <= 0:
+            return True
+        self._refill()
+        if self._tokens < 1.0:
+            return False
+        self._tokens -= 1.0
+        return True
+
     async def take(self) -> None:
         delay = self.reserve()
         if delay <= 0:
