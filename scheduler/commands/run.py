@@ -88,6 +88,8 @@ def run(args: argparse.Namespace) -> int:
         server: SimServer | None = None
         with tempfile.TemporaryDirectory(prefix="pumice-run-") as tmp:
             if files is not None:
+                # the simulated server's access log would drown the decisions
+                logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
                 server = SimServer(SimConfig())
                 server.seed(manifests.objects)
                 await server.start()
