@@ -47,6 +47,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="exit 0 once a cycle finds nothing to schedule and nothing is in flight",
     )
     parser.add_argument(
+        "--qps", type=float, default=50.0, help="client-side request rate limit (default: 50/s)"
+    )
+    parser.add_argument(
+        "--burst", type=int, default=100, help="requests allowed above --qps at once (100)"
+    )
+    parser.add_argument(
         "--sim",
         nargs="*",
         metavar="CLUSTER.yaml",
@@ -72,6 +78,9 @@ def run(args: argparse.Namespace) -> int:
         except ManifestError as exc:
             print(f"pumice run: --sim: {exc}", file=sys.stderr)
             return 2
+    if args.qps <= 0 or args.burst < 1:
+        print("pumice run: --qps must be positive and --burst at least 1", file=sys.stderr)
+        return 2
     show = args.until_idle or args.sim is not None
 
     def on_bound(namespace: str, name: str, node: str) -> None:
@@ -98,7 +107,9 @@ def run(args: argparse.Namespace) -> int:
             options = DaemonOptions(
                 config=config,
                 host=host,
-                kube=KubeSettings(kubeconfig=kubeconfig, user_agent="pumice"),
+                kube=KubeSettings(
+                    kubeconfig=kubeconfig, qps=args.qps, burst=args.burst, user_agent="pumice"
+                ),
                 dry_run=args.dry_run,
                 until_idle=args.until_idle,
                 on_bound=on_bound,
