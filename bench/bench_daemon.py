@@ -177,7 +177,10 @@ async def daemon(
         except TimeoutError:
             proc.kill()
             await proc.wait()
-    cycles = sum(1 for line in log.read_text().splitlines() if ": cycle " in line)
+    cycle_lines = [line for line in log.read_text().splitlines() if ": cycle " in line]
+    cycles = len(cycle_lines)
+    for line in cycle_lines[:3]:
+        print("  " + line.split(": ", 3)[-1])
     done = "" if bound >= pods else f" (stopped at the {limit:.0f} s limit)"
     first_text = "never" if first is None else f"after {first:.2f} s"
     rate = bound / elapsed
