@@ -68,24 +68,28 @@ class BinpackPlugin(Plugin):
         """Resource name -> weight; resources not listed here are ignored."""
 
     @hookimpl
-    def node_score(self, task: TaskInfo, nodes: NodeTable) -> FloatVector | None:
+    def node_score(
+        self, task: TaskInfo, nodes: NodeTable, rows: npt.NDArray[np.int64] | None = None
+    ) -> FloatVector | None:
+        # Row-local: a node's score reads only its own allocatable and used columns.
         if self.weight == 0:
             return None
-        n = len(nodes)
+        n = len(nodes) if rows is None else len(rows)
         parts = np.zeros(n)
         fits = np.ones(n, dtype=np.bool_)
         weight_sum = 0
-        allocatable, used = nodes.allocatable, nodes.used
         for name, request in task.resreq.items():
             weight = self.resource_weights.get(name)
             if request <= 0 or weight is None:
                 continue
             weight_sum += weight
-            col = nodes.dim(name)
-            if col is None or weight == 0:
+            cap = nodes.column("allocatable", name)
+            used = nodes.column("used", name)
+            if cap is None or used is None or weight == 0:
                 continue
-            cap = allocatable[:, col]
-            after = used[:, col] + request
+            if rows is not None:
+                cap, used = cap[rows], used[rows]
+            after = used + request
             has = cap > 0
             fits &= ~has | (after - cap <= FIT_TOLERANCE)
             parts += np.where(has, after * weight / np.where(has, cap, 1.0), 0.0)

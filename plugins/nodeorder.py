@@ -214,14 +214,18 @@ class NodeOrderPlugin(Plugin):
         return cached[1]
 
     @hookimpl
-    def node_score(self, task: TaskInfo, nodes: NodeTable) -> FloatVector | None:
+    def node_score(
+        self, task: TaskInfo, nodes: NodeTable, rows: npt.NDArray[np.int64] | None = None
+    ) -> FloatVector | None:
+        # Row-local: resource scores read the node's own row; the label scores are normalised
+        # over every node once per session (labels and taints do not change within one).
         if not self.enabled:
             return None
-        n = len(nodes)
+        n = len(nodes) if rows is None else len(rows)
         score = np.zeros(n)
         if self.least_weight or self.most_weight or self.balanced_weight:
-            allocatable = _columns(nodes, nodes.allocatable)
-            used = _columns(nodes, nodes.used)
+            allocatable = _columns(nodes, "allocatable", rows)
+            used = _columns(nodes, "used", rows)
             if self.least_weight or self.most_weight:
                 non_zero = self.non_zero_request(task)
                 requested = used + np.array([non_zero[r] for r in SCORED])
@@ -233,7 +237,8 @@ class NodeOrderPlugin(Plugin):
             if self.balanced_weight and own.any():
                 score += self.balanced_weight * balanced_allocation(used + own, allocatable)
         if self.affinity_weight or self.taint_weight:
-            score += self._label_scores(self._pod_terms(task), nodes)
+            labels = self._label_scores(self._pod_terms(task), nodes)
+            score += labels if rows is None else labels[rows]
         return score
 
     def _label_scores(self, pod: PodTerms, nodes: NodeTable) -> FloatVector:
@@ -255,13 +260,14 @@ class NodeOrderPlugin(Plugin):
         return score
 
 
-def _columns(nodes: NodeTable, matrix: FloatMatrix) -> FloatMatrix:
-    """The cpu and memory columns of ``matrix`` (zeros for a dimension the table lacks)."""
-    out = np.zeros((len(nodes), len(SCORED)))
+def _columns(nodes: NodeTable, quantity: str, rows: npt.NDArray[np.int64] | None) -> FloatMatrix:
+    """The cpu and memory columns of ``quantity`` over ``rows`` (all when None), zeros for a
+    dimension the table lacks."""
+    out = np.zeros((len(nodes) if rows is None else len(rows), len(SCORED)))
     for i, name in enumerate(SCORED):
-        col = nodes.dim(name)
+        col = nodes.column(quantity, name)
         if col is not None:
-            out[:, i] = matrix[:, col]
+            out[:, i] = col if rows is None else col[rows]
     return out
 
 

@@ -152,10 +152,9 @@ class ShapeCache:
         entry = self.entry(task)
         if entry.parts is not None and entry.mask is not None:
             rows = self._changed(entry.mask_version)
-            if rows is not None:
-                entry.mask_version = table.version
-                if len(rows) and not self._refresh_predicates(task, entry, rows):
-                    entry.parts = None
+            entry.mask_version = table.version
+            if rows is None or (len(rows) and not self._refresh_predicates(task, entry, rows)):
+                entry.parts = None
         if entry.parts is None or entry.mask is None:
             entry.parts, entry.mask = self._evaluate_predicates(task)
             entry.mask_version = table.version
