@@ -55,6 +55,7 @@ and their weighted, normalised sum once per distinct (preferred terms, toleratio
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -221,6 +222,8 @@ class NodeOrderPlugin(Plugin):
         # over every node once per session (labels and taints do not change within one).
         if not self.enabled:
             return None
+        if rows is not None and len(rows) == 1:
+            return np.array([self._score_row(task, nodes, int(rows[0]))])
         n = len(nodes) if rows is None else len(rows)
         score = np.zeros(n)
         if self.least_weight or self.most_weight or self.balanced_weight:
@@ -241,6 +244,42 @@ class NodeOrderPlugin(Plugin):
             score += labels if rows is None else labels[rows]
         return score
 
+    def _score_row(self, task: TaskInfo, nodes: NodeTable, row: int) -> float:
+        """``node_score`` for one row in Python floats: the same operations in the same order
+        as the vector path (IEEE doubles, floor and trunc alike), so bit-for-bit equal, without
+        numpy's per-call overhead on one element."""
+        score = 0.0
+        if self.least_weight or self.most_weight or self.balanced_weight:
+            alloc = [_cell(nodes, "allocatable", r, row) for r in SCORED]
+            used = [_cell(nodes, "used", r, row) for r in SCORED]
+            if self.least_weight or self.most_weight:
+                non_zero = self.non_zero_request(task)
+                requested = [u + non_zero[r] for u, r in zip(used, SCORED, strict=True)]
+                if self.least_weight:
+                    per = [
+                        0.0 if q > a else math.floor((a - q) * MAX_NODE_SCORE / (a if a > 0 else 1))
+                        for q, a in zip(requested, alloc, strict=True)
+                    ]
+                    score += self.least_weight * _combine_one(per, alloc)
+                if self.most_weight:
+                    per = [
+                        math.floor(min(q, a) * MAX_NODE_SCORE / (a if a > 0 else 1))
+                        for q, a in zip(requested, alloc, strict=True)
+                    ]
+                    score += self.most_weight * _combine_one(per, alloc)
+            own = [task.resreq[r] for r in SCORED]
+            if self.balanced_weight and any(own):
+                fractions = [
+                    min((u + o) / (a if a > 0 else 1.0), 1.0)
+                    for u, o, a in zip(used, own, alloc, strict=True)
+                ]
+                both = alloc[0] > 0 and alloc[1] > 0
+                std = abs((fractions[0] - fractions[1]) / 2) if both else 0.0
+                score += self.balanced_weight * float(math.trunc((1.0 - std) * MAX_NODE_SCORE))
+        if self.affinity_weight or self.taint_weight:
+            score += float(self._label_scores(self._pod_terms(task), nodes)[row])
+        return score
+
     def _label_scores(self, pod: PodTerms, nodes: NodeTable) -> FloatVector:
         """Weighted node affinity plus taint toleration scores, computed once per distinct
         pair of preferred terms and tolerations."""
@@ -258,6 +297,22 @@ class NodeOrderPlugin(Plugin):
         score.flags.writeable = False
         self._term_scores[key] = score
         return score
+
+
+def _cell(nodes: NodeTable, quantity: str, name: str, row: int) -> float:
+    col = nodes.column(quantity, name)
+    return 0.0 if col is None else float(col[row])
+
+
+def _combine_one(per_resource: list[float], allocatable: list[float]) -> float:
+    """``_combine`` for one node."""
+    total = 0.0
+    count = 0.0
+    for score, alloc in zip(per_resource, allocatable, strict=True):
+        if alloc > 0:
+            total += score
+            count += 1
+    return float(math.floor(total / count)) if count > 0 else 0.0
 
 
 def _columns(nodes: NodeTable, quantity: str, rows: npt.NDArray[np.int64] | None) -> FloatMatrix:
