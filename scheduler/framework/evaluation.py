@@ -70,12 +70,18 @@ def _frozen(value: Any) -> Hashable:
     return value  # type: ignore[no-any-return]
 
 
+_NO_ROWS = np.zeros(0, dtype=np.int64)
+
+
 def rows_changed(table: NodeTable, since: int) -> IntVector | None:
-    """Distinct rows changed since version ``since``; None when a full evaluation is due."""
+    """Distinct rows changed since version ``since``, ascending; None when a full evaluation
+    is due."""
+    if since == table.version:
+        return _NO_ROWS
     changed = table.changed_rows(since)
     if len(changed) * FULL_REFRESH_FRACTION > len(table):
         return None
-    return np.unique(np.asarray(changed, dtype=np.int64))
+    return np.array(sorted(set(changed)), dtype=np.int64)
 
 
 def predicate_part(name: str, answer: Any, n: int, check: Callable[..., Any]) -> PredicatePart:
@@ -96,6 +102,9 @@ class ShapeEntry:
     current at (all are dropped when the table's epoch changes)."""
 
     epoch: int
+    task: TaskInfo
+    """The first task of this shape: every plugin call for the shape is made with it, so a
+    plugin's own per-task caches hit on every refresh (the answer depends only on the shape)."""
     parts: list[PredicatePart] | None = None
     mask: BoolVector | None = None
     mask_version: int = 0
@@ -127,16 +136,19 @@ class ShapeCache:
         self.cached_predicates = bool(predicates) and all(local for _, _, local in predicates)
         self.check = check
         self.entries: dict[Hashable, ShapeEntry] = {}
-        self._shapes: dict[str, Hashable] = {}
+        self._of_task: dict[str, ShapeEntry] = {}
+        """Task uid -> its shape's entry, so a shape key is built once per task."""
 
     def entry(self, task: TaskInfo) -> ShapeEntry:
         """The entry of the task's shape (a new one when the table's rows changed)."""
-        key = self._shapes.get(task.uid)
-        if key is None:
-            key = self._shapes[task.uid] = task_shape(task)
+        entry = self._of_task.get(task.uid)
+        if entry is not None and entry.epoch == self.table.epoch:
+            return entry
+        key = task_shape(task)
         entry = self.entries.get(key)
         if entry is None or entry.epoch != self.table.epoch:
-            entry = self.entries[key] = ShapeEntry(self.table.epoch)
+            entry = self.entries[key] = ShapeEntry(self.table.epoch, task)
+        self._of_task[task.uid] = entry
         return entry
 
     def _changed(self, version: int) -> IntVector | None:
@@ -150,12 +162,12 @@ class ShapeCache:
         if not self.cached_predicates:
             return self._evaluate_predicates(task)
         entry = self.entry(task)
+        task = entry.task
         if entry.parts is not None and entry.mask is not None:
             rows = self._changed(entry.mask_version)
-            if rows is not None:
-                entry.mask_version = table.version
-                if len(rows) and not self._refresh_predicates(task, entry, rows):
-                    entry.parts = None
+            entry.mask_version = table.version
+            if rows is None or (len(rows) and not self._refresh_predicates(task, entry, rows)):
+                entry.parts = None
         if entry.parts is None or entry.mask is None:
             entry.parts, entry.mask = self._evaluate_predicates(task)
             entry.mask_version = table.version
@@ -204,7 +216,7 @@ class ShapeCache:
         """Rows where the request fits the idle and the future-idle resources."""
         table = self.table
         entry = self.entry(task)
-        request = table.vector(task.resreq)
+        request = table.vector(entry.task.resreq)
         rows = None
         if entry.fit_now is not None:
             rows = self._changed(entry.fit_version)
@@ -228,6 +240,7 @@ class ShapeCache:
             return {}
         table = self.table
         entry = self.entry(task)
+        task = entry.task
         rows = None if entry.score_total is None else self._changed(entry.score_version)
         if rows is not None and len(rows) and not self._refresh_scores(task, entry, rows):
             rows = None

@@ -172,14 +172,15 @@ class Session:
                     flag = HOOK_FLAGS[hook]
                     if flag is not None and not option.enabled(flag):
                         continue
-                    entry = (
-                        option.name,
-                        _adapt(getattr(instance, hook), argnames, SPEC_ARGS[hook]),
-                    )
+                    method = getattr(instance, hook)
+                    if _row_local(hook, method):
+                        call = _adapt_by_name(method, SPEC_ARGS[hook])
+                        self._row_local.add((hook, option.name))
+                    else:
+                        call = _adapt(method, argnames, SPEC_ARGS[hook])
+                    entry = (option.name, call)
                     self._tiers[hook][-1].append(entry)
                     self._flat[hook].append(entry)
-                    if "rows" in argnames:
-                        self._row_local.add((hook, option.name))
         self._shapes = ShapeCache(
             self.table,
             [(n, h, ("predicate", n) in self._row_local) for n, h in self._flat["predicate"]],
@@ -426,6 +427,22 @@ def _adapt(method: Hook, argnames: Sequence[str], spec_args: Sequence[str]) -> H
 
     def call(*args: Any) -> Any:
         return method(*(args[i] for i in picks))
+
+    return call
+
+
+def _row_local(hook: str, method: Hook) -> bool:
+    """Does this implementation of ``predicate`` / ``node_score`` accept ``rows``? (With or
+    without a default: pluggy leaves defaulted arguments out of its argument names.)"""
+    return hook in ("predicate", "node_score") and "rows" in inspect.signature(method).parameters
+
+
+def _adapt_by_name(method: Hook, spec_args: Sequence[str]) -> Hook:
+    """Call an implementation with every hook argument it names, by keyword."""
+    picks = [(name, spec_args.index(name)) for name in inspect.signature(method).parameters]
+
+    def call(*args: Any) -> Any:
+        return method(**{name: args[i] for name, i in picks})
 
     return call
 

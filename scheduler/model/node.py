@@ -40,6 +40,13 @@ FIT_TOLERANCE = 1e-6
 
 DEFAULT_MAX_PODS = 110
 
+# Status tests as int arithmetic in C: ``status & COMPLETED_STATUSES`` (or even
+# ``int & status``, which Python hands to the enum's reflected operator) builds a new enum
+# member in Python on every call, and these run for every placement.
+_and = int.__and__
+_COMPLETED = int(COMPLETED_STATUSES)
+_NEEDS_IDLE = int(TaskStatus.ALLOCATED | TaskStatus.BINDING)
+
 
 class NodeAccountingError(ValueError):
     """A task cannot be placed on, or taken off, a node as asked."""
@@ -488,7 +495,7 @@ class NodeInfo:
         status = task.status
         t, r = self._table, self._row
         vec = t.vector(task.resreq)
-        if status & COMPLETED_STATUSES:
+        if _and(status, _COMPLETED):
             pass
         elif status == TaskStatus.PIPELINED:
             t._pipelined[:, r] += vec
@@ -496,7 +503,7 @@ class NodeInfo:
         elif status == TaskStatus.PENDING:
             raise NodeAccountingError(f"pending task {task.key} cannot be added to a node")
         else:
-            if status & (TaskStatus.ALLOCATED | TaskStatus.BINDING):
+            if _and(status, _NEEDS_IDLE):
                 short = vec - t._idle[:, r] > FIT_TOLERANCE
                 if short.any():
                     names = [t._dims[i] for i in np.flatnonzero(short)]
@@ -510,7 +517,7 @@ class NodeInfo:
                 t._releasing[:, r] += vec
             else:
                 t._future[:, r] -= vec
-        if not status & COMPLETED_STATUSES:
+        if not _and(status, _COMPLETED):
             t._pods[r] += 1
         self.tasks[task.uid] = task
         self._accounted[task.uid] = (status, vec)
@@ -525,7 +532,7 @@ class NodeInfo:
         status, vec = entry
         t, r = self._table, self._row
         vec = _padded(vec, len(t._dims))
-        if status & COMPLETED_STATUSES:
+        if _and(status, _COMPLETED):
             return
         t._pods[r] -= 1
         t._touch(r)

@@ -24,6 +24,10 @@ from pumice.model.status import (
     status_of_pod,
 )
 
+_ALLOCATED = int(ALLOCATED_STATUSES)
+_and = int.__and__
+"""Status tests as int arithmetic in C (``status & X`` builds a new enum member in Python)."""
+
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
 TASK_SPEC_KEY = "volcano.sh/task-spec"
 TASK_PRIORITY_ANNOTATION = "volcano.sh/task-priority"
@@ -238,7 +242,7 @@ class JobInfo:
 
     def _index(self, task: TaskInfo) -> None:
         self.task_status_index.setdefault(task.status, {})[task.uid] = task
-        if task.status & ALLOCATED_STATUSES:
+        if _and(task.status, _ALLOCATED):
             self.allocated = self.allocated + task.resreq
         elif task.status == TaskStatus.PENDING and task.best_effort:
             self.pending_best_effort_num += 1
@@ -249,7 +253,7 @@ class JobInfo:
             bucket.pop(task.uid, None)
             if not bucket:
                 del self.task_status_index[task.status]
-        if task.status & ALLOCATED_STATUSES:
+        if _and(task.status, _ALLOCATED):
             self.allocated = self.allocated.sub(task.resreq, clip=True)
         elif task.status == TaskStatus.PENDING and task.best_effort:
             self.pending_best_effort_num -= 1
@@ -258,13 +262,15 @@ class JobInfo:
 
     def tasks_in(self, statuses: TaskStatus) -> Iterator[TaskInfo]:
         """Tasks whose status is any of ``statuses`` (a flag combination)."""
+        wanted = int(statuses)
         for status, bucket in self.task_status_index.items():
-            if status & statuses:
+            if _and(status, wanted):
                 yield from bucket.values()
 
     def count(self, statuses: TaskStatus) -> int:
         """How many tasks have any of ``statuses`` (O(number of statuses), not of tasks)."""
-        return sum(len(b) for s, b in self.task_status_index.items() if s & statuses)
+        wanted = int(statuses)
+        return sum(len(b) for s, b in self.task_status_index.items() if _and(s, wanted))
 
     @property
     def ready_task_num(self) -> int:
