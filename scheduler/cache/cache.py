@@ -61,9 +61,11 @@ class Handler:
         self,
         upsert: Callable[[Obj], None],
         delete: Callable[[Obj], None],
+        changed: Callable[[], None],
     ) -> None:
         self._upsert = upsert
         self._delete = delete
+        self._changed = changed
 
     def on_add(self, obj: Obj) -> None:
         self._guarded(self._upsert, obj)
@@ -74,8 +76,8 @@ class Handler:
     def on_delete(self, obj: Obj) -> None:
         self._guarded(self._delete, obj)
 
-    @staticmethod
-    def _guarded(apply: Callable[[Obj], None], obj: Obj) -> None:
+    def _guarded(self, apply: Callable[[Obj], None], obj: Obj) -> None:
+        self._changed()
         try:
             apply(obj)
         except Exception:
@@ -119,13 +121,15 @@ class ClusterCache:
         self._group_pods: dict[str, set[str]] = {}
         self._lone_jobs: set[str] = set()
         self._held: dict[str, float] = {}
+        self.generation = 0
+        """Bumped by every change; a session over an unchanged cache would decide the same."""
         self.state.put_queue(QueueInfo(name=default_queue))
-        self.nodes = Handler(self._node_upsert, self._node_delete)
-        self.pending_pods = Handler(self._pending_upsert, self._pending_delete)
-        self.assigned_pods = Handler(self._assigned_upsert, self._assigned_delete)
-        self.podgroups_handler = Handler(self._podgroup_upsert, self._podgroup_delete)
-        self.queues = Handler(self._queue_upsert, self._queue_delete)
-        self.priority_classes = Handler(self._pc_upsert, self._pc_delete)
+        self.nodes = Handler(self._node_upsert, self._node_delete, self._touch)
+        self.pending_pods = Handler(self._pending_upsert, self._pending_delete, self._touch)
+        self.assigned_pods = Handler(self._assigned_upsert, self._assigned_delete, self._touch)
+        self.podgroups_handler = Handler(self._podgroup_upsert, self._podgroup_delete, self._touch)
+        self.queues = Handler(self._queue_upsert, self._queue_delete, self._touch)
+        self.priority_classes = Handler(self._pc_upsert, self._pc_delete, self._touch)
 
     # -- what the scheduler reads -------------------------------------------------------------
 
@@ -143,6 +147,13 @@ class ClusterCache:
                 del self.pods[uid]
         return snap
 
+    def _touch(self) -> None:
+        self.generation += 1
+
+    def waiting(self) -> int:
+        """How many of our pods wait for a node (offered to sessions, or backing off)."""
+        return sum(1 for e in self.pods.values() if e.state is PodState.INITIAL)
+
     def entries(self, state: PodState) -> Iterator[PodEntry]:
         return (e for e in self.pods.values() if e.state is state)
 
@@ -153,6 +164,10 @@ class ClusterCache:
             key = entry.state.value if entry.ours else f"other/{entry.state.value}"
             out[key] = out.get(key, 0) + 1
         return out
+
+    def holding(self) -> bool:
+        """Are pods held back after a failed bind (their time may be up)?"""
+        return bool(self._held)
 
     def held(self) -> int:
         """How many pods are backing off after a failed bind."""
@@ -166,6 +181,7 @@ class ClusterCache:
 
         False (nothing changes) when the pod is no longer waiting for a node here.
         """
+        self._touch()
         entry = self.pods.get(uid)
         if entry is None or entry.state is not PodState.INITIAL:
             return False
@@ -181,6 +197,7 @@ class ClusterCache:
 
     def forget(self, uid: str, hold: float = 0.0) -> None:
         """Undo an assumption (the bind failed); offer the pod again after ``hold`` seconds."""
+        self._touch()
         entry = self.pods.get(uid)
         if entry is None or entry.state is not PodState.ASSUMED:
             return
@@ -195,6 +212,7 @@ class ClusterCache:
 
     def bound_elsewhere(self, uid: str) -> None:
         """Someone else bound the pod: forget our assumption and wait for the watch's Add."""
+        self._touch()
         entry = self.pods.get(uid)
         if entry is None or entry.state is not PodState.ASSUMED:
             return
@@ -203,6 +221,7 @@ class ClusterCache:
 
     def gone(self, uid: str) -> None:
         """The pod no longer exists."""
+        self._touch()
         entry = self.pods.pop(uid, None)
         if entry is not None:
             entry.state = PodState.LEFT

@@ -50,6 +50,9 @@ from pumice.model import ClusterSnapshot
 
 log = logging.getLogger("pumice.daemon")
 
+STATUS_REFRESH = 5.0
+"""Seconds between sessions run only to bring PodGroup and Queue status up to date."""
+
 
 @dataclass
 class DaemonOptions:
@@ -82,13 +85,17 @@ class Daemon:
 
     async def run(self) -> int:
         kube = await connect(self.options.kube)
+        # Events and status go through a connection of their own, with its own rate limit (as
+        # kube-scheduler's event broadcaster has), so that they never hold binds back.
+        status_kube: Kube | None = None
         runners: list[asyncio.Task[None]] = []
         try:
             cache = await self._make_cache(kube)
             runners = await self._start_informers(kube, cache)
             if not self.dry_run:
+                status_kube = await connect(self.options.kube)
                 writer = StatusWriter(
-                    kube,
+                    status_kube,
                     scheduler_name=self.scheduler_name,
                     instance=_instance(self.scheduler_name),
                 )
@@ -110,6 +117,8 @@ class Daemon:
             for runner in runners:
                 runner.cancel()
             await asyncio.gather(*runners, return_exceptions=True)
+            if status_kube is not None:
+                await status_kube.close()
             await kube.close()
 
     async def _make_cache(self, kube: Kube) -> ClusterCache:
@@ -185,13 +194,37 @@ class Daemon:
 
     async def _loop(self, cache: ClusterCache) -> None:
         stop = self.options.stop or asyncio.Event()
+        seen: int | None = None
+        last_session = 0.0
         while not stop.is_set():
-            outcome = await self.cycle(cache)
+            now = time.monotonic()
+            if self._worth_a_session(cache, seen, now - last_session):
+                seen, last_session = cache.generation, now
+                outcome = await self.cycle(cache)
+            else:
+                # Nothing changed that a session could act on: say what is wrong with any
+                # new bad object, and wait.
+                outcome = CycleOutcome()
+                assert self.reporter is not None
+                self.reporter.report_problems()
             if self.options.until_idle and self._idle(outcome):
                 log.info("idle: nothing more to schedule; exiting")
                 return
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=self.period)
+
+    def _worth_a_session(self, cache: ClusterCache, seen: int | None, since: float) -> bool:
+        """A session over the same cache as the last one would decide the same, so one runs
+        only when pods wait and something changed (or the last session committed, or a
+        backoff may have ended); and, for fresh PodGroup/Queue status, when anything changed
+        and the last session is ``STATUS_REFRESH`` seconds old."""
+        changed = cache.generation != seen
+        if cache.waiting() and (changed or cache.holding() or self._committed_last()):
+            return True
+        return changed and since >= STATUS_REFRESH
+
+    def _committed_last(self) -> bool:
+        return self.last is not None and bool(self.last.binds or self.last.evictions)
 
     def _idle(self, outcome: CycleOutcome) -> bool:
         assert self.cache is not None

@@ -30,7 +30,7 @@ class Reporter:
 
     def report(self, outcome: CycleOutcome) -> None:
         self._pending(outcome)
-        self._problems()
+        self.report_problems()
         if not self.dry_run:
             self._statuses(outcome)
         self._forget_gone()
@@ -53,7 +53,8 @@ class Reporter:
             if entry is not None and entry.state is PodState.INITIAL:
                 self._tell_pod(uid, message)
 
-    def _problems(self) -> None:
+    def report_problems(self) -> None:
+        """Bad objects (they never reach a session): each reason once."""
         for entry in self.cache.entries(PodState.BLOCKED):
             self._tell_pod(entry.uid, entry.reason)
         for key, group in self.cache.podgroups.items():
