@@ -70,6 +70,7 @@ from pumice import (
     TaskInfo,
     hookimpl,
     pod_requests,
+    warn_once,
 )
 from pumice.plugins._k8s_terms import NodeTerms, PodTerms, Preferred, Tolerations, pod_terms
 
@@ -89,15 +90,6 @@ BALANCED_RESOURCE = "balancedresource.weight"
 NODE_AFFINITY = "nodeaffinity.weight"
 TAINT_TOLERATION = "tainttoleration.weight"
 NOT_IMPLEMENTED = ("podaffinity.weight", "imagelocality.weight", "podtopologyspread.weight")
-
-_warned: set[str] = set()
-
-
-def _warn_once(key: str, message: str) -> None:
-    if key not in _warned:
-        _warned.add(key)
-        log.warning(message)
-
 
 # -- kube-scheduler's formulas, over N x len(SCORED) matrices -------------------------------
 
@@ -172,7 +164,9 @@ class NodeOrderPlugin(Plugin):
         self.taint_weight: int = arguments.get_int(TAINT_TOLERATION, 3)
         for key in NOT_IMPLEMENTED:
             if arguments.get_int(key, 0) != 0:
-                _warn_once(key, f"nodeorder: {key} is set but not implemented in pumice; ignored")
+                warn_once(
+                    log, key, f"nodeorder: {key} is set but not implemented in pumice; ignored"
+                )
         self._terms: NodeTerms | None = None
         self._pods: dict[str, tuple[Mapping[str, Any] | None, PodTerms]] = {}
         self._non_zero: dict[str, tuple[Mapping[str, Any] | None, Resource]] = {}

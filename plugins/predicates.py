@@ -52,6 +52,7 @@ from pumice import (
     PredicateResult,
     TaskInfo,
     hookimpl,
+    warn_once,
 )
 from pumice.plugins._k8s_terms import (
     HostPort,
@@ -84,14 +85,6 @@ UNSCHEDULABLE = "node(s) were unschedulable"
 AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
 PORTS_TAKEN = "node(s) didn't have free ports for the requested pod ports"
 
-_warned: set[str] = set()
-
-
-def _warn_once(key: str, message: str) -> None:
-    if key not in _warned:
-        _warned.add(key)
-        log.warning(message)
-
 
 class PredicatesPlugin(Plugin):
     """Pod count, unschedulable, taints, node affinity/selector and host ports (see module)."""
@@ -103,7 +96,9 @@ class PredicatesPlugin(Plugin):
         self.taint_toleration = bool(arguments.get_bool(TAINT_TOLERATION_ENABLE, True))
         for key in NOT_IMPLEMENTED:
             if arguments.get_bool(key, False):
-                _warn_once(key, f"predicates: {key} is set but not implemented in pumice; ignored")
+                warn_once(
+                    log, key, f"predicates: {key} is set but not implemented in pumice; ignored"
+                )
         self._terms: NodeTerms | None = None
         self._pods: dict[str, tuple[Mapping[str, Any] | None, PodTerms]] = {}
         self._ports: dict[str, tuple[Mapping[str, Any] | None, frozenset[HostPort]]] = {}

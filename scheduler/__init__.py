@@ -14,6 +14,7 @@ This module is the public API for plugin and action authors: import what you nee
 declared in the package's ``pyproject.toml`` under ``[project.entry-points.pumice]``.
 """
 
+from pumice.errors import PumiceError
 from pumice.framework import (
     Action,
     Arguments,
@@ -49,6 +50,7 @@ from pumice.model.status import (
     READY_STATUSES,
     SCHEDULED_STATUSES,
 )
+from pumice.warnonce import warn_once
 
 __version__ = "0.1.0"
 
@@ -69,6 +71,7 @@ __all__ = [
     "NodeTable",
     "Plugin",
     "PredicateResult",
+    "PumiceError",
     "QuantityError",
     "QueueInfo",
     "Resource",
@@ -83,4 +86,5 @@ __all__ = [
     "hookimpl",
     "parse_quantity",
     "pod_requests",
+    "warn_once",
 ]

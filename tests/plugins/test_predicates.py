@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from pumice import Arguments, JobInfo, NodeTable, PredicateResult, TaskInfo, TaskStatus
-from pumice.plugins import predicates
 from pumice.plugins.predicates import PredicatesPlugin
+from pumice.warnonce import forget_warnings
 from support.builders import cluster, open_session
 from support.nodes import (
     bare_task,
@@ -416,7 +416,7 @@ def test_unschedulable_and_pod_count_cannot_be_switched_off() -> None:
 def test_unimplemented_predicates_warn_once_when_set_true(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    predicates._warned.clear()
+    forget_warnings()
     args = {"predicate.PodAffinityEnable": True, "predicate.VolumeZoneEnable": False}
     with caplog.at_level(logging.WARNING, logger="pumice.plugins.predicates"):
         PredicatesPlugin(Arguments(args))
