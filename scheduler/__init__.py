@@ -29,18 +29,23 @@ from pumice.framework import (
     hookimpl,
 )
 from pumice.model import (
+    NO_TERMS,
+    NON_ZERO_DEFAULTS,
     ClusterSnapshot,
     JobInfo,
     NodeInfo,
     NodeTable,
+    PodTerms,
     QuantityError,
     QueueInfo,
     Resource,
     TaskInfo,
+    TaskShape,
     TaskStatus,
     canonical_amount,
     parse_quantity,
     pod_requests,
+    pod_terms,
 )
 from pumice.model.node import FIT_TOLERANCE
 from pumice.model.status import (
@@ -58,6 +63,8 @@ __all__ = [
     "ALLOCATED_STATUSES",
     "COMPLETED_STATUSES",
     "FIT_TOLERANCE",
+    "NON_ZERO_DEFAULTS",
+    "NO_TERMS",
     "PREEMPTABLE_STATUSES",
     "READY_STATUSES",
     "SCHEDULED_STATUSES",
@@ -70,6 +77,7 @@ __all__ = [
     "NodeInfo",
     "NodeTable",
     "Plugin",
+    "PodTerms",
     "PredicateResult",
     "PumiceError",
     "QuantityError",
@@ -79,6 +87,7 @@ __all__ = [
     "Statement",
     "StatementError",
     "TaskInfo",
+    "TaskShape",
     "TaskStatus",
     "Vote",
     "__version__",
@@ -86,5 +95,6 @@ __all__ = [
     "hookimpl",
     "parse_quantity",
     "pod_requests",
+    "pod_terms",
     "warn_once",
 ]
