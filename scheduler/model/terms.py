@@ -24,7 +24,7 @@ must give bit-identical floats. The hash is computed once.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pumice.model.resource import Resource
@@ -65,16 +65,28 @@ HostPort = tuple[str, str, int]
 
 @dataclass(frozen=True, slots=True)
 class PodTerms:
-    """A pod's node constraints in canonical, hashable form."""
+    """A pod's node constraints in canonical, hashable form (the hash is computed once)."""
 
     selector: Selector | None
     """Required placement (nodeSelector and required node affinity); None if unconstrained."""
     preferred: Preferred
     tolerations: Tolerations
     host_ports: frozenset[HostPort]
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        parts = (self.selector, self.preferred, self.tolerations, self.host_ports)
+        object.__setattr__(self, "_hash", hash(parts))
+
+    def __hash__(self) -> int:
+        return self._hash
 
 
 NO_TERMS = PodTerms(None, (), (), frozenset())
+
+_interned: dict[tuple[Any, ...], PodTerms] = {}
+"""Canonical forms -> the one PodTerms holding them: the pods of a gang share one object."""
+_INTERN_LIMIT = 1 << 16
 
 
 def pod_terms(pod: Mapping[str, Any] | None) -> PodTerms:
@@ -99,12 +111,19 @@ def pod_terms(pod: Mapping[str, Any] | None) -> PodTerms:
     host_ports = _host_ports(spec)
     if selector is None and not preferred and not tolerations and not host_ports:
         return NO_TERMS
-    return PodTerms(
-        selector=selector,
-        preferred=_preferred(preferred) if preferred else (),
-        tolerations=canonical_tolerations(tolerations) if tolerations else (),
-        host_ports=host_ports,
+    key = (
+        selector,
+        _preferred(preferred) if preferred else (),
+        canonical_tolerations(tolerations) if tolerations else (),
+        host_ports,
     )
+    terms = _interned.get(key)
+    if terms is None:
+        terms = PodTerms(*key)
+        if len(_interned) >= _INTERN_LIMIT:
+            _interned.clear()
+        _interned[key] = terms
+    return terms
 
 
 def _requirement(raw: Mapping[str, Any]) -> Requirement:
@@ -180,12 +199,24 @@ Amounts = tuple[tuple[str, int | float], ...]
 
 def request_key(request: Resource) -> Amounts:
     """A request as hashable pairs: whole amounts as ``int``, zeros left out."""
+    items = tuple(request.items())
+    known = _request_keys.get(items)
+    if known is not None:
+        return known
     out: list[tuple[str, int | float]] = []
-    for name, amount in request.items():
+    for name, amount in items:
         if amount:
             whole = int(amount)
             out.append((name, whole if whole == amount else amount))
-    return tuple(out)
+    key = tuple(out)
+    if len(_request_keys) >= _INTERN_LIMIT:
+        _request_keys.clear()
+    _request_keys[items] = key
+    return key
+
+
+_request_keys: dict[tuple[tuple[str, float], ...], Amounts] = {}
+"""A request's stored pairs, in order -> its key (the pods of a gang repeat one request)."""
 
 
 class TaskShape:
