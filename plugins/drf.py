@@ -29,7 +29,8 @@ Hooks:
 * ``session_open`` — computes the totals and initial shares.
 
 Arguments: none. The ``enableHierarchy`` option (hierarchical DRF across queues) is not
-supported: when it is set the plugin logs a warning once per session and behaves as plain DRF.
+supported: when it is set the plugin logs a warning (once per process) and behaves as plain
+DRF.
 """
 
 from __future__ import annotations
@@ -40,7 +41,16 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from pumice import Arguments, JobInfo, Plugin, Resource, Session, TaskInfo, hookimpl
+from pumice import (
+    Arguments,
+    JobInfo,
+    Plugin,
+    Resource,
+    SessionView,
+    TaskInfo,
+    hookimpl,
+    warn_once,
+)
 
 log = logging.getLogger("pumice.plugins.drf")
 
@@ -55,7 +65,7 @@ class DrfPlugin(Plugin):
 
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
-        self.session: Session | None = None
+        self.session: SessionView | None = None
         self.dims: tuple[str, ...] = ()
         """The resources the cluster has (total > 0), in a fixed order."""
         self.total: FloatVector = np.zeros(0)
@@ -101,7 +111,7 @@ class DrfPlugin(Plugin):
     # -- session ----------------------------------------------------------------------------
 
     @hookimpl
-    def session_open(self, session: Session) -> None:
+    def session_open(self, session: SessionView) -> None:
         self.session = session
         total = session.snapshot.total_allocatable
         self.dims = tuple(sorted(name for name, amount in total.items() if amount > 0))
@@ -110,9 +120,11 @@ class DrfPlugin(Plugin):
             allocated = self.vector(job.allocated)
             self.allocated[job.uid] = allocated
             self.shares[job.uid] = self.share_of(allocated)
-        if any(inst is self and option.hierarchy for _, option, inst in session.plugins):
-            log.warning(
-                "drf: enableHierarchy is not supported by pumice; using plain DRF between jobs"
+        if self.option is not None and self.option.hierarchy:
+            warn_once(
+                log,
+                "enableHierarchy",
+                "drf: enableHierarchy is not supported by pumice; using plain DRF between jobs",
             )
 
     @hookimpl
