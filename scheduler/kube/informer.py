@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pumice.kube.client import Kube
-from pumice.kube.errors import Gone, KubeError, error_for
+from pumice.kube.errors import Gone, KubeError, TooManyRequests, error_for
 from pumice.kube.ratelimit import Backoff
 from pumice.kube.resources import Kind
 
@@ -151,6 +151,8 @@ class Informer:
                     self.stats.errors += 1
                     need_list = True
                     delay = self._backoff.next()
+                    if isinstance(exc, TooManyRequests) and exc.retry_after:
+                        delay = max(delay, min(exc.retry_after, self._backoff.cap))
                     log.warning("%s: %s; relisting in %.1fs", self.name, exc, delay)
                     await asyncio.sleep(delay)
         finally:
