@@ -141,7 +141,7 @@ class Kube:
             content_type = JSON
         params = _query(query)
         client_timeout = aiohttp.ClientTimeout(total=timeout or self.settings.request_timeout)
-        backoff = Backoff(0.5, self.settings.retry_after_cap)
+        backoff: Backoff | None = None
         while True:
             status, raw, retry_after = await self._send(
                 method, path, params, data, content_type, client_timeout
@@ -153,6 +153,7 @@ class Kube:
             if status == 429 and retries > 0:
                 retries -= 1
                 self.stats.retries += 1
+                backoff = backoff or Backoff(0.5, self.settings.retry_after_cap)
                 delay = backoff.next()
                 if retry_after is not None:
                     delay = min(retry_after, self.settings.retry_after_cap)
