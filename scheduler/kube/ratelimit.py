@@ -14,7 +14,6 @@ import random
 import time
 from collections.abc import Callable
 
-
 # One generator for every Backoff: seeding a new one per request costs more than the request.
 _JITTER = random.Random()
 
