@@ -31,6 +31,7 @@ from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 
 from pumice.kube.errors import (
+    Forbidden,
     KubeConfigError,
     KubeError,
     ServerError,
@@ -45,6 +46,7 @@ JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 _SERVICE_HOST = "KUBERNETES_SERVICE_HOST"
+_READ_METHODS = frozenset({"GET", "HEAD"})
 _DEFAULT_KUBECONFIG = "~/.kube/config"
 
 
@@ -63,6 +65,8 @@ class KubeSettings:
     retry_after_cap: float = 10.0
     """The longest Retry-After honoured; a 429 without one waits a capped backoff instead."""
     connection_limit: int = 100
+    read_only: bool = False
+    """Refuse every mutating request (dry-run's safety net): it raises Forbidden, unsent."""
 
 
 @dataclass
@@ -135,6 +139,12 @@ class Kube:
         ``STRATEGIC_MERGE_PATCH`` for patches). ``max_retries`` overrides how often a 429 is
         retried here (the evictor passes 0 and paces PodDisruptionBudget refusals itself).
         """
+        if self.settings.read_only and method.upper() not in _READ_METHODS:
+            raise Forbidden(
+                f"{method} {path}: refused: this client is read-only (dry-run)",
+                method=method,
+                path=path,
+            )
         retries = self.settings.max_retries if max_retries is None else max_retries
         data = None if body is None else orjson.dumps(body)
         if data is not None and content_type is None:

@@ -189,7 +189,9 @@ class Informer:
     def _selectors(self) -> dict[str, object]:
         return {"fieldSelector": self.field_selector, "labelSelector": self.label_selector}
 
-    async def list(self, resource_version: str = "", exact: bool = False) -> tuple[list[Obj], str]:
+    async def list_objects(
+        self, resource_version: str = "", exact: bool = False
+    ) -> tuple[list[Obj], str]:
         """Every matching object (all pages) and the list's resourceVersion."""
         items: list[Obj] = []
         token = ""
@@ -215,7 +217,7 @@ class Informer:
                 return items, rv
 
     async def _list_and_diff(self) -> None:
-        items, rv = await self.list()
+        items, rv = await self.list_objects()
         fresh = {key_of(obj): obj for obj in items}
         old_store = self.store
         self.store = fresh
@@ -323,7 +325,7 @@ class Informer:
             return 0
         snapshot = {key: (_uid(obj), _rv(obj)) for key, obj in self.store.items()}
         try:
-            items, _ = await self.list(rv, exact=True)
+            items, _ = await self.list_objects(rv, exact=True)
         except Gone:
             return 0
         server = {key_of(obj): (_uid(obj), _rv(obj)) for obj in items}

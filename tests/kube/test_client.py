@@ -177,3 +177,30 @@ async def test_discovery_tells_which_kinds_are_served(kube: Kube) -> None:
     assert await served(kube, PODGROUPS)
     assert not await served(kube, Kind("example.com", "v1", "widgets", True, "Widget"))
     assert not await served(kube, Kind("", "v1", "widgets", True, "Widget"))
+
+
+async def test_read_only_client_sends_no_writes(sim: Any) -> None:
+    client = await connect_to(sim, read_only=True)
+    try:
+        assert (await client.request("GET", NODES.path()))["kind"] == "NodeList"
+        for method in ("POST", "PUT", "PATCH", "DELETE"):
+            with pytest.raises(Forbidden, match="read-only"):
+                await client.request(method, PODS.path("default"), body=pod("p1"))
+        assert len(sim.writes) == 0
+    finally:
+        await client.close()
+
+
+async def test_configuration_order_without_kubeconfig(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    with pytest.raises(KubeConfigError, match="no Kubernetes configuration"):
+        await connect(KubeSettings())
+    # in a pod (service host set) the service account is tried before ~/.kube/config
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    with pytest.raises(KubeConfigError, match="in-cluster"):
+        await connect(KubeSettings())
