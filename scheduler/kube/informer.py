@@ -15,7 +15,9 @@ One ``Informer`` keeps one kind (with optional field and label selectors) mirror
 3. **Relist** when the server answers 410 Gone (history compacted past our resourceVersion)
    and when a stream is cut or the server cannot be reached: events may have been lost, and
    only a list tells which objects went away. Errors back off exponentially (capped, with
-   jitter); requests are paced by the client's QPS bucket, which also honours 429s.
+   jitter), and so do a second 410 or an empty watch before the server has sent anything
+   since the last failure; the backoff resets when a watch delivers something. Requests are
+   paced by the client's QPS bucket, which also honours 429s.
 4. **Resync** every ``resync_period``: list again at exactly the store's resourceVersion
    (``resourceVersionMatch=Exact``) and compare. Any difference is drift: a bug, since the
    watch should have told us. It is counted in ``stats.drift``, logged as a warning, and
@@ -122,6 +124,7 @@ class Informer:
         self._watch_task: asyncio.Task[None] | None = None
         self._interrupt_requested = False
         self._relist_requested = False
+        self._received = 0
         self._watches = 0
         self._lists = 0
 
@@ -140,13 +143,23 @@ class Informer:
                         self._relist_requested = False
                         await self._list_and_diff()
                         need_list = False
-                        self._backoff.reset()
+                    self._received = 0
                     await self._watch_until_interrupted()
+                    if not self._received:
+                        # ended at once with nothing to say: do not hammer the server
+                        await asyncio.sleep(self._backoff.next())
                 except _Interrupted:
                     need_list = True
                 except Gone as exc:
-                    log.info("%s: %s; relisting", self.name, exc)
                     need_list = True
+                    if self._backoff.attempts:
+                        # nothing arrived since the last failure: pace the relists
+                        delay = self._backoff.next()
+                        log.info("%s: %s; relisting in %.1fs", self.name, exc, delay)
+                        await asyncio.sleep(delay)
+                    else:
+                        self._backoff.next()
+                        log.info("%s: %s; relisting", self.name, exc)
                 except KubeError as exc:
                     self.stats.errors += 1
                     need_list = True
@@ -265,6 +278,9 @@ class Informer:
                 self._apply(event)
 
     def _apply(self, event: Obj) -> None:
+        if not self._received:
+            self._received = 1
+            self._backoff.reset()  # the server is talking again
         kind = event.get("type")
         obj = event.get("object") or {}
         if kind == "ERROR":
