@@ -15,7 +15,7 @@ from pumice.kube import EVENTS, LEASES, EventRecorder, Kube
 from pumice.kube.lease import LeaderElector
 
 # Short periods keep the tests quick; nothing below asserts on how long anything took.
-TIMES = {"lease_duration": 1.5, "renew_deadline": 1.0, "retry_period": 0.05}
+TIMES = {"lease_duration": 2.5, "renew_deadline": 2.0, "retry_period": 0.05}
 
 
 class Log:
