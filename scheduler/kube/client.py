@@ -17,6 +17,7 @@ talks to the server through its own aiohttp session built from that configuratio
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import ssl
@@ -99,10 +100,10 @@ class Kube:
         self._ssl = ssl_context
         self._server_hostname: str | None = getattr(configuration, "tls_server_name", None)
         self._proxy: str | None = getattr(configuration, "proxy", None)
-        self._static_auth: str | None = None
-        self._dynamic_auth = getattr(configuration, "refresh_api_key_hook", None) is not None
-        if not self._dynamic_auth:
-            self._static_auth = _auth_header_sync(configuration)
+        # in-cluster tokens are re-read by a hook inside auth_settings(); others are read
+        # from api_key on every request, where the exec/gcp refresher below replaces them
+        self._hooked_auth = getattr(configuration, "refresh_api_key_hook", None) is not None
+        self._refresher: asyncio.Task[None] | None = None
 
     @property
     def session(self) -> aiohttp.ClientSession:
@@ -113,11 +114,12 @@ class Kube:
         headers = {"Accept": JSON, "User-Agent": self.settings.user_agent}
         if content_type is not None:
             headers["Content-Type"] = content_type
-        auth = self._static_auth
-        if self._dynamic_auth:
+        if self._hooked_auth:
             settings = await self._configuration.auth_settings()
             bearer = settings.get("BearerToken")
             auth = bearer.get("value") if bearer else None
+        else:
+            auth = _auth_header(self._configuration)
         if auth:
             headers["Authorization"] = auth
         return headers
@@ -263,13 +265,24 @@ class Kube:
                 path=path,
             ) from None
 
+    def refresh_tokens(self, loader: Any) -> None:
+        """Keep exec-plugin and gcp tokens of a kubeconfig fresh (kubernetes_asyncio's loop;
+        it returns at once for kubeconfigs with static credentials)."""
+        self._refresher = asyncio.get_running_loop().create_task(
+            k8s_config.refresh_token(loader, self._configuration), name="kube-token-refresh"
+        )
+
     async def close(self) -> None:
+        if self._refresher is not None:
+            self._refresher.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._refresher
         await self._session.close()
 
 
 async def connect(settings: KubeSettings) -> Kube:
     """Load the configuration (kubeconfig or in-cluster) and open a session to the server."""
-    configuration = await load_configuration(settings)
+    configuration, loader = await load_configuration(settings)
     ssl_context = _ssl_context(configuration)
     session = aiohttp.ClientSession(
         connector=aiohttp.TCPConnector(limit=settings.connection_limit),
@@ -277,17 +290,22 @@ async def connect(settings: KubeSettings) -> Kube:
         # watch events of large objects exceed aiohttp's default line limit
         read_bufsize=2**21,
     )
-    return Kube(configuration.host, configuration, settings, session, ssl_context)
+    kube = Kube(configuration.host, configuration, settings, session, ssl_context)
+    if loader is not None:
+        kube.refresh_tokens(loader)
+    return kube
 
 
-async def load_configuration(settings: KubeSettings) -> Any:
+async def load_configuration(settings: KubeSettings) -> tuple[Any, Any]:
     """A kubernetes_asyncio Configuration: the named kubeconfig, else $KUBECONFIG, else the
-    in-cluster service account, else ~/.kube/config."""
+    in-cluster service account, else ~/.kube/config; and the kubeconfig loader (None when
+    in-cluster), which knows how to refresh exec-plugin tokens."""
     configuration = k8s_client.Configuration()
+    loader = None
     explicit = settings.kubeconfig or os.environ.get("KUBECONFIG") or None
     try:
         if explicit:
-            await k8s_config.load_kube_config(
+            loader = await k8s_config.load_kube_config(
                 config_file=explicit,
                 context=settings.context,
                 client_configuration=configuration,
@@ -302,7 +320,7 @@ async def load_configuration(settings: KubeSettings) -> Any:
                     "no Kubernetes configuration: no --kubeconfig, no $KUBECONFIG, "
                     f"not in a cluster, and {default} does not exist"
                 )
-            await k8s_config.load_kube_config(
+            loader = await k8s_config.load_kube_config(
                 config_file=str(default),
                 context=settings.context,
                 client_configuration=configuration,
@@ -313,7 +331,7 @@ async def load_configuration(settings: KubeSettings) -> Any:
     except Exception as exc:  # the loaders raise ConfigException, OSError, yaml errors...
         where = explicit or ("in-cluster" if os.environ.get(_SERVICE_HOST) else _DEFAULT_KUBECONFIG)
         raise KubeConfigError(f"{where}: cannot load Kubernetes configuration: {exc}") from None
-    return configuration
+    return configuration, loader
 
 
 def _ssl_context(configuration: Any) -> ssl.SSLContext | bool:
@@ -329,7 +347,7 @@ def _ssl_context(configuration: Any) -> ssl.SSLContext | bool:
     return context
 
 
-def _auth_header_sync(configuration: Any) -> str | None:
+def _auth_header(configuration: Any) -> str | None:
     key = configuration.api_key.get("BearerToken")
     if key:
         prefix = configuration.api_key_prefix.get("BearerToken")

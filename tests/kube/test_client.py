@@ -6,6 +6,8 @@ import asyncio
 from typing import Any
 
 import pytest
+import yaml
+from aiohttp import web
 from kubernetes_asyncio.client.exceptions import ApiException
 from sim.simkit import node, pod
 
@@ -204,3 +206,66 @@ async def test_configuration_order_without_kubeconfig(
     monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
     with pytest.raises(KubeConfigError, match="in-cluster"):
         await connect(KubeSettings())
+
+
+async def _header_echo(seen: list[str | None]) -> tuple[Any, str]:
+    """A loopback server that records each request's Authorization header."""
+
+    async def handle(request: web.Request) -> web.Response:
+        seen.append(request.headers.get("Authorization"))
+        return web.json_response({"kind": "NodeList", "items": []})
+
+    app = web.Application()
+    app.router.add_get("/api/v1/nodes", handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    host, port = runner.addresses[0][:2]
+    return runner, f"http://{host}:{port}"
+
+
+def _kubeconfig(path: Any, server: str, user: dict[str, Any]) -> str:
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": server}}],
+                "users": [{"name": "u", "user": user}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        )
+    )
+    return str(path)
+
+
+async def test_credentials_are_sent(tmp_path: Any) -> None:
+    seen: list[str | None] = []
+    runner, url = await _header_echo(seen)
+    credential = (
+        '{"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCredential",'
+        '"status":{"token":"from-exec"}}'
+    )
+    exec_user = {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1beta1",
+            "command": "/bin/sh",
+            "args": ["-c", f"echo '{credential}'"],
+        }
+    }
+    try:
+        for user, expected in [
+            ({"token": "static-token"}, "Bearer static-token"),
+            (exec_user, "Bearer from-exec"),
+        ]:
+            path = _kubeconfig(tmp_path / f"kc-{len(seen)}", url, user)
+            client = await connect(KubeSettings(kubeconfig=path))
+            try:
+                await client.request("GET", NODES.path())
+            finally:
+                await client.close()
+            assert seen[-1] == expected
+    finally:
+        await runner.cleanup()
