@@ -1,8 +1,9 @@
 """The API server connection: configuration loading, one aiohttp session, raw JSON requests.
 
-kubernetes_asyncio's loaders read the kubeconfig or the in-cluster service account (they keep
-refreshing rotated and exec-provided tokens through ``refresh_api_key_hook``); pumice then
-talks to the server through its own aiohttp session built from that configuration:
+kubernetes_asyncio's loaders read the kubeconfig or the in-cluster service account, and keep
+tokens fresh (the in-cluster hook re-reads a rotated token; ``refresh_token`` re-runs an exec
+plugin); credentials are read from that configuration on every request. pumice then talks to
+the server through its own aiohttp session built from that configuration:
 
 * ``trust_env`` is off: with it on, aiohttp reads ~/.netrc and the proxy environment in a
   worker thread on every request, which costs more CPU than a loopback request itself (the
