@@ -71,6 +71,10 @@ class InformerStats:
     """Objects found different from the server by the periodic resync."""
     errors: int = 0
     """Failed lists and watches (each followed by a backoff)."""
+    resyncs: int = 0
+    """Drift checks done."""
+    resyncs_skipped: int = 0
+    """Drift checks impossible: the server no longer had the store's resourceVersion."""
     handler_errors: int = 0
 
 
@@ -343,7 +347,9 @@ class Informer:
         try:
             items, _ = await self.list_objects(rv, exact=True)
         except Gone:
+            self.stats.resyncs_skipped += 1
             return 0
+        self.stats.resyncs += 1
         server = {key_of(obj): (_uid(obj), _rv(obj)) for obj in items}
         drift = sum(1 for key, ident in server.items() if snapshot.get(key) != ident)
         drift += sum(1 for key in snapshot if key not in server)

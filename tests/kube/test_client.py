@@ -269,3 +269,31 @@ async def test_credentials_are_sent(tmp_path: Any) -> None:
             assert seen[-1] == expected
     finally:
         await runner.cleanup()
+
+
+async def test_a_silent_watch_hits_the_read_timeout(tmp_path: Any) -> None:
+    """A half-dead connection (headers sent, then nothing) ends in Unreachable, not a hang."""
+    release = asyncio.Event()
+
+    async def silent(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse()
+        await resp.prepare(request)
+        await release.wait()
+        return resp
+
+    app = web.Application()
+    app.router.add_get("/api/v1/nodes", silent)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    host, port = runner.addresses[0][:2]
+    path = _kubeconfig(tmp_path / "kc", f"http://{host}:{port}", {"token": "t"})
+    client = await connect(KubeSettings(kubeconfig=path))
+    try:
+        with pytest.raises(Unreachable, match=r"WATCH /api/v1/nodes: stream .* broke"):
+            async for _ in client.stream(NODES.path(), {"timeoutSeconds": 300}, read_timeout=0.2):
+                pass
+    finally:
+        release.set()
+        await client.close()
+        await runner.cleanup()

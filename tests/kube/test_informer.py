@@ -187,6 +187,12 @@ async def test_resync_counts_drift_and_repairs_it(sim: Any, kube: Kube) -> None:
         assert mirror.objects[("", "n0")]["metadata"]["uid"] == lost["metadata"]["uid"]
         assert informer.stats.relists == 1
         assert await informer.check_drift() == 0
+        assert informer.stats.resyncs == 3
+    # stopped, then history compacted past its version: nothing to compare against, skipped
+    sim.create(node("after"))
+    sim.faults.compact()
+    assert await informer.check_drift() == 0
+    assert informer.stats.resyncs_skipped == 1
 
 
 async def test_periodic_resync_finds_drift_by_itself(sim: Any, kube: Kube) -> None:
