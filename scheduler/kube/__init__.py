@@ -3,7 +3,7 @@
 Objects are plain dicts parsed with orjson; failures are the typed errors of
 ``pumice.kube.errors``. See ``client`` (connection, QPS limit), ``informer`` (list + watch),
 ``binder`` (Binder, Evictor), ``status`` (events, conditions, PodGroup/Queue status),
-``resources`` (the kinds and their paths).
+``resources`` (the kinds and their paths), ``lease`` (leader election).
 """
 
 from pumice.kube.binder import Binder, BindOutcome, BindResult, Evictor, EvictOutcome
@@ -22,6 +22,7 @@ from pumice.kube.errors import (
 )
 from pumice.kube.events import EventRecorder
 from pumice.kube.informer import Informer, InformerHandler, InformerStats
+from pumice.kube.lease import LeaderElector
 from pumice.kube.resources import (
     CORE_EVENTS,
     EVENTS,
@@ -63,6 +64,7 @@ __all__ = [
     "KubeConfigError",
     "KubeError",
     "KubeSettings",
+    "LeaderElector",
     "NotFound",
     "ServerError",
     "StatusWriter",

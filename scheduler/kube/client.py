@@ -1,8 +1,9 @@
 """The API server connection: configuration loading, one aiohttp session, raw JSON requests.
 
-kubernetes_asyncio's loaders read the kubeconfig or the in-cluster service account (they keep
-refreshing rotated and exec-provided tokens through ``refresh_api_key_hook``); pumice then
-talks to the server through its own aiohttp session built from that configuration:
+kubernetes_asyncio's loaders read the kubeconfig or the in-cluster service account, and keep
+tokens fresh (the in-cluster hook re-reads a rotated token; ``refresh_token`` re-runs an exec
+plugin); credentials are read from that configuration on every request. pumice then talks to
+the server through its own aiohttp session built from that configuration:
 
 * ``trust_env`` is off: with it on, aiohttp reads ~/.netrc and the proxy environment in a
   worker thread on every request, which costs more CPU than a loopback request itself (the
@@ -17,6 +18,7 @@ talks to the server through its own aiohttp session built from that configuratio
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import ssl
@@ -31,6 +33,7 @@ from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 
 from pumice.kube.errors import (
+    Forbidden,
     KubeConfigError,
     KubeError,
     ServerError,
@@ -45,6 +48,7 @@ JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 _SERVICE_HOST = "KUBERNETES_SERVICE_HOST"
+_READ_METHODS = frozenset({"GET", "HEAD"})
 _DEFAULT_KUBECONFIG = "~/.kube/config"
 
 
@@ -63,6 +67,8 @@ class KubeSettings:
     retry_after_cap: float = 10.0
     """The longest Retry-After honoured; a 429 without one waits a capped backoff instead."""
     connection_limit: int = 100
+    read_only: bool = False
+    """Refuse every mutating request (dry-run's safety net): it raises Forbidden, unsent."""
 
 
 @dataclass
@@ -95,10 +101,10 @@ class Kube:
         self._ssl = ssl_context
         self._server_hostname: str | None = getattr(configuration, "tls_server_name", None)
         self._proxy: str | None = getattr(configuration, "proxy", None)
-        self._static_auth: str | None = None
-        self._dynamic_auth = getattr(configuration, "refresh_api_key_hook", None) is not None
-        if not self._dynamic_auth:
-            self._static_auth = _auth_header_sync(configuration)
+        # in-cluster tokens are re-read by a hook inside auth_settings(); others are read
+        # from api_key on every request, where the exec/gcp refresher below replaces them
+        self._hooked_auth = getattr(configuration, "refresh_api_key_hook", None) is not None
+        self._refresher: asyncio.Task[None] | None = None
 
     @property
     def session(self) -> aiohttp.ClientSession:
@@ -109,11 +115,12 @@ class Kube:
         headers = {"Accept": JSON, "User-Agent": self.settings.user_agent}
         if content_type is not None:
             headers["Content-Type"] = content_type
-        auth = self._static_auth
-        if self._dynamic_auth:
+        if self._hooked_auth:
             settings = await self._configuration.auth_settings()
             bearer = settings.get("BearerToken")
             auth = bearer.get("value") if bearer else None
+        else:
+            auth = _auth_header(self._configuration)
         if auth:
             headers["Authorization"] = auth
         return headers
@@ -135,13 +142,19 @@ class Kube:
         ``STRATEGIC_MERGE_PATCH`` for patches). ``max_retries`` overrides how often a 429 is
         retried here (the evictor passes 0 and paces PodDisruptionBudget refusals itself).
         """
+        if self.settings.read_only and method.upper() not in _READ_METHODS:
+            raise Forbidden(
+                f"{method} {path}: refused: this client is read-only (dry-run)",
+                method=method,
+                path=path,
+            )
         retries = self.settings.max_retries if max_retries is None else max_retries
         data = None if body is None else orjson.dumps(body)
         if data is not None and content_type is None:
             content_type = JSON
         params = _query(query)
         client_timeout = aiohttp.ClientTimeout(total=timeout or self.settings.request_timeout)
-        backoff = Backoff(0.5, self.settings.retry_after_cap)
+        backoff: Backoff | None = None
         while True:
             status, raw, retry_after = await self._send(
                 method, path, params, data, content_type, client_timeout
@@ -153,6 +166,7 @@ class Kube:
             if status == 429 and retries > 0:
                 retries -= 1
                 self.stats.retries += 1
+                backoff = backoff or Backoff(0.5, self.settings.retry_after_cap)
                 delay = backoff.next()
                 if retry_after is not None:
                     delay = min(retry_after, self.settings.retry_after_cap)
@@ -252,13 +266,24 @@ class Kube:
                 path=path,
             ) from None
 
+    def refresh_tokens(self, loader: Any) -> None:
+        """Keep exec-plugin and gcp tokens of a kubeconfig fresh (kubernetes_asyncio's loop;
+        it returns at once for kubeconfigs with static credentials)."""
+        self._refresher = asyncio.get_running_loop().create_task(
+            k8s_config.refresh_token(loader, self._configuration), name="kube-token-refresh"
+        )
+
     async def close(self) -> None:
+        if self._refresher is not None:
+            self._refresher.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._refresher
         await self._session.close()
 
 
 async def connect(settings: KubeSettings) -> Kube:
     """Load the configuration (kubeconfig or in-cluster) and open a session to the server."""
-    configuration = await load_configuration(settings)
+    configuration, loader = await load_configuration(settings)
     ssl_context = _ssl_context(configuration)
     session = aiohttp.ClientSession(
         connector=aiohttp.TCPConnector(limit=settings.connection_limit),
@@ -266,17 +291,22 @@ async def connect(settings: KubeSettings) -> Kube:
         # watch events of large objects exceed aiohttp's default line limit
         read_bufsize=2**21,
     )
-    return Kube(configuration.host, configuration, settings, session, ssl_context)
+    kube = Kube(configuration.host, configuration, settings, session, ssl_context)
+    if loader is not None:
+        kube.refresh_tokens(loader)
+    return kube
 
 
-async def load_configuration(settings: KubeSettings) -> Any:
+async def load_configuration(settings: KubeSettings) -> tuple[Any, Any]:
     """A kubernetes_asyncio Configuration: the named kubeconfig, else $KUBECONFIG, else the
-    in-cluster service account, else ~/.kube/config."""
+    in-cluster service account, else ~/.kube/config; and the kubeconfig loader (None when
+    in-cluster), which knows how to refresh exec-plugin tokens."""
     configuration = k8s_client.Configuration()
+    loader = None
     explicit = settings.kubeconfig or os.environ.get("KUBECONFIG") or None
     try:
         if explicit:
-            await k8s_config.load_kube_config(
+            loader = await k8s_config.load_kube_config(
                 config_file=explicit,
                 context=settings.context,
                 client_configuration=configuration,
@@ -291,7 +321,7 @@ async def load_configuration(settings: KubeSettings) -> Any:
                     "no Kubernetes configuration: no --kubeconfig, no $KUBECONFIG, "
                     f"not in a cluster, and {default} does not exist"
                 )
-            await k8s_config.load_kube_config(
+            loader = await k8s_config.load_kube_config(
                 config_file=str(default),
                 context=settings.context,
                 client_configuration=configuration,
@@ -302,7 +332,7 @@ async def load_configuration(settings: KubeSettings) -> Any:
     except Exception as exc:  # the loaders raise ConfigException, OSError, yaml errors...
         where = explicit or ("in-cluster" if os.environ.get(_SERVICE_HOST) else _DEFAULT_KUBECONFIG)
         raise KubeConfigError(f"{where}: cannot load Kubernetes configuration: {exc}") from None
-    return configuration
+    return configuration, loader
 
 
 def _ssl_context(configuration: Any) -> ssl.SSLContext | bool:
@@ -318,7 +348,7 @@ def _ssl_context(configuration: Any) -> ssl.SSLContext | bool:
     return context
 
 
-def _auth_header_sync(configuration: Any) -> str | None:
+def _auth_header(configuration: Any) -> str | None:
     key = configuration.api_key.get("BearerToken")
     if key:
         prefix = configuration.api_key_prefix.get("BearerToken")

@@ -15,7 +15,9 @@ One ``Informer`` keeps one kind (with optional field and label selectors) mirror
 3. **Relist** when the server answers 410 Gone (history compacted past our resourceVersion)
    and when a stream is cut or the server cannot be reached: events may have been lost, and
    only a list tells which objects went away. Errors back off exponentially (capped, with
-   jitter); requests are paced by the client's QPS bucket, which also honours 429s.
+   jitter), and so do a second 410 or an empty watch before the server has sent anything
+   since the last failure; the backoff resets when a watch delivers something. Requests are
+   paced by the client's QPS bucket, which also honours 429s.
 4. **Resync** every ``resync_period``: list again at exactly the store's resourceVersion
    (``resourceVersionMatch=Exact``) and compare. Any difference is drift: a bug, since the
    watch should have told us. It is counted in ``stats.drift``, logged as a warning, and
@@ -34,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pumice.kube.client import Kube
-from pumice.kube.errors import Gone, KubeError, error_for
+from pumice.kube.errors import Gone, KubeError, TooManyRequests, error_for
 from pumice.kube.ratelimit import Backoff
 from pumice.kube.resources import Kind
 
@@ -69,6 +71,10 @@ class InformerStats:
     """Objects found different from the server by the periodic resync."""
     errors: int = 0
     """Failed lists and watches (each followed by a backoff)."""
+    resyncs: int = 0
+    """Drift checks done."""
+    resyncs_skipped: int = 0
+    """Drift checks impossible: the server no longer had the store's resourceVersion."""
     handler_errors: int = 0
 
 
@@ -122,6 +128,7 @@ class Informer:
         self._watch_task: asyncio.Task[None] | None = None
         self._interrupt_requested = False
         self._relist_requested = False
+        self._received = 0
         self._watches = 0
         self._lists = 0
 
@@ -140,17 +147,29 @@ class Informer:
                         self._relist_requested = False
                         await self._list_and_diff()
                         need_list = False
-                        self._backoff.reset()
+                    self._received = 0
                     await self._watch_until_interrupted()
+                    if not self._received:
+                        # ended at once with nothing to say: do not hammer the server
+                        await asyncio.sleep(self._backoff.next())
                 except _Interrupted:
                     need_list = True
                 except Gone as exc:
-                    log.info("%s: %s; relisting", self.name, exc)
                     need_list = True
+                    if self._backoff.attempts:
+                        # nothing arrived since the last failure: pace the relists
+                        delay = self._backoff.next()
+                        log.info("%s: %s; relisting in %.1fs", self.name, exc, delay)
+                        await asyncio.sleep(delay)
+                    else:
+                        self._backoff.next()
+                        log.info("%s: %s; relisting", self.name, exc)
                 except KubeError as exc:
                     self.stats.errors += 1
                     need_list = True
                     delay = self._backoff.next()
+                    if isinstance(exc, TooManyRequests) and exc.retry_after:
+                        delay = max(delay, min(exc.retry_after, self._backoff.cap))
                     log.warning("%s: %s; relisting in %.1fs", self.name, exc, delay)
                     await asyncio.sleep(delay)
         finally:
@@ -187,7 +206,9 @@ class Informer:
     def _selectors(self) -> dict[str, object]:
         return {"fieldSelector": self.field_selector, "labelSelector": self.label_selector}
 
-    async def list(self, resource_version: str = "", exact: bool = False) -> tuple[list[Obj], str]:
+    async def list_objects(
+        self, resource_version: str = "", exact: bool = False
+    ) -> tuple[list[Obj], str]:
         """Every matching object (all pages) and the list's resourceVersion."""
         items: list[Obj] = []
         token = ""
@@ -213,7 +234,7 @@ class Informer:
                 return items, rv
 
     async def _list_and_diff(self) -> None:
-        items, rv = await self.list()
+        items, rv = await self.list_objects()
         fresh = {key_of(obj): obj for obj in items}
         old_store = self.store
         self.store = fresh
@@ -261,6 +282,9 @@ class Informer:
                 self._apply(event)
 
     def _apply(self, event: Obj) -> None:
+        if not self._received:
+            self._received = 1
+            self._backoff.reset()  # the server is talking again
         kind = event.get("type")
         obj = event.get("object") or {}
         if kind == "ERROR":
@@ -321,9 +345,11 @@ class Informer:
             return 0
         snapshot = {key: (_uid(obj), _rv(obj)) for key, obj in self.store.items()}
         try:
-            items, _ = await self.list(rv, exact=True)
+            items, _ = await self.list_objects(rv, exact=True)
         except Gone:
+            self.stats.resyncs_skipped += 1
             return 0
+        self.stats.resyncs += 1
         server = {key_of(obj): (_uid(obj), _rv(obj)) for obj in items}
         drift = sum(1 for key, ident in server.items() if snapshot.get(key) != ident)
         drift += sum(1 for key in snapshot if key not in server)

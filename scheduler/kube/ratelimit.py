@@ -14,6 +14,9 @@ import random
 import time
 from collections.abc import Callable
 
+# One generator for every Backoff: seeding a new one per request costs more than the request.
+_JITTER = random.Random()
+
 
 class TokenBucket:
     """At most ``burst`` requests at once, then ``qps`` per second (``qps <= 0``: no limit)."""
@@ -78,7 +81,7 @@ class Backoff:
         self.cap = cap
         self.factor = factor
         self.attempts = 0
-        self._rng = rng or random.Random()
+        self._rng = rng or _JITTER
 
     def next(self) -> float:
         base = min(self.cap, self.initial * self.factor ** min(self.attempts, 64))

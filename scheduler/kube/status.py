@@ -120,8 +120,8 @@ class StatusWriter:
         """Set ``PodScheduled=False``/``Unschedulable`` with ``message`` unless already so."""
         metadata = _meta(pod)
         namespace, name, uid = metadata.get("namespace"), metadata.get("name"), metadata.get("uid")
-        if not namespace or not name:
-            return False
+        if not namespace or not name or (pod.get("spec") or {}).get("nodeName"):
+            return False  # a bound pod is scheduled, whatever a stale decision says
         cache_key = str(uid or f"{namespace}/{name}")
         current = _condition(pod, POD_SCHEDULED)
         same = (

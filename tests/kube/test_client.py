@@ -6,6 +6,8 @@ import asyncio
 from typing import Any
 
 import pytest
+import yaml
+from aiohttp import web
 from kubernetes_asyncio.client.exceptions import ApiException
 from sim.simkit import node, pod
 
@@ -177,3 +179,121 @@ async def test_discovery_tells_which_kinds_are_served(kube: Kube) -> None:
     assert await served(kube, PODGROUPS)
     assert not await served(kube, Kind("example.com", "v1", "widgets", True, "Widget"))
     assert not await served(kube, Kind("", "v1", "widgets", True, "Widget"))
+
+
+async def test_read_only_client_sends_no_writes(sim: Any) -> None:
+    client = await connect_to(sim, read_only=True)
+    try:
+        assert (await client.request("GET", NODES.path()))["kind"] == "NodeList"
+        for method in ("POST", "PUT", "PATCH", "DELETE"):
+            with pytest.raises(Forbidden, match="read-only"):
+                await client.request(method, PODS.path("default"), body=pod("p1"))
+        assert len(sim.writes) == 0
+    finally:
+        await client.close()
+
+
+async def test_configuration_order_without_kubeconfig(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    with pytest.raises(KubeConfigError, match="no Kubernetes configuration"):
+        await connect(KubeSettings())
+    # in a pod (service host set) the service account is tried before ~/.kube/config
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    with pytest.raises(KubeConfigError, match="in-cluster"):
+        await connect(KubeSettings())
+
+
+async def _header_echo(seen: list[str | None]) -> tuple[Any, str]:
+    """A loopback server that records each request's Authorization header."""
+
+    async def handle(request: web.Request) -> web.Response:
+        seen.append(request.headers.get("Authorization"))
+        return web.json_response({"kind": "NodeList", "items": []})
+
+    app = web.Application()
+    app.router.add_get("/api/v1/nodes", handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    host, port = runner.addresses[0][:2]
+    return runner, f"http://{host}:{port}"
+
+
+def _kubeconfig(path: Any, server: str, user: dict[str, Any]) -> str:
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": server}}],
+                "users": [{"name": "u", "user": user}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        )
+    )
+    return str(path)
+
+
+async def test_credentials_are_sent(tmp_path: Any) -> None:
+    seen: list[str | None] = []
+    runner, url = await _header_echo(seen)
+    credential = (
+        '{"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCredential",'
+        '"status":{"token":"from-exec"}}'
+    )
+    exec_user = {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1beta1",
+            "command": "/bin/sh",
+            "args": ["-c", f"echo '{credential}'"],
+        }
+    }
+    try:
+        for user, expected in [
+            ({"token": "static-token"}, "Bearer static-token"),
+            (exec_user, "Bearer from-exec"),
+        ]:
+            path = _kubeconfig(tmp_path / f"kc-{len(seen)}", url, user)
+            client = await connect(KubeSettings(kubeconfig=path))
+            try:
+                await client.request("GET", NODES.path())
+            finally:
+                await client.close()
+            assert seen[-1] == expected
+    finally:
+        await runner.cleanup()
+
+
+async def test_a_silent_watch_hits_the_read_timeout(tmp_path: Any) -> None:
+    """A half-dead connection (headers sent, then nothing) ends in Unreachable, not a hang."""
+    release = asyncio.Event()
+
+    async def silent(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse()
+        await resp.prepare(request)
+        await release.wait()
+        return resp
+
+    app = web.Application()
+    app.router.add_get("/api/v1/nodes", silent)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    host, port = runner.addresses[0][:2]
+    path = _kubeconfig(tmp_path / "kc", f"http://{host}:{port}", {"token": "t"})
+    client = await connect(KubeSettings(kubeconfig=path))
+    try:
+        with pytest.raises(Unreachable, match=r"WATCH /api/v1/nodes: stream .* broke"):
+            async for _ in client.stream(NODES.path(), {"timeoutSeconds": 300}, read_timeout=0.2):
+                pass
+    finally:
+        release.set()
+        await client.close()
+        await runner.cleanup()

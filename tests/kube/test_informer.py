@@ -187,6 +187,12 @@ async def test_resync_counts_drift_and_repairs_it(sim: Any, kube: Kube) -> None:
         assert mirror.objects[("", "n0")]["metadata"]["uid"] == lost["metadata"]["uid"]
         assert informer.stats.relists == 1
         assert await informer.check_drift() == 0
+        assert informer.stats.resyncs == 3
+    # stopped, then history compacted past its version: nothing to compare against, skipped
+    sim.create(node("after"))
+    sim.faults.compact()
+    assert await informer.check_drift() == 0
+    assert informer.stats.resyncs_skipped == 1
 
 
 async def test_periodic_resync_finds_drift_by_itself(sim: Any, kube: Kube) -> None:
@@ -199,3 +205,18 @@ async def test_periodic_resync_finds_drift_by_itself(sim: Any, kube: Kube) -> No
         await wait_until(lambda: informer.stats.drift >= 1)
         await wait_until(lambda: ("", "n1") in mirror.objects)
         assert mirror.problems == []
+
+
+async def test_refused_watches_back_off_and_recover(sim: Any, kube: Kube) -> None:
+    seed_nodes(sim, 2)
+    mirror = Mirror()
+    informer = Informer(kube, NODES, mirror, name="nodes", **FAST)
+    async with running(informer):
+        sim.faults.fail(429, verb="watch", resource="nodes", count=2, retry_after=0)
+        sim.faults.fail(500, verb="watch", resource="nodes", count=1)
+        sim.faults.close_watches()
+        await wait_until(lambda: sim.faults.injected == 3)
+        await kube.request("POST", NODES.path(), body=node("late"))
+        await converged(mirror, kube)  # watching again after three refusals
+        assert informer.stats.errors == 3
+        assert informer.stats.relists == 3  # each refusal may have hidden a change

@@ -145,9 +145,12 @@ async def test_unschedulable_condition_written_once(sim: Any, kube: Kube) -> Non
     assert len(writes(sim, "pods/status")) == 2
 
 
-async def test_condition_of_a_gone_pod_is_no_error(sim: Any, kube: Kube) -> None:
+async def test_condition_of_a_gone_or_bound_pod_is_not_written(sim: Any, kube: Kube) -> None:
     ghost = {"metadata": {"name": "nope", "namespace": "default", "uid": "u"}}
     assert not await writer(kube).pod_unschedulable(ghost, MESSAGE)
+    bound = sim.create(pod("p1", node_name="n1"))
+    assert not await writer(kube).pod_unschedulable(bound, MESSAGE)
+    assert writes(sim, "pods/status") == [("PATCH", 404)]
 
 
 async def test_podgroup_and_queue_status_skip_unchanged(sim: Any, kube: Kube) -> None:
