@@ -78,10 +78,22 @@ async def test_bad_objects_are_reported_and_everything_else_is_scheduled(
             for name, words in expected.items()
         )
 
+    def status(table: str, key: tuple[str, str]) -> dict[str, Any]:
+        return dict(sim.store.table(table).get(key, {}).get("status") or {})
+
     async with running_daemon(sim.kubeconfig, write_config(tmp_path)):
         await wait_for(lambda: len(ledger.bound("pumice")) == 3, timeout=120)
         await wait_for(reported, timeout=60)
         await wait_for(lambda: all(events_about(sim, n) for n in expected), timeout=60)
+        # PodGroup and Queue status as Volcano writes them
+        groups = "scheduling.volcano.sh/podgroups"
+        await wait_for(lambda: status(groups, ("batch", "fine")).get("phase") == "Running")
+        queues = "scheduling.volcano.sh/queues"
+        await wait_for(lambda: status(queues, ("", "default")).get("running", 0) >= 1)
+    fine = status(groups, ("batch", "fine"))
+    assert [c["type"] for c in fine.get("conditions", [])] == ["Scheduled"]
+    allocated = status(queues, ("", "default"))["allocated"]
+    assert allocated.get("cpu") in ("750m", "0.75")  # three pods of 250m
     bound = sorted(p["metadata"]["name"] for p in ledger.bound("pumice"))
     assert bound == ["fine-0", "fine-1", "loose"]
     for name, words in expected.items():
