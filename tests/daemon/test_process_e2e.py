@@ -70,3 +70,23 @@ async def test_the_make_run_demo_binds_the_example_and_exits_0(tmp_path: Path) -
     assert "node utilisation" in result.stdout
     assert "cpu-1" in result.stdout
     assert "broken-plugin" not in result.stderr  # test-only packages are not in this env
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--kubeconfig", "/nonexistent/kubeconfig"], "/nonexistent/kubeconfig"),
+        (["--sim", "/nonexistent/cluster.yaml"], "/nonexistent/cluster.yaml"),
+        (["--qps", "0"], "--qps"),
+    ],
+)
+def test_bad_input_exits_2_naming_it(args: list[str], words: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "pumice.cli", "run", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2
+    errors = [line for line in result.stderr.splitlines() if line.startswith("pumice run:")]
+    assert len(errors) == 1 and words in errors[0], result.stderr
