@@ -224,7 +224,10 @@ class Daemon:
         return changed and since >= STATUS_REFRESH
 
     def _committed_last(self) -> bool:
-        return self.last is not None and bool(self.last.binds or self.last.evictions)
+        # A dry-run commit changes nothing: the next session would only log it again.
+        if self.dry_run or self.last is None:
+            return False
+        return bool(self.last.binds or self.last.evictions)
 
     def _idle(self, outcome: CycleOutcome) -> bool:
         assert self.cache is not None
