@@ -29,6 +29,7 @@ from pumice.cache.groups import (
     object_key,
     priority_value,
 )
+from pumice.cache.handler import Handler
 from pumice.cache.pods import PodEntry, PodState, is_gated, is_terminal, pod_uid
 from pumice.model import (
     ClusterSnapshot,
@@ -48,46 +49,6 @@ NO_QUEUE = ""
 """The queue of other schedulers' pods: not a queue any session knows."""
 LEFT_RETENTION = 60.0
 """Seconds a pod that left the pending watch waits for an assigned ADD before it is dropped."""
-
-
-class Handler:
-    """One informer's events, as the ``pumice.kube.informer.InformerHandler`` protocol wants.
-
-    An object the cache cannot take is logged and skipped: one bad object never stops the
-    informer that delivered it.
-    """
-
-    def __init__(
-        self,
-        upsert: Callable[[Obj], None],
-        delete: Callable[[Obj], None],
-        changed: Callable[[], None],
-    ) -> None:
-        self._upsert = upsert
-        self._delete = delete
-        self._changed = changed
-
-    def on_add(self, obj: Obj) -> None:
-        self._guarded(self._upsert, obj)
-
-    def on_update(self, old: Obj, new: Obj) -> None:
-        self._guarded(self._upsert, new)
-
-    def on_delete(self, obj: Obj) -> None:
-        self._guarded(self._delete, obj)
-
-    def _guarded(self, apply: Callable[[Obj], None], obj: Obj) -> None:
-        self._changed()
-        try:
-            apply(obj)
-        except Exception:
-            meta = obj.get("metadata") or {}
-            log.exception(
-                "cannot apply %s %s/%s to the cache; skipped",
-                obj.get("kind") or "object",
-                meta.get("namespace") or "",
-                meta.get("name"),
-            )
 
 
 def lone_job_id(namespace: str, uid: str) -> str:
