@@ -216,12 +216,15 @@ class Daemon:
     def _worth_a_session(self, cache: ClusterCache, seen: int | None, since: float) -> bool:
         """A session over the same cache as the last one would decide the same, so one runs
         only when pods wait and something changed (or the last session committed, or a
-        backoff may have ended); and, for fresh PodGroup/Queue status, when anything changed
-        and the last session is ``STATUS_REFRESH`` seconds old."""
+        backoff may have ended); and, for fresh PodGroup/Queue status, when anything changed,
+        the last session is ``STATUS_REFRESH`` seconds old and no bind is in flight."""
         changed = cache.generation != seen
         if cache.waiting() and (changed or cache.holding() or self._committed_last()):
             return True
-        return changed and since >= STATUS_REFRESH
+        # Not while binds are in flight: the session would hold the GIL they need, and the
+        # status it wrote would be stale at once.
+        busy = self.work is not None and self.work.in_flight > 0
+        return changed and since >= STATUS_REFRESH and not busy
 
     def _committed_last(self) -> bool:
         # A dry-run commit changes nothing: the next session would only log it again.
