@@ -107,3 +107,17 @@ async def test_a_pod_deleted_while_pending_is_simply_gone(sim: Any, tmp_path: Pa
         assert big.state is PodState.LEFT  # out of every session; dropped after a while
         assert daemon.cache.snapshot().task(big.uid) is None
     ledger.close()
+
+
+async def test_no_session_runs_before_every_initial_list_is_in(sim: Any, tmp_path: Path) -> None:
+    seed(sim, [node("n1"), pod("early")])
+    # The PriorityClass list fails a few times: the informer retries, and meanwhile the
+    # cache is incomplete, so nothing may be scheduled.
+    sim.faults.fail(code=500, verb="list", resource="priorityclasses", count=3)
+    ledger = Ledger(sim)
+    async with running_daemon(sim.kubeconfig, write_config(tmp_path)) as daemon:
+        await wait_for(lambda: sim.faults.injected >= 2, timeout=60)
+        assert daemon.cycles == 0 and ledger.bound("pumice") == []
+        await wait_for(lambda: len(ledger.bound("pumice")) == 1, timeout=60)
+    assert sim.faults.injected == 3
+    ledger.close()
