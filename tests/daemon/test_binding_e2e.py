@@ -8,6 +8,7 @@ pods never written to.
 from __future__ import annotations
 
 import asyncio
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -120,4 +121,23 @@ async def test_no_session_runs_before_every_initial_list_is_in(sim: Any, tmp_pat
         assert daemon.cycles == 0 and ledger.bound("pumice") == []
         await wait_for(lambda: len(ledger.bound("pumice")) == 1, timeout=60)
     assert sim.faults.injected == 3
+    ledger.close()
+
+
+async def test_gated_pods_wait_untouched_until_their_gates_are_removed(
+    sim: Any, tmp_path: Path
+) -> None:
+    gated = pod("gated")
+    gated["spec"]["schedulingGates"] = [{"name": "example.com/quota"}]
+    seed(sim, [node("n1"), gated, pod("free")])
+    ledger = Ledger(sim)
+    async with running_daemon(sim.kubeconfig, write_config(tmp_path)) as daemon:
+        await wait_for(lambda: len(ledger.bound("pumice")) == 1, timeout=60)
+        await wait_for(lambda: daemon.cycles >= 1)
+        assert not [w for w in ledger.mutating() if w.name == "gated"]
+        stored = copy.deepcopy(sim.store.table("/pods")[("batch", "gated")])
+        del stored["spec"]["schedulingGates"]
+        sim.store.commit("/pods", ("batch", "gated"), stored)
+        await wait_for(lambda: len(ledger.bound("pumice")) == 2, timeout=60)
+    assert_bound_exactly_once(ledger, 2)
     ledger.close()
