@@ -18,7 +18,7 @@ import orjson
 from aiohttp import web
 from multidict import MultiMapping
 
-from pumice.sim import pods, tables
+from pumice.sim import pods, protobuf, tables
 from pumice.sim.errors import ApiError, bad_request, method_not_allowed, no_such_path
 from pumice.sim.objects import Obj
 from pumice.sim.registry import Registry
@@ -121,6 +121,8 @@ async def read_json(request: web.BaseRequest, required: bool = True) -> Any:
         if required:
             raise bad_request("the body of the request was empty")
         return None
+    if protobuf.is_protobuf(request.headers.get("Content-Type", "")):
+        return protobuf.decode_object(raw)
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
