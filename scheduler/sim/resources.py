@@ -281,6 +281,71 @@ QUEUES = ResourceType(
     ("status",),
 )
 
+# -- identities and RBAC (see pumice.sim.rbac and pumice.sim.access) ------------------------
+RBAC_GROUP = "rbac.authorization.k8s.io"
+SERVICE_ACCOUNTS = ResourceType(
+    "serviceaccounts",
+    "ServiceAccount",
+    "",
+    "v1",
+    True,
+    "serviceaccount",
+    ("sa",),
+    merge_keys={**_META_KEYS, ("secrets",): "name"},
+    generation=False,
+)
+ROLES = ResourceType(
+    "roles", "Role", RBAC_GROUP, "v1", True, "role", merge_keys=_META_KEYS, generation=False
+)
+CLUSTER_ROLES = ResourceType(
+    "clusterroles",
+    "ClusterRole",
+    RBAC_GROUP,
+    "v1",
+    False,
+    "clusterrole",
+    merge_keys=_META_KEYS,
+    generation=False,
+)
+ROLE_BINDINGS = ResourceType(
+    "rolebindings",
+    "RoleBinding",
+    RBAC_GROUP,
+    "v1",
+    True,
+    "rolebinding",
+    merge_keys=_META_KEYS,
+    generation=False,
+)
+CLUSTER_ROLE_BINDINGS = ResourceType(
+    "clusterrolebindings",
+    "ClusterRoleBinding",
+    RBAC_GROUP,
+    "v1",
+    False,
+    "clusterrolebinding",
+    merge_keys=_META_KEYS,
+    generation=False,
+)
+SELF_SUBJECT_ACCESS_REVIEWS = ResourceType(
+    "selfsubjectaccessreviews",
+    "SelfSubjectAccessReview",
+    "authorization.k8s.io",
+    "v1",
+    False,
+    "selfsubjectaccessreview",
+    verbs=("create",),
+    generation=False,
+)
+RBAC_TYPES = (
+    SERVICE_ACCOUNTS,
+    ROLES,
+    CLUSTER_ROLES,
+    ROLE_BINDINGS,
+    CLUSTER_ROLE_BINDINGS,
+    SELF_SUBJECT_ACCESS_REVIEWS,
+)
+
 ALL_TYPES: tuple[ResourceType, ...] = (
     NAMESPACES,
     NODES,
@@ -292,6 +357,7 @@ ALL_TYPES: tuple[ResourceType, ...] = (
     PRIORITY_CLASSES,
     PODGROUPS,
     QUEUES,
+    *RBAC_TYPES,
 )
 
 # (group, version, plural) -> type
@@ -300,7 +366,9 @@ _BY_PATH: dict[tuple[str, str, str], ResourceType] = {
 }
 # (apiVersion, kind) -> the type that stores objects of that kind
 _BY_KIND: dict[tuple[str, str], ResourceType] = {
-    (t.api_version, t.kind): t for t in ALL_TYPES if t is not BINDINGS
+    (t.api_version, t.kind): t
+    for t in ALL_TYPES
+    if t is not BINDINGS and t is not SELF_SUBJECT_ACCESS_REVIEWS
 }
 # kind alone -> type, for manifests whose apiVersion differs (e.g. events.k8s.io vs v1)
 _KIND_ONLY: dict[str, ResourceType] = {}

@@ -1,0 +1,177 @@
+"""Who is calling, and may they: bearer tokens, authorization and SelfSubjectAccessReview.
+
+Authentication: the kubeconfig ``SimServer.write_kubeconfig`` writes carries the admin token
+(user ``kubernetes-admin`` in ``system:masters``, the identity ``kubeadm`` gives its admin
+kubeconfig); ``token_for(namespace, name)`` issues a bearer token for a ServiceAccount
+(creating the account if it is missing), and ``kubeconfig_for`` writes a kubeconfig that uses
+it. A request without a token is ``system:anonymous``; an unknown token, or the token of a
+ServiceAccount since deleted, is 401 Unauthorized, as on a real server.
+
+Authorization is opt-in (``SimConfig.authorization = "rbac"``): every resource request is then
+checked by ``pumice.sim.rbac`` and refused with the real 403 wording. Without it everyone may
+do everything (the real server's AlwaysAllow mode). Non-resource paths (discovery, /version,
+health, OpenAPI) are open to everyone either way, as the bootstrap ``system:discovery`` and
+``system:public-info-viewer`` roles make them on a real cluster.
+
+``review`` answers ``SelfSubjectAccessReview`` (what ``kubectl auth can-i`` asks) with the same
+decision the request itself would get.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from aiohttp import web
+
+from pumice.sim.errors import ApiError, bad_request, method_not_allowed, no_such_path
+from pumice.sim.objects import Obj
+from pumice.sim.rbac import (
+    ANONYMOUS,
+    AUTHENTICATED,
+    MASTERS,
+    Attributes,
+    Decision,
+    RbacAuthorizer,
+    User,
+    forbidden_error,
+)
+from pumice.sim.registry import Registry
+from pumice.sim.resources import NAMESPACES, SELF_SUBJECT_ACCESS_REVIEWS, SERVICE_ACCOUNTS
+from pumice.sim.rest import RequestInfo, json_response, read_json
+
+ADMIN_TOKEN = "pumice-sim"
+ADMIN = User("kubernetes-admin", (MASTERS, AUTHENTICATED))
+MODES = ("none", "rbac")
+
+
+def unauthorized() -> ApiError:
+    return ApiError(401, "Unauthorized", "Unauthorized")
+
+
+def attributes_of(info: RequestInfo, verb: str) -> Attributes:
+    """The authorizer's view of a request, as the real request-info factory builds it:
+    a request on a Namespace object is made *in* that namespace."""
+    namespace = info.namespace
+    if info.resource == NAMESPACES.plural and info.name and not info.group:
+        namespace = info.name
+    return Attributes(verb, info.group, info.resource, info.subresource, namespace, info.name)
+
+
+class AccessControl:
+    """Authentication (tokens) and, in ``rbac`` mode, authorization for one server."""
+
+    def __init__(self, registry: Registry, mode: str = "none") -> None:
+        if mode not in MODES:
+            raise ValueError(f"authorization mode {mode!r}: expected one of {', '.join(MODES)}")
+        self.registry = registry
+        self.mode = mode
+        self.authorizer = RbacAuthorizer(registry.store) if mode == "rbac" else None
+        self._tokens: dict[str, tuple[str, str]] = {}
+        self._by_account: dict[tuple[str, str], str] = {}
+
+    # -- authentication ------------------------------------------------------------------
+
+    def token_for(self, namespace: str, name: str) -> str:
+        """A bearer token for the ServiceAccount ``namespace/name`` (created if missing)."""
+        key = (namespace, name)
+        token = self._by_account.get(key)
+        if self.registry.store.get(SERVICE_ACCOUNTS.table, key) is None:
+            self.registry.create_object(
+                {
+                    "apiVersion": "v1",
+                    "kind": "ServiceAccount",
+                    "metadata": {"name": name, "namespace": namespace},
+                }
+            )
+        if token is None:
+            token = f"pumice-sa.{secrets.token_urlsafe(24)}"
+            self._tokens[token] = key
+            self._by_account[key] = token
+        return token
+
+    def identify(self, request: web.BaseRequest) -> User:
+        header = request.headers.get("Authorization", "")
+        if not header:
+            return ANONYMOUS
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer":
+            raise unauthorized()
+        token = token.strip()
+        key = self._tokens.get(token)
+        if key is not None:
+            if self.registry.store.get(SERVICE_ACCOUNTS.table, key) is None:
+                raise unauthorized()
+            return User.service_account(*key)
+        if token == ADMIN_TOKEN or self.authorizer is None:
+            # without authorization any token is the admin, as before tokens existed
+            return ADMIN
+        raise unauthorized()
+
+    # -- authorization -------------------------------------------------------------------
+
+    def decide(self, user: User, attrs: Attributes) -> Decision:
+        if self.authorizer is None:
+            return Decision(True, "")
+        return self.authorizer.authorize(user, attrs)
+
+    def check(self, request: web.BaseRequest, info: RequestInfo, verb: str) -> User:
+        """The caller, once allowed to make this resource request (401/403 otherwise)."""
+        user = self.identify(request)
+        if self.authorizer is None:
+            return user
+        attrs = attributes_of(info, verb)
+        decision = self.authorizer.authorize(user, attrs)
+        if not decision.allowed:
+            raise forbidden_error(user, attrs, decision.reason)
+        return user
+
+    # -- SelfSubjectAccessReview ---------------------------------------------------------
+
+    async def review(
+        self, request: web.BaseRequest, info: RequestInfo, verb: str, user: User
+    ) -> web.Response:
+        rtype = SELF_SUBJECT_ACCESS_REVIEWS
+        if (info.group, info.version) != (rtype.group, rtype.version) or info.namespace:
+            raise no_such_path()
+        if verb != "create" or info.name:
+            raise method_not_allowed()
+        body = await read_json(request)
+        if not isinstance(body, dict):
+            raise bad_request("the body of the request must be a JSON object")
+        spec = body.get("spec") or {}
+        attrs_in = spec.get("resourceAttributes")
+        if isinstance(attrs_in, dict):
+            attrs = Attributes(
+                str(attrs_in.get("verb", "")),
+                str(attrs_in.get("group", "")),
+                str(attrs_in.get("resource", "")),
+                str(attrs_in.get("subresource", "")),
+                str(attrs_in.get("namespace", "")),
+                str(attrs_in.get("name", "")),
+            )
+            decision = self.decide(user, attrs)
+        elif isinstance(spec.get("nonResourceAttributes"), dict):
+            decision = Decision(True, "non-resource paths are open in the simulated server")
+        else:
+            raise _review_invalid()
+        status: Obj = {"allowed": decision.allowed}
+        if decision.reason:
+            status["reason"] = decision.reason
+        answer: Obj = {
+            "kind": rtype.kind,
+            "apiVersion": rtype.api_version,
+            "metadata": {},
+            "spec": spec,
+            "status": status,
+        }
+        return json_response(answer, 201)
+
+
+def _review_invalid() -> ApiError:
+    return ApiError(
+        422,
+        "Invalid",
+        'SelfSubjectAccessReview.authorization.k8s.io "" is invalid: spec.resourceAttributes: '
+        "Invalid value: \"null\": exactly one of nonResourceAttributes or resourceAttributes "
+        "must be specified",
+    )
