@@ -172,6 +172,6 @@ def _review_invalid() -> ApiError:
         422,
         "Invalid",
         'SelfSubjectAccessReview.authorization.k8s.io "" is invalid: spec.resourceAttributes: '
-        "Invalid value: \"null\": exactly one of nonResourceAttributes or resourceAttributes "
+        'Invalid value: "null": exactly one of nonResourceAttributes or resourceAttributes '
         "must be specified",
     )

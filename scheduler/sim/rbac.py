@@ -187,9 +187,7 @@ class RbacAuthorizer:
 
 def forbidden_message(user: User, attrs: Attributes) -> str:
     resource = f"{attrs.resource}/{attrs.subresource}" if attrs.subresource else attrs.resource
-    where = (
-        f'in the namespace "{attrs.namespace}"' if attrs.namespace else "at the cluster scope"
-    )
+    where = f'in the namespace "{attrs.namespace}"' if attrs.namespace else "at the cluster scope"
     return (
         f'User "{user.name}" cannot {attrs.verb} resource "{resource}" in API group '
         f'"{attrs.group}" {where}'

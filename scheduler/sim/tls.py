@@ -105,7 +105,5 @@ def make_serving_cert(host: str = "127.0.0.1") -> ServingCert:
     return ServingCert(
         ca.public_bytes(pem),
         cert.public_bytes(pem),
-        key.private_bytes(
-            pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        ),
+        key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()),
     )

@@ -1,0 +1,338 @@
+"""``--authorization rbac``: a ServiceAccount may do exactly what its seeded Role and
+ClusterRole allow, is refused the rest in the real API server's words, and ``kubectl auth
+can-i`` gives the same answers."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+from kubernetes_asyncio import client as k8s_client
+from kubernetes_asyncio.client.rest import ApiException
+
+from pumice.sim.rbac import Attributes, rule_allows
+from sim.simkit import binding, node, pod
+
+ACCOUNT = "team-a/scheduler"
+SA_USER = "system:serviceaccount:team-a:scheduler"
+RBAC = "rbac.authorization.k8s.io/v1"
+
+POLICY: list[dict[str, Any]] = [
+    {
+        "apiVersion": RBAC,
+        "kind": "Role",
+        "metadata": {"name": "pod-reader", "namespace": "team-a"},
+        "rules": [
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
+            {"apiGroups": [""], "resources": ["pods/binding"], "verbs": ["create"]},
+        ],
+    },
+    {
+        "apiVersion": RBAC,
+        "kind": "RoleBinding",
+        "metadata": {"name": "scheduler-reads-pods", "namespace": "team-a"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "pod-reader"},
+        "subjects": [{"kind": "ServiceAccount", "name": "scheduler", "namespace": "team-a"}],
+    },
+    {
+        "apiVersion": RBAC,
+        "kind": "ClusterRole",
+        "metadata": {"name": "node-lister"},
+        "rules": [
+            {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]},
+            {
+                "apiGroups": ["scheduling.volcano.sh"],
+                "resources": ["queues"],
+                "resourceNames": ["default"],
+                "verbs": ["get"],
+            },
+        ],
+    },
+    {
+        "apiVersion": RBAC,
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "scheduler-lists-nodes"},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": "node-lister",
+        },
+        "subjects": [{"kind": "ServiceAccount", "name": "scheduler", "namespace": "team-a"}],
+    },
+]
+
+Call = Callable[[k8s_client.ApiClient], Awaitable[Any]]
+
+
+def _core(api: k8s_client.ApiClient) -> k8s_client.CoreV1Api:
+    return k8s_client.CoreV1Api(api)
+
+
+def _queues(api: k8s_client.ApiClient) -> k8s_client.CustomObjectsApi:
+    return k8s_client.CustomObjectsApi(api)
+
+
+# (what the client does, the can-i arguments for it, allowed, the refusal's message)
+CASES: list[tuple[str, Call, list[str], bool, str]] = [
+    (
+        "list pods in team-a",
+        lambda api: _core(api).list_namespaced_pod("team-a"),
+        ["list", "pods", "-n", "team-a"],
+        True,
+        "",
+    ),
+    (
+        "get a pod in team-a",
+        lambda api: _core(api).read_namespaced_pod("web", "team-a"),
+        ["get", "pods/web", "-n", "team-a"],
+        True,
+        "",
+    ),
+    (
+        "list pods in default",
+        lambda api: _core(api).list_namespaced_pod("default"),
+        ["list", "pods", "-n", "default"],
+        False,
+        f'pods is forbidden: User "{SA_USER}" cannot list resource "pods" in API group "" in '
+        'the namespace "default"',
+    ),
+    (
+        "delete a pod in team-a",
+        lambda api: _core(api).delete_namespaced_pod("web", "team-a"),
+        ["delete", "pods/web", "-n", "team-a"],
+        False,
+        f'pods "web" is forbidden: User "{SA_USER}" cannot delete resource "pods" in API group '
+        '"" in the namespace "team-a"',
+    ),
+    (
+        "bind a pod in team-a",
+        lambda api: _core(api).create_namespaced_pod_binding(
+            "web", "team-a", binding("web", "node-a", "team-a"), _preload_content=False
+        ),
+        ["create", "pods/web", "--subresource=binding", "-n", "team-a"],
+        True,
+        "",
+    ),
+    (
+        "list nodes",
+        lambda api: _core(api).list_node(),
+        ["list", "nodes"],
+        True,
+        "",
+    ),
+    (
+        "get a node",
+        lambda api: _core(api).read_node("node-a"),
+        ["get", "nodes/node-a"],
+        False,
+        f'nodes "node-a" is forbidden: User "{SA_USER}" cannot get resource "nodes" in API '
+        'group "" at the cluster scope',
+    ),
+    (
+        "get the default queue",
+        lambda api: _queues(api).get_cluster_custom_object(
+            "scheduling.volcano.sh", "v1beta1", "queues", "default"
+        ),
+        ["get", "queues.scheduling.volcano.sh/default"],
+        True,
+        "",
+    ),
+    (
+        "list queues (the rule names one queue)",
+        lambda api: _queues(api).list_cluster_custom_object(
+            "scheduling.volcano.sh", "v1beta1", "queues"
+        ),
+        ["list", "queues.scheduling.volcano.sh"],
+        False,
+        f'queues.scheduling.volcano.sh is forbidden: User "{SA_USER}" cannot list resource '
+        '"queues" in API group "scheduling.volcano.sh" at the cluster scope',
+    ),
+    (
+        "create a pod in team-a",
+        lambda api: _core(api).create_namespaced_pod("team-a", pod("new", "team-a")),
+        ["create", "pods", "-n", "team-a"],
+        False,
+        f'pods is forbidden: User "{SA_USER}" cannot create resource "pods" in API group "" in '
+        'the namespace "team-a"',
+    ),
+]
+
+
+@pytest.fixture
+async def rbac_sim(make_sim: Any) -> Any:
+    sim = await make_sim(authorization="rbac")
+    sim.server.seed(POLICY)
+    sim.create(node("node-a"))
+    sim.create(pod("web", "team-a"))
+    return sim
+
+
+@pytest.mark.parametrize(("what", "call", "can_i", "allowed", "message"), CASES)
+async def test_a_service_account_gets_what_its_roles_allow(
+    rbac_sim: Any, what: str, call: Call, can_i: list[str], allowed: bool, message: str
+) -> None:
+    client = await rbac_sim.client(ACCOUNT)
+    async with client:
+        try:
+            await call(client)
+            code, body = 200, {}
+        except ApiException as exc:
+            code, body = exc.status, json.loads(exc.body)
+    if allowed:
+        assert code == 200, f"{what}: {body}"
+    else:
+        assert code == 403, what
+        assert body["reason"] == "Forbidden"
+        assert body["message"] == message
+    answer = await rbac_sim.kubectl("auth", "can-i", *can_i, account=ACCOUNT)
+    assert answer.stdout.strip() == ("yes" if allowed else "no"), (what, answer.stderr)
+    assert answer.code == (0 if allowed else 1)
+
+
+async def test_kubectl_as_the_account_prints_the_real_refusal(rbac_sim: Any) -> None:
+    result = await rbac_sim.kubectl("get", "pods", "-n", "kube-system", account=ACCOUNT)
+    assert result.code != 0
+    assert result.stderr.strip() == (
+        f'Error from server (Forbidden): pods is forbidden: User "{SA_USER}" cannot list '
+        'resource "pods" in API group "" in the namespace "kube-system"'
+    )
+    allowed = await rbac_sim.kubectl("get", "pods", "-n", "team-a", account=ACCOUNT)
+    assert allowed.code == 0, allowed.stderr
+    assert "web" in allowed.stdout
+
+
+async def test_the_admin_kubeconfig_may_do_everything(rbac_sim: Any) -> None:
+    assert rbac_sim.url.startswith("https://")
+    answer = await rbac_sim.kubectl("auth", "can-i", "delete", "nodes")
+    assert answer.stdout.strip() == "yes"
+    deleted = await rbac_sim.kubectl("delete", "node", "node-a")
+    assert deleted.code == 0, deleted.stderr
+
+
+async def test_unknown_tokens_and_deleted_accounts_are_unauthorized(rbac_sim: Any) -> None:
+    client = await rbac_sim.client(ACCOUNT)
+    async with client:
+        await _core(client).list_namespaced_pod("team-a")
+        rbac_sim.registry.store.commit("/serviceaccounts", ("team-a", "scheduler"), None)
+        with pytest.raises(ApiException) as refused:
+            await _core(client).list_namespaced_pod("team-a")
+    assert refused.value.status == 401
+    client = await rbac_sim.client()
+    client.configuration.api_key["BearerToken"] = "Bearer made-up"
+    async with client:
+        with pytest.raises(ApiException) as unknown:
+            await _core(client).list_node()
+    assert unknown.value.status == 401
+
+
+async def test_a_binding_to_a_missing_role_says_so(rbac_sim: Any) -> None:
+    rbac_sim.server.seed(
+        [
+            {
+                "apiVersion": RBAC,
+                "kind": "RoleBinding",
+                "metadata": {"name": "dangling", "namespace": "team-a"},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "Role",
+                    "name": "gone",
+                },
+                "subjects": [{"kind": "ServiceAccount", "name": "scheduler"}],
+            }
+        ]
+    )
+    client = await rbac_sim.client(ACCOUNT)
+    async with client:
+        with pytest.raises(ApiException) as refused:
+            await _core(client).delete_namespaced_pod("web", "team-a")
+    assert json.loads(refused.value.body)["message"].endswith(
+        ': RBAC: role.rbac.authorization.k8s.io "gone" not found'
+    )
+
+
+async def test_rbac_objects_are_served_over_rest(sim: Any) -> None:
+    for command in (
+        ["create", "serviceaccount", "robot"],
+        ["create", "role", "reader", "--verb=get", "--resource=pods"],
+        ["create", "rolebinding", "rb", "--role=reader", "--serviceaccount=default:robot"],
+        ["create", "clusterrole", "lister", "--verb=list", "--resource=nodes"],
+        ["create", "clusterrolebinding", "crb", "--clusterrole=lister", "--group=ops"],
+    ):
+        result = await sim.kubectl(*command)
+        assert result.code == 0, (command, result.stderr)
+    stored = sim.store.get("rbac.authorization.k8s.io/rolebindings", ("default", "rb"))
+    assert stored["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": "reader",
+    }
+    assert stored["subjects"] == [
+        {"kind": "ServiceAccount", "name": "robot", "namespace": "default"}
+    ]
+    role = sim.store.get("rbac.authorization.k8s.io/roles", ("default", "reader"))
+    assert role["rules"] == [{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}]
+    listed = await sim.kubectl("get", "sa,roles,clusterrolebindings", "-o", "name")
+    assert set(listed.stdout.split()) >= {
+        "serviceaccount/robot",
+        "role.rbac.authorization.k8s.io/reader",
+        "clusterrolebinding.rbac.authorization.k8s.io/crb",
+    }
+
+
+async def test_without_authorization_everyone_may_do_everything(sim: Any) -> None:
+    answer = await sim.kubectl("auth", "can-i", "delete", "nodes", account="default/robot")
+    assert answer.stdout.strip() == "yes"
+    client = await sim.client("default/robot")
+    async with client:
+        assert (await _core(client).list_node()).items == []
+
+
+@pytest.mark.parametrize(
+    ("rule", "attrs", "allowed"),
+    [
+        (
+            {"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]},
+            Attributes("get", "x", "y"),
+            True,
+        ),
+        (
+            {"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]},
+            Attributes("list", "", "pods"),
+            False,
+        ),
+        (
+            {"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]},
+            Attributes("get", "apps", "pods"),
+            False,
+        ),
+        (
+            {"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]},
+            Attributes("get", "", "pods", "status"),
+            False,
+        ),
+        (
+            {"verbs": ["patch"], "apiGroups": [""], "resources": ["*/status"]},
+            Attributes("patch", "", "pods", "status"),
+            True,
+        ),
+        (
+            {"verbs": ["patch"], "apiGroups": [""], "resources": ["pods/status"]},
+            Attributes("patch", "", "pods"),
+            False,
+        ),
+        (
+            {"verbs": ["get"], "apiGroups": [""], "resources": ["pods"], "resourceNames": ["a"]},
+            Attributes("get", "", "pods", name="b"),
+            False,
+        ),
+        (
+            {"verbs": ["list"], "apiGroups": [""], "resources": ["pods"], "resourceNames": ["a"]},
+            Attributes("list", "", "pods"),
+            False,
+        ),
+    ],
+)
+def test_rule_matching(rule: dict[str, Any], attrs: Attributes, allowed: bool) -> None:
+    assert rule_allows(rule, attrs) is allowed
