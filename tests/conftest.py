@@ -4,8 +4,9 @@
 seeding (``sim.create(manifest)``), the fault controls (``sim.faults``), the write log
 (``sim.writes``), a kubernetes_asyncio client factory (``sim.client()``) and a kubectl runner
 (``sim.kubectl(...)``); both take ``account="ns/name"`` to act as a ServiceAccount, which
-``make_sim(authorization="rbac")`` then holds to the seeded RBAC rules. ``make_sim(**SimConfig fields)`` starts more servers or servers with
-other settings; every server is stopped when the test ends.
+``make_sim(authorization="rbac")`` then holds to the seeded RBAC rules.
+``make_sim(**SimConfig fields)`` starts more servers or servers with other settings; every
+server is stopped when the test ends.
 """
 
 from __future__ import annotations

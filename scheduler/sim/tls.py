@@ -49,7 +49,7 @@ def _name(common_name: str) -> x509.Name:
 
 def make_serving_cert(host: str = "127.0.0.1") -> ServingCert:
     """A fresh CA and a certificate for ``host`` (an IP) and ``localhost`` signed by it."""
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     start, end = now - datetime.timedelta(minutes=5), now + _VALID_FOR
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = _name("pumice-sim-ca")

@@ -72,13 +72,15 @@ async def test_kubectl_create_priorityclass(sim: Any) -> None:
 
 async def test_a_kind_without_a_decoder_is_refused_naming_it(sim: Any) -> None:
     body = _envelope("v1", "Pod", _field(1, _field(1, "web")))
-    async with aiohttp.ClientSession() as session:
-        async with session.post(
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(
             f"{sim.url}/api/v1/namespaces/default/pods",
             data=body,
             headers={"Content-Type": "application/vnd.kubernetes.protobuf"},
-        ) as resp:
-            status = await resp.json()
+        ) as resp,
+    ):
+        status = await resp.json()
     assert resp.status == 415
     assert status["reason"] == "UnsupportedMediaType"
     assert (
