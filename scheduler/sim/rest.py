@@ -19,6 +19,7 @@ from aiohttp import web
 from multidict import MultiMapping
 
 from pumice.sim import pods, protobuf, tables
+from pumice.sim.apply import is_apply, server_side_apply
 from pumice.sim.errors import ApiError, bad_request, method_not_allowed, no_such_path
 from pumice.sim.objects import Obj
 from pumice.sim.registry import Registry
@@ -214,6 +215,13 @@ class ResourceApi:
         if verb == "update":
             body = await read_json(request)
             return json_response(self.registry.update(rtype, ns, name, body, sub))
+        if verb == "patch" and is_apply(request.headers.get("Content-Type", "")):
+            if sub:
+                raise method_not_allowed()
+            obj, code = server_side_apply(
+                self.registry, rtype, ns, name, await request.read(), query, dry_run
+            )
+            return json_response(obj, code)
         if verb == "patch":
             body = await read_json(request)
             content_type = request.headers.get("Content-Type", "")

@@ -34,6 +34,7 @@ from pumice.sim.defaults import default_objects
 from pumice.sim.errors import ApiError, internal, no_such_path
 from pumice.sim.faults import Faults
 from pumice.sim.lifecycle import Lifecycle, LifecycleConfig
+from pumice.sim.managedfields import writing
 from pumice.sim.objects import Obj
 from pumice.sim.rbac import bootstrap_policy
 from pumice.sim.registry import Registry
@@ -271,7 +272,8 @@ class SimServer:
                 if info.resource == SELF_SUBJECT_ACCESS_REVIEWS.plural:
                     resp = await self.access.review(request, info, verb, user)
                 else:
-                    resp = await self.api.handle(request, info, verb)
+                    with writing(request.query.get("fieldManager", "")):
+                        resp = await self.api.handle(request, info, verb)
         except ApiError as exc:
             resp = error_response(exc)
         except (asyncio.CancelledError, ConnectionError):
