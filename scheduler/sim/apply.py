@@ -21,13 +21,13 @@ from pumice.sim.errors import ApiError, bad_request
 from pumice.sim.fieldsets import (
     FieldPath,
     describe,
+    differs,
     field_set,
     from_fields_v1,
     merge_applied,
     remove_at,
     to_fields_v1,
     tracked_view,
-    value_at,
 )
 from pumice.sim.managedfields import entries_of, new_entry, writing
 from pumice.sim.objects import Obj, meta
@@ -126,8 +126,8 @@ def server_side_apply(
     key = (namespace if rtype.namespaced else "", name)
     stored = registry.store.get(rtype.table, key)
     if stored is None:
-        managed = [new_entry(manager, "Apply", rtype.api_version, intent)]
-        with writing(manager, managed):
+        created = [new_entry(manager, "Apply", rtype.api_version, intent)]
+        with writing(manager, created):
             return registry.create(rtype, namespace, copy.deepcopy(applied), dry_run), 201
     current = registry.get(rtype, namespace, name)
     current_view, applied_view = tracked_view(rtype, current), tracked_view(rtype, applied)
@@ -141,7 +141,7 @@ def server_side_apply(
             continue
         others.append((entry, owned))
         for path in sorted(intent & owned):
-            if value_at(current_view, path) != value_at(applied_view, path):
+            if differs(current_view, applied_view, path):
                 conflicts.append(
                     Conflict(
                         str(entry.get("manager")),

@@ -120,6 +120,15 @@ def value_at(obj: Any, path: FieldPath) -> Any:
     return cur
 
 
+def differs(a: Any, b: Any, path: FieldPath) -> bool:
+    """Whether two objects disagree on the field ``path`` names. A list item (``.``) and a
+    map are compared by presence only: their contents are fields of their own."""
+    left, right = value_at(a, path), value_at(b, path)
+    if (path and path[-1] == ".") or (isinstance(left, dict) and isinstance(right, dict)):
+        return (left is MISSING) != (right is MISSING)
+    return bool(left != right)
+
+
 def remove_at(obj: Any, path: FieldPath) -> None:
     """Delete the value at ``path`` from ``obj`` in place (absent paths are ignored)."""
     steps = [s for s in path if s != "."]
@@ -135,10 +144,6 @@ def remove_at(obj: Any, path: FieldPath) -> None:
     elif kind == "v" and isinstance(parent, list):
         item = json.loads(text)
         parent[:] = [i for i in parent if i != item]
-
-
-def _has_key(item: Any, want: Obj) -> bool:
-    return isinstance(item, dict) and all(item.get(k) == v for k, v in want.items())
 
 
 def _has_key(item: Any, want: Obj) -> bool:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pumice.sim.fieldsets import (
     MISSING,
     FieldPath,
+    differs,
     field_set,
     from_fields_v1,
     to_fields_v1,
@@ -117,7 +118,7 @@ def _record_update(
 ) -> list[Obj]:
     old_view, new_view = tracked_view(rtype, old), tracked_view(rtype, new)
     paths = field_set(rtype, old) | field_set(rtype, new)
-    changed = {p for p in paths if value_at(old_view, p) != value_at(new_view, p)}
+    changed = {p for p in paths if differs(old_view, new_view, p)}
     if not changed:
         return entries
     gone = {p for p in changed if value_at(new_view, p) is MISSING}
