@@ -13,18 +13,21 @@ do everything (the real server's AlwaysAllow mode). Non-resource paths (discover
 health, OpenAPI) are open to everyone either way, as the bootstrap ``system:discovery`` and
 ``system:public-info-viewer`` roles make them on a real cluster.
 
-``review`` answers ``SelfSubjectAccessReview`` (what ``kubectl auth can-i`` asks) with the same
-decision the request itself would get.
+``handle`` answers what is computed rather than stored: ``SelfSubjectAccessReview`` (what
+``kubectl auth can-i`` asks) with the same decision the request itself would get,
+``SelfSubjectReview`` (``kubectl auth whoami``), and ``serviceaccounts/token`` (``kubectl create
+token``), which issues a further bearer token for the account.
 """
 
 from __future__ import annotations
 
 import secrets
+import time
 
 from aiohttp import web
 
-from pumice.sim.errors import ApiError, bad_request, method_not_allowed, no_such_path
-from pumice.sim.objects import Obj
+from pumice.sim.errors import ApiError, bad_request, method_not_allowed, no_such_path, not_found
+from pumice.sim.objects import Obj, now_rfc3339
 from pumice.sim.rbac import (
     ANONYMOUS,
     AUTHENTICATED,
@@ -36,7 +39,13 @@ from pumice.sim.rbac import (
     forbidden_error,
 )
 from pumice.sim.registry import Registry
-from pumice.sim.resources import NAMESPACES, SELF_SUBJECT_ACCESS_REVIEWS, SERVICE_ACCOUNTS
+from pumice.sim.resources import (
+    NAMESPACES,
+    REVIEWS,
+    SELF_SUBJECT_ACCESS_REVIEWS,
+    SELF_SUBJECT_REVIEWS,
+    SERVICE_ACCOUNTS,
+)
 from pumice.sim.rest import RequestInfo, json_response, read_json
 
 ADMIN_TOKEN = "pumice-sim"
@@ -84,9 +93,14 @@ class AccessControl:
                 }
             )
         if token is None:
-            token = f"pumice-sa.{secrets.token_urlsafe(24)}"
-            self._tokens[token] = key
-            self._by_account[key] = token
+            token = self._by_account[key] = self.issue_token(namespace, name)
+        return token
+
+    def issue_token(self, namespace: str, name: str) -> str:
+        """A new bearer token for an existing account (valid while the account exists;
+        tokens do not expire in the simulated server)."""
+        token = f"pumice-sa.{secrets.token_urlsafe(24)}"
+        self._tokens[token] = (namespace, name)
         return token
 
     def identify(self, request: web.BaseRequest) -> User:
@@ -125,20 +139,50 @@ class AccessControl:
             raise forbidden_error(user, attrs, decision.reason)
         return user
 
-    # -- SelfSubjectAccessReview ---------------------------------------------------------
+    # -- what this module answers itself ------------------------------------------------
 
-    async def review(
+    @staticmethod
+    def serves(info: RequestInfo) -> bool:
+        """Reviews and ServiceAccount tokens: answered here, never stored."""
+        if info.resource in (SELF_SUBJECT_ACCESS_REVIEWS.plural, SELF_SUBJECT_REVIEWS.plural):
+            return True
+        return info.resource == SERVICE_ACCOUNTS.plural and info.subresource == "token"
+
+    async def handle(
         self, request: web.BaseRequest, info: RequestInfo, verb: str, user: User
     ) -> web.Response:
-        rtype = SELF_SUBJECT_ACCESS_REVIEWS
-        if (info.group, info.version) != (rtype.group, rtype.version) or info.namespace:
+        if info.subresource == "token":
+            return await self._token_request(request, info, verb)
+        for rtype in REVIEWS:
+            if (info.group, info.version, info.resource) == (
+                rtype.group,
+                rtype.version,
+                rtype.plural,
+            ):
+                break
+        else:
+            raise no_such_path()
+        if info.namespace:
             raise no_such_path()
         if verb != "create" or info.name:
             raise method_not_allowed()
         body = await read_json(request)
         if not isinstance(body, dict):
             raise bad_request("the body of the request must be a JSON object")
-        spec = body.get("spec") or {}
+        if rtype is SELF_SUBJECT_REVIEWS:
+            status: Obj = {"userInfo": {"username": user.name, "groups": list(user.groups)}}
+        else:
+            status = self._access_review(user, body.get("spec") or {})
+        answer: Obj = {
+            "kind": rtype.kind,
+            "apiVersion": rtype.api_version,
+            "metadata": {"creationTimestamp": None},
+            **({"spec": body.get("spec") or {}} if rtype is SELF_SUBJECT_ACCESS_REVIEWS else {}),
+            "status": status,
+        }
+        return json_response(answer, 201)
+
+    def _access_review(self, user: User, spec: Obj) -> Obj:
         attrs_in = spec.get("resourceAttributes")
         if isinstance(attrs_in, dict):
             attrs = Attributes(
@@ -157,14 +201,34 @@ class AccessControl:
         status: Obj = {"allowed": decision.allowed}
         if decision.reason:
             status["reason"] = decision.reason
-        answer: Obj = {
-            "kind": rtype.kind,
-            "apiVersion": rtype.api_version,
-            "metadata": {},
-            "spec": spec,
-            "status": status,
-        }
-        return json_response(answer, 201)
+        return status
+
+    async def _token_request(
+        self, request: web.BaseRequest, info: RequestInfo, verb: str
+    ) -> web.Response:
+        """``kubectl create token NAME``: a new bearer token for an existing account."""
+        if verb != "create":
+            raise method_not_allowed()
+        key = (info.namespace, info.name)
+        if self.registry.store.get(SERVICE_ACCOUNTS.table, key) is None:
+            raise not_found(SERVICE_ACCOUNTS.plural, "", info.name)
+        body = await read_json(request)
+        spec = (body.get("spec") if isinstance(body, dict) else None) or {}
+        seconds = int(spec.get("expirationSeconds") or 3600)
+        token = self.issue_token(*key)
+        return json_response(
+            {
+                "kind": "TokenRequest",
+                "apiVersion": "authentication.k8s.io/v1",
+                "metadata": {"name": info.name, "namespace": info.namespace},
+                "spec": {**spec, "expirationSeconds": seconds},
+                "status": {
+                    "token": token,
+                    "expirationTimestamp": now_rfc3339(time.time() + seconds),
+                },
+            },
+            201,
+        )
 
 
 def _review_invalid() -> ApiError:

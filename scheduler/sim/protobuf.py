@@ -136,6 +136,15 @@ SCHEMAS: dict[tuple[str, str], Schema] = {
             },
         ),
     },
+    ("authentication.k8s.io/v1", "SelfSubjectReview"): {1: _META},
+    ("authentication.k8s.io/v1", "TokenRequest"): {
+        1: _META,
+        2: Field(
+            "spec",
+            "msg",
+            schema={1: _s("audiences", True), 4: Field("expirationSeconds", "int")},
+        ),
+    },
 }
 _TYPE_META: Schema = {1: _s("apiVersion"), 2: _s("kind")}
 _UNKNOWN: Schema = {

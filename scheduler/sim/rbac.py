@@ -214,7 +214,7 @@ def forbidden_error(user: User, attrs: Attributes, reason: str = "") -> ApiError
 def bootstrap_policy() -> list[Obj]:
     """The roles every RBAC cluster starts with that matter here: cluster-admin for
     ``system:masters`` and system:basic-user, which lets every authenticated user ask
-    what it may do (``kubectl auth can-i``)."""
+    who it is and what it may do (``kubectl auth whoami``, ``kubectl auth can-i``)."""
     crb = "ClusterRoleBinding"
     api = f"{RBAC_GROUP}/v1"
     bootstrap = {"kubernetes.io/bootstrapping": "rbac-defaults"}
@@ -244,7 +244,12 @@ def bootstrap_policy() -> list[Obj]:
                     "apiGroups": ["authorization.k8s.io"],
                     "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
                     "verbs": ["create"],
-                }
+                },
+                {
+                    "apiGroups": ["authentication.k8s.io"],
+                    "resources": ["selfsubjectreviews"],
+                    "verbs": ["create"],
+                },
             ],
         },
         {

@@ -291,6 +291,7 @@ SERVICE_ACCOUNTS = ResourceType(
     True,
     "serviceaccount",
     ("sa",),
+    ("token",),
     merge_keys={**_META_KEYS, ("secrets",): "name"},
     generation=False,
 )
@@ -337,13 +338,25 @@ SELF_SUBJECT_ACCESS_REVIEWS = ResourceType(
     verbs=("create",),
     generation=False,
 )
+SELF_SUBJECT_REVIEWS = ResourceType(
+    "selfsubjectreviews",
+    "SelfSubjectReview",
+    "authentication.k8s.io",
+    "v1",
+    False,
+    "selfsubjectreview",
+    verbs=("create",),
+    generation=False,
+)
+REVIEWS = (SELF_SUBJECT_ACCESS_REVIEWS, SELF_SUBJECT_REVIEWS)
+"""Answered, never stored (``pumice.sim.access``)."""
 RBAC_TYPES = (
     SERVICE_ACCOUNTS,
     ROLES,
     CLUSTER_ROLES,
     ROLE_BINDINGS,
     CLUSTER_ROLE_BINDINGS,
-    SELF_SUBJECT_ACCESS_REVIEWS,
+    *REVIEWS,
 )
 
 ALL_TYPES: tuple[ResourceType, ...] = (
@@ -366,9 +379,7 @@ _BY_PATH: dict[tuple[str, str, str], ResourceType] = {
 }
 # (apiVersion, kind) -> the type that stores objects of that kind
 _BY_KIND: dict[tuple[str, str], ResourceType] = {
-    (t.api_version, t.kind): t
-    for t in ALL_TYPES
-    if t is not BINDINGS and t is not SELF_SUBJECT_ACCESS_REVIEWS
+    (t.api_version, t.kind): t for t in ALL_TYPES if t is not BINDINGS and t not in REVIEWS
 }
 # kind alone -> type, for manifests whose apiVersion differs (e.g. events.k8s.io vs v1)
 _KIND_ONLY: dict[str, ResourceType] = {}

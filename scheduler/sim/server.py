@@ -38,7 +38,7 @@ from pumice.sim.managedfields import writing
 from pumice.sim.objects import Obj
 from pumice.sim.rbac import bootstrap_policy
 from pumice.sim.registry import Registry
-from pumice.sim.resources import ALL_TYPES, SELF_SUBJECT_ACCESS_REVIEWS
+from pumice.sim.resources import ALL_TYPES
 from pumice.sim.rest import ResourceApi, error_response, json_response, parse_path, verb_of
 from pumice.sim.store import Store
 from pumice.sim.tls import ServingCert, make_serving_cert
@@ -269,8 +269,8 @@ class SimServer:
                 resp = self._non_resource(request, path)
             else:
                 user = self.access.check(request, info, verb)
-                if info.resource == SELF_SUBJECT_ACCESS_REVIEWS.plural:
-                    resp = await self.access.review(request, info, verb, user)
+                if self.access.serves(info):
+                    resp = await self.access.handle(request, info, verb, user)
                 else:
                     with writing(request.query.get("fieldManager", "")):
                         resp = await self.api.handle(request, info, verb)

@@ -21,6 +21,11 @@ RBAC = "rbac.authorization.k8s.io/v1"
 
 POLICY: list[dict[str, Any]] = [
     {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": "scheduler", "namespace": "team-a"},
+    },
+    {
         "apiVersion": RBAC,
         "kind": "Role",
         "metadata": {"name": "pod-reader", "namespace": "team-a"},
@@ -357,3 +362,27 @@ async def test_without_authorization_everyone_may_do_everything(sim: Any) -> Non
 )
 def test_rule_matching(rule: dict[str, Any], attrs: Attributes, allowed: bool) -> None:
     assert rule_allows(rule, attrs) is allowed
+
+
+async def test_kubectl_auth_whoami_and_create_token(rbac_sim: Any) -> None:
+    me = await rbac_sim.kubectl("auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")
+    assert me.stdout == "kubernetes-admin", me.stderr
+    minted = await rbac_sim.kubectl("create", "token", "scheduler", "-n", "team-a")
+    assert minted.code == 0, minted.stderr
+    token = minted.stdout.strip()
+    who = await rbac_sim.kubectl(
+        "--token", token, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"
+    )
+    assert who.stdout == SA_USER, who.stderr
+    pods = await rbac_sim.kubectl("--token", token, "get", "pods", "-n", "team-a", "-o", "name")
+    assert pods.stdout.split() == ["pod/web"], pods.stderr
+    refused = await rbac_sim.kubectl(
+        "create", "token", "scheduler", "-n", "team-a", account=ACCOUNT
+    )
+    assert refused.code != 0
+    assert (
+        f'serviceaccounts "scheduler" is forbidden: User "{SA_USER}" cannot create resource '
+        '"serviceaccounts/token" in API group "" in the namespace "team-a"'
+    ) in refused.stderr
+    missing = await rbac_sim.kubectl("create", "token", "nobody", "-n", "team-a")
+    assert 'serviceaccounts "nobody" not found' in missing.stderr
