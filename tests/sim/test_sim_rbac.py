@@ -386,3 +386,47 @@ async def test_kubectl_auth_whoami_and_create_token(rbac_sim: Any) -> None:
     ) in refused.stderr
     missing = await rbac_sim.kubectl("create", "token", "nobody", "-n", "team-a")
     assert 'serviceaccounts "nobody" not found' in missing.stderr
+
+
+async def test_a_rolebinding_grants_a_clusterrole_in_its_namespace_only(rbac_sim: Any) -> None:
+    rbac_sim.create(pod("web", "default"))
+    rbac_sim.server.seed(
+        [
+            {
+                "apiVersion": RBAC,
+                "kind": "ClusterRole",
+                "metadata": {"name": "pod-deleter"},
+                "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["delete"]}],
+            },
+            {
+                "apiVersion": RBAC,
+                "kind": "RoleBinding",
+                "metadata": {"name": "team-a-deletes", "namespace": "team-a"},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": "pod-deleter",
+                },
+                # every ServiceAccount of team-a, through its group
+                "subjects": [
+                    {
+                        "apiGroup": "rbac.authorization.k8s.io",
+                        "kind": "Group",
+                        "name": "system:serviceaccounts:team-a",
+                    }
+                ],
+            },
+        ]
+    )
+    here = await rbac_sim.kubectl(
+        "auth", "can-i", "delete", "pod/web", "-n", "team-a", account=ACCOUNT
+    )
+    there = await rbac_sim.kubectl(
+        "auth", "can-i", "delete", "pod/web", "-n", "default", account=ACCOUNT
+    )
+    other = await rbac_sim.kubectl(
+        "auth", "can-i", "delete", "pod/web", "-n", "team-a", account="team-b/robot"
+    )
+    assert [here.stdout.strip(), there.stdout.strip(), other.stdout.strip()] == ["yes", "no", "no"]
+    deleted = await rbac_sim.kubectl("delete", "pod", "web", "-n", "team-a", account=ACCOUNT)
+    assert deleted.code == 0, deleted.stderr
