@@ -42,8 +42,8 @@ from pumice.sim.registry import Registry
 from pumice.sim.resources import (
     NAMESPACES,
     REVIEWS,
-    SELF_SUBJECT_ACCESS_REVIEWS,
     SELF_SUBJECT_REVIEWS,
+    SELF_SUBJECT_RULES_REVIEWS,
     SERVICE_ACCOUNTS,
 )
 from pumice.sim.rest import RequestInfo, json_response, read_json
@@ -144,7 +144,7 @@ class AccessControl:
     @staticmethod
     def serves(info: RequestInfo) -> bool:
         """Reviews and ServiceAccount tokens: answered here, never stored."""
-        if info.resource in (SELF_SUBJECT_ACCESS_REVIEWS.plural, SELF_SUBJECT_REVIEWS.plural):
+        if any(info.resource == rtype.plural for rtype in REVIEWS):
             return True
         return info.resource == SERVICE_ACCOUNTS.plural and info.subresource == "token"
 
@@ -171,13 +171,15 @@ class AccessControl:
             raise bad_request("the body of the request must be a JSON object")
         if rtype is SELF_SUBJECT_REVIEWS:
             status: Obj = {"userInfo": {"username": user.name, "groups": list(user.groups)}}
+        elif rtype is SELF_SUBJECT_RULES_REVIEWS:
+            status = self._rules_review(user, body.get("spec") or {})
         else:
             status = self._access_review(user, body.get("spec") or {})
         answer: Obj = {
             "kind": rtype.kind,
             "apiVersion": rtype.api_version,
             "metadata": {"creationTimestamp": None},
-            **({"spec": body.get("spec") or {}} if rtype is SELF_SUBJECT_ACCESS_REVIEWS else {}),
+            **({"spec": body.get("spec") or {}} if rtype is not SELF_SUBJECT_REVIEWS else {}),
             "status": status,
         }
         return json_response(answer, 201)
@@ -201,6 +203,27 @@ class AccessControl:
         status: Obj = {"allowed": decision.allowed}
         if decision.reason:
             status["reason"] = decision.reason
+        return status
+
+    def _rules_review(self, user: User, spec: Obj) -> Obj:
+        namespace = str(spec.get("namespace") or "")
+        if self.authorizer is None:
+            rules: list[Obj] = [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}]
+            problems: list[str] = []
+        else:
+            rules, problems = self.authorizer.rules_for(user, namespace)
+        keys = ("verbs", "apiGroups", "resources", "resourceNames")
+        resource_rules = [
+            {k: list(r[k]) for k in keys if r.get(k)} for r in rules if r.get("resources")
+        ]
+        status: Obj = {
+            "resourceRules": resource_rules,
+            # non-resource paths are open to everyone in the simulated server
+            "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+            "incomplete": False,
+        }
+        if problems:
+            status["evaluationError"] = ", ".join(problems)
         return status
 
     async def _token_request(

@@ -136,6 +136,10 @@ SCHEMAS: dict[tuple[str, str], Schema] = {
             },
         ),
     },
+    ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): {
+        1: _META,
+        2: Field("spec", "msg", schema={1: _s("namespace")}),
+    },
     ("authentication.k8s.io/v1", "SelfSubjectReview"): {1: _META},
     ("authentication.k8s.io/v1", "TokenRequest"): {
         1: _META,

@@ -147,6 +147,15 @@ class RbacAuthorizer:
                 )
         return Decision(False, "RBAC: " + ", ".join(problems) if problems else "")
 
+    def rules_for(self, user: User, namespace: str) -> tuple[list[Obj], list[str]]:
+        """Every rule that applies to ``user`` in ``namespace`` (cluster-wide ones included),
+        and the problems met (bindings to missing roles), as SelfSubjectRulesReview lists."""
+        if MASTERS in user.groups:
+            return [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}], []
+        problems: list[str] = []
+        rules = [rule for _, _, found in self._grants(user, namespace, problems) for rule in found]
+        return rules, problems
+
     def _grants(
         self, user: User, namespace: str, problems: list[str]
     ) -> Iterator[tuple[str, Obj, list[Obj]]]:

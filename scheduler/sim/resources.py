@@ -348,7 +348,17 @@ SELF_SUBJECT_REVIEWS = ResourceType(
     verbs=("create",),
     generation=False,
 )
-REVIEWS = (SELF_SUBJECT_ACCESS_REVIEWS, SELF_SUBJECT_REVIEWS)
+SELF_SUBJECT_RULES_REVIEWS = ResourceType(
+    "selfsubjectrulesreviews",
+    "SelfSubjectRulesReview",
+    "authorization.k8s.io",
+    "v1",
+    False,
+    "selfsubjectrulesreview",
+    verbs=("create",),
+    generation=False,
+)
+REVIEWS = (SELF_SUBJECT_ACCESS_REVIEWS, SELF_SUBJECT_RULES_REVIEWS, SELF_SUBJECT_REVIEWS)
 """Answered, never stored (``pumice.sim.access``)."""
 RBAC_TYPES = (
     SERVICE_ACCOUNTS,

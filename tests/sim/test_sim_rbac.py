@@ -430,3 +430,20 @@ async def test_a_rolebinding_grants_a_clusterrole_in_its_namespace_only(rbac_sim
     assert [here.stdout.strip(), there.stdout.strip(), other.stdout.strip()] == ["yes", "no", "no"]
     deleted = await rbac_sim.kubectl("delete", "pod", "web", "-n", "team-a", account=ACCOUNT)
     assert deleted.code == 0, deleted.stderr
+
+
+async def test_kubectl_auth_can_i_list(rbac_sim: Any) -> None:
+    listed = await rbac_sim.kubectl("auth", "can-i", "--list", "-n", "team-a", account=ACCOUNT)
+    assert listed.code == 0, listed.stderr
+    rows = {
+        line.split()[0]: line.split()[1:]
+        for line in listed.stdout.splitlines()[1:]
+        if line[0] != " "
+    }
+    assert rows["pods"] == ["[]", "[]", "[get", "list", "watch]"]
+    assert rows["pods/binding"] == ["[]", "[]", "[create]"]
+    assert rows["nodes"] == ["[]", "[]", "[list]"]
+    assert rows["queues.scheduling.volcano.sh"] == ["[]", "[default]", "[get]"]
+    elsewhere = await rbac_sim.kubectl("auth", "can-i", "--list", "-n", "default", account=ACCOUNT)
+    assert "pods/binding" not in elsewhere.stdout
+    assert "nodes" in elsewhere.stdout
