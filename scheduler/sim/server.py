@@ -3,7 +3,9 @@
 It wires the store, the registry (API verbs), watches, the KWOK-like lifecycle, fault
 injection, the write log and the admin endpoint into one aiohttp application with a single
 catch-all route (one dispatch function is cheaper than aiohttp's router and mirrors the real
-server's request-info parsing). It listens on 127.0.0.1 only. Use it in-process::
+server's request-info parsing). It listens on 127.0.0.1 only (HTTPS with a throw-away CA when
+``authorization="rbac"``, whose requests ``pumice.sim.access`` authenticates and authorizes).
+Use it in-process::
 
     server = SimServer(SimConfig(pod_start_delay=0.05))
     server.seed(objects)            # or server.registry.create_object(manifest)
