@@ -4,8 +4,8 @@ Authentication: the kubeconfig ``SimServer.write_kubeconfig`` writes carries the
 (user ``kubernetes-admin`` in ``system:masters``, the identity ``kubeadm`` gives its admin
 kubeconfig); ``token_for(namespace, name)`` issues a bearer token for a ServiceAccount
 (creating the account if it is missing), and ``SimServer.write_kubeconfig_for`` writes a
-kubeconfig that uses it. A request without a token is ``system:anonymous``; an unknown token, or the token of a
-ServiceAccount since deleted, is 401 Unauthorized, as on a real server.
+kubeconfig that uses it. A request without a token is ``system:anonymous``; an unknown token,
+or the token of a ServiceAccount since deleted, is 401 Unauthorized, as on a real server.
 
 Authorization is opt-in (``SimConfig.authorization = "rbac"``): every resource request is then
 checked by ``pumice.sim.rbac`` and refused with the real 403 wording. Without it everyone may
@@ -57,13 +57,21 @@ def unauthorized() -> ApiError:
     return ApiError(401, "Unauthorized", "Unauthorized")
 
 
-def attributes_of(info: RequestInfo, verb: str) -> Attributes:
+def attributes_of(info: RequestInfo, verb: str, field_selector: str = "") -> Attributes:
     """The authorizer's view of a request, as the real request-info factory builds it:
-    a request on a Namespace object is made *in* that namespace."""
+    a request on a Namespace object is made *in* that namespace, and a list or watch whose
+    field selector pins ``metadata.name`` is made on that name (so ``resourceNames`` rules
+    allow ``kubectl get pod x -w``)."""
+    name = info.name
+    if not name and verb in ("list", "watch"):
+        for term in field_selector.split(","):
+            field, _, value = term.replace("==", "=").partition("=")
+            if field.strip() == "metadata.name" and not field.endswith("!"):
+                name = value.strip()
     namespace = info.namespace
-    if info.resource == NAMESPACES.plural and info.name and not info.group:
-        namespace = info.name
-    return Attributes(verb, info.group, info.resource, info.subresource, namespace, info.name)
+    if info.resource == NAMESPACES.plural and name and not info.group:
+        namespace = name
+    return Attributes(verb, info.group, info.resource, info.subresource, namespace, name)
 
 
 class AccessControl:
@@ -135,7 +143,7 @@ class AccessControl:
         user = self.identify(request)
         if self.authorizer is None:
             return user
-        attrs = attributes_of(info, verb)
+        attrs = attributes_of(info, verb, request.query.get("fieldSelector", ""))
         decision = self.authorizer.authorize(user, attrs)
         if not decision.allowed:
             raise forbidden_error(user, attrs, decision.reason)

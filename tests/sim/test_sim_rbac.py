@@ -447,3 +447,56 @@ async def test_kubectl_auth_can_i_list(rbac_sim: Any) -> None:
     elsewhere = await rbac_sim.kubectl("auth", "can-i", "--list", "-n", "default", account=ACCOUNT)
     assert "pods/binding" not in elsewhere.stdout
     assert "nodes" in elsewhere.stdout
+
+
+async def test_a_watch_pinned_to_a_name_is_authorized_on_that_name(rbac_sim: Any) -> None:
+    rbac_sim.server.seed(
+        [
+            {
+                "apiVersion": RBAC,
+                "kind": "ClusterRole",
+                "metadata": {"name": "default-queue-watcher"},
+                "rules": [
+                    {
+                        "apiGroups": ["scheduling.volcano.sh"],
+                        "resources": ["queues"],
+                        "resourceNames": ["default"],
+                        "verbs": ["list", "watch"],
+                    }
+                ],
+            },
+            {
+                "apiVersion": RBAC,
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": "scheduler-watches-the-default-queue"},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": "default-queue-watcher",
+                },
+                "subjects": [
+                    {"kind": "ServiceAccount", "name": "scheduler", "namespace": "team-a"}
+                ],
+            },
+        ]
+    )
+    client = await rbac_sim.client(ACCOUNT)
+    queues = _queues(client)
+    async with client:
+        pinned = await queues.list_cluster_custom_object(
+            "scheduling.volcano.sh",
+            "v1beta1",
+            "queues",
+            field_selector="metadata.name=default",
+        )
+        assert [q["metadata"]["name"] for q in pinned["items"]] == ["default"]
+        with pytest.raises(ApiException) as refused:
+            await queues.list_cluster_custom_object(
+                "scheduling.volcano.sh",
+                "v1beta1",
+                "queues",
+                field_selector="metadata.name=other",
+            )
+    assert json.loads(refused.value.body)["message"].startswith(
+        'queues.scheduling.volcano.sh "other" is forbidden'
+    )
