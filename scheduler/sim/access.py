@@ -6,6 +6,9 @@ kubeconfig); ``token_for(namespace, name)`` issues a bearer token for a ServiceA
 (creating the account if it is missing), and ``SimServer.write_kubeconfig_for`` writes a
 kubeconfig that uses it. A request without a token is ``system:anonymous``; an unknown token,
 or the token of a ServiceAccount since deleted, is 401 Unauthorized, as on a real server.
+``Impersonate-User``/``Impersonate-Group`` (``kubectl --as``) switch identity when the caller
+may ``impersonate`` (the admin may), so ``kubectl auth can-i --as=system:serviceaccount:ns:sa``
+works from the admin kubeconfig.
 
 Authorization is opt-in (``SimConfig.authorization = "rbac"``): every resource request is then
 checked by ``pumice.sim.rbac`` and refused with the real 403 wording. Without it everyone may
@@ -32,6 +35,7 @@ from pumice.sim.rbac import (
     ANONYMOUS,
     AUTHENTICATED,
     MASTERS,
+    SA_PREFIX,
     Attributes,
     Decision,
     RbacAuthorizer,
@@ -112,6 +116,25 @@ class AccessControl:
         return token
 
     def identify(self, request: web.BaseRequest) -> User:
+        """The caller: authenticated, then impersonated when it asks to (``kubectl --as``)."""
+        user = self._authenticate(request)
+        wanted = request.headers.get("Impersonate-User", "")
+        if not wanted:
+            return user
+        groups = tuple(request.headers.getall("Impersonate-Group", ()))
+        if wanted.startswith(SA_PREFIX):
+            ns, _, name = wanted[len(SA_PREFIX) :].partition(":")
+            target = User.service_account(ns, name)
+            attrs = Attributes("impersonate", "", SERVICE_ACCOUNTS.plural, "", ns, name)
+        else:
+            target = User(wanted, (*groups, AUTHENTICATED))
+            attrs = Attributes("impersonate", "", "users", "", "", wanted)
+        decision = self.decide(user, attrs)
+        if not decision.allowed:
+            raise forbidden_error(user, attrs, decision.reason)
+        return target
+
+    def _authenticate(self, request: web.BaseRequest) -> User:
         header = request.headers.get("Authorization", "")
         if not header:
             return ANONYMOUS

@@ -500,3 +500,18 @@ async def test_a_watch_pinned_to_a_name_is_authorized_on_that_name(rbac_sim: Any
     assert json.loads(refused.value.body)["message"].startswith(
         'queues.scheduling.volcano.sh "other" is forbidden'
     )
+
+
+async def test_the_admin_can_ask_as_the_account(rbac_sim: Any) -> None:
+    sa = f"--as={SA_USER}"
+    allowed = await rbac_sim.kubectl("auth", "can-i", "list", "pods", "-n", "team-a", sa)
+    denied = await rbac_sim.kubectl("auth", "can-i", "list", "pods", "-n", "default", sa)
+    assert [allowed.stdout.strip(), denied.stdout.strip()] == ["yes", "no"]
+    refused = await rbac_sim.kubectl("get", "nodes", "node-a", sa)
+    assert f'nodes "node-a" is forbidden: User "{SA_USER}" cannot get resource' in refused.stderr
+    # the account itself may not impersonate anyone
+    upward = await rbac_sim.kubectl("get", "pods", "--as=kubernetes-admin", account=ACCOUNT)
+    assert (
+        f'users "kubernetes-admin" is forbidden: User "{SA_USER}" cannot impersonate resource '
+        '"users" in API group "" at the cluster scope'
+    ) in upward.stderr
