@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections import Counter
+from dataclasses import dataclass
 
 from aiohttp import web
 
@@ -78,6 +80,19 @@ def attributes_of(info: RequestInfo, verb: str, field_selector: str = "") -> Att
     return Attributes(verb, info.group, info.resource, info.subresource, namespace, name)
 
 
+@dataclass(frozen=True, slots=True)
+class Access:
+    """One kind of request a user made (object names left out), and whether it was allowed."""
+
+    user: str
+    verb: str
+    group: str
+    resource: str
+    subresource: str
+    namespace: str
+    allowed: bool
+
+
 class AccessControl:
     """Authentication (tokens) and, in ``rbac`` mode, authorization for one server."""
 
@@ -89,6 +104,9 @@ class AccessControl:
         self.authorizer = RbacAuthorizer(registry.store) if mode == "rbac" else None
         self._tokens: dict[str, tuple[str, str]] = {}
         self._by_account: dict[tuple[str, str], str] = {}
+        self.accesses: Counter[Access] = Counter()
+        """What each user asked for in ``rbac`` mode, by kind of request: how a test proves a
+        role is enough (no denials) and no more than needed (every rule was used)."""
 
     # -- authentication ------------------------------------------------------------------
 
@@ -168,6 +186,17 @@ class AccessControl:
             return user
         attrs = attributes_of(info, verb, request.query.get("fieldSelector", ""))
         decision = self.authorizer.authorize(user, attrs)
+        self.accesses[
+            Access(
+                user.name,
+                attrs.verb,
+                attrs.group,
+                attrs.resource,
+                attrs.subresource,
+                attrs.namespace,
+                decision.allowed,
+            )
+        ] += 1
         if not decision.allowed:
             raise forbidden_error(user, attrs, decision.reason)
         return user

@@ -515,3 +515,19 @@ async def test_the_admin_can_ask_as_the_account(rbac_sim: Any) -> None:
         f'users "kubernetes-admin" is forbidden: User "{SA_USER}" cannot impersonate resource '
         '"users" in API group "" at the cluster scope'
     ) in upward.stderr
+
+
+async def test_every_access_is_counted_for_audits(rbac_sim: Any) -> None:
+    client = await rbac_sim.client(ACCOUNT)
+    async with client:
+        await _core(client).list_namespaced_pod("team-a")
+        await _core(client).list_namespaced_pod("team-a")
+        await _core(client).list_node(label_selector="x")
+        with pytest.raises(ApiException):
+            await _core(client).delete_namespaced_pod("web", "team-a")
+    mine = {a: n for a, n in rbac_sim.server.access.accesses.items() if a.user == SA_USER}
+    assert {(a.verb, a.resource, a.namespace, a.allowed, n) for a, n in mine.items()} == {
+        ("list", "pods", "team-a", True, 2),
+        ("list", "nodes", "", True, 1),
+        ("delete", "pods", "team-a", False, 1),
+    }
