@@ -186,3 +186,19 @@ async def test_core_v1_events_count_repeats(sim: Any, kube: Kube) -> None:
     assert event["involvedObject"]["name"] == "p1"
     assert event["message"] == MESSAGE
     assert writes(sim, "events") == [("POST", 201), ("PATCH", 200), ("PATCH", 200)]
+
+
+async def test_kubectl_describe_shows_what_was_written(sim: Any, kube: Kube) -> None:
+    p = sim.create(pod("p1"))
+    status = writer(kube, series_interval=0.0)
+    for _ in range(3):
+        await status.pod_event(p, "FailedScheduling", MESSAGE, "Warning")
+    await status.pod_unschedulable(p, MESSAGE)
+    described = await sim.kubectl("describe", "pod", "p1")
+    assert described.code == 0, described.stdout
+    text = described.stdout
+    assert "FailedScheduling" in text
+    assert "pumice" in text  # the From column: reportingController
+    assert MESSAGE in text
+    assert "PodScheduled" in text
+    assert "(x3 over" in text  # the series: one event object seen three times
