@@ -88,10 +88,12 @@ async def test_an_expired_event_is_created_again(sim: Any, kube: Kube) -> None:
     await status.pod_event(p, "FailedScheduling", MESSAGE, "Warning")
     [event] = await events_about(kube, "p1")
     await kube.request("DELETE", EVENTS.path("default", event["metadata"]["name"]))
-    await status.pod_event(p, "FailedScheduling", MESSAGE, "Warning")  # patch: 404
-    await status.pod_event(p, "FailedScheduling", MESSAGE, "Warning")  # a new event
+    # the repeat's patch gets 404: it creates a new event instead
+    assert await status.pod_event(p, "FailedScheduling", MESSAGE, "Warning")
     [again] = await events_about(kube, "p1")
     assert again["metadata"]["name"] != event["metadata"]["name"]
+    assert "series" not in again
+    assert writes(sim, "events") == [("POST", 201), ("DELETE", 200), ("PATCH", 404), ("POST", 201)]
 
 
 async def test_long_notes_are_cut_to_one_kib(sim: Any, kube: Kube) -> None:
