@@ -86,7 +86,10 @@ def pod_requests(pod: Mapping[str, Any], *, non_zero: bool = False) -> Resource:
     spec = pod.get("spec") or {}
     key = _requests_key(spec, non_zero)
     if key is not None:
-        known = _by_requests.get(key)
+        try:
+            known = _by_requests.get(key)
+        except TypeError:  # an unhashable quantity (a list, say): reported below
+            known = key = None
         if known is not None:
             return known
     try:
