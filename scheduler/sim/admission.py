@@ -101,7 +101,7 @@ class Admission:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self._next_node_ip = 0
+        self.next_node_ip = 0
 
     # -- create --------------------------------------------------------------------------
 
@@ -230,8 +230,8 @@ class Admission:
                 },
             ]
         if not status.get("addresses"):
-            self._next_node_ip += 1
-            n = self._next_node_ip
+            self.next_node_ip += 1
+            n = self.next_node_ip
             ip = f"10.{(n >> 16) & 255}.{(n >> 8) & 255}.{n & 255}"
             status["addresses"] = [
                 {"type": "InternalIP", "address": ip},

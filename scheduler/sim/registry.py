@@ -23,6 +23,7 @@ from pumice.sim.admission import Admission, generated_name
 from pumice.sim.errors import (
     ApiError,
     already_exists,
+    forbidden,
     bad_request,
     gone,
     invalid,
@@ -38,6 +39,9 @@ from pumice.sim.pods import delete_pod
 from pumice.sim.resources import ALL_TYPES, NAMESPACES, NODES, PODS, ResourceType, for_object
 from pumice.sim.selectors import Selector
 from pumice.sim.store import Store
+
+IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
+"""Namespaces the real server's NamespaceLifecycle admission never lets go."""
 
 CONTINUE_TOO_OLD = (
     "The provided continue parameter is too old to display a consistent list result. You can "
@@ -390,15 +394,30 @@ class Registry:
         return _view_out(rtype, self._commit(rtype, None, key))
 
     def _delete_namespace(self, ns: Obj) -> Obj:
+        """Terminating first (as the namespace controller sees it), then the namespace's
+        objects go, then the namespace itself; the answer is the Terminating namespace."""
         name = str(meta(ns).get("name"))
+        if name in IMMORTAL_NAMESPACES:
+            raise forbidden("namespaces", "", name, "this namespace may not be deleted")
+        key = ("", name)
+        if not meta(ns).get("deletionTimestamp"):
+            status = {**(ns.get("status") or {}), "phase": "Terminating"}
+            marked = with_meta(
+                {**ns, "status": status},
+                deletionTimestamp=now_rfc3339(),
+                deletionGracePeriodSeconds=0,
+            )
+            ns = self._commit(NAMESPACES, marked, key)
+        answer = _view_out(NAMESPACES, ns)
         seen: set[str] = set()
         for rtype in ALL_TYPES:
             if not rtype.namespaced or rtype.table in seen:
                 continue
             seen.add(rtype.table)
-            for key in [k for k in self.store.table(rtype.table) if k[0] == name]:
-                self.store.commit(rtype.table, key, None)
-        return _view_out(NAMESPACES, self._commit(NAMESPACES, None, ("", name)))
+            for child in [k for k in self.store.table(rtype.table) if k[0] == name]:
+                self.store.commit(rtype.table, child, None)
+        self._commit(NAMESPACES, None, key)
+        return answer
 
 
 def _check_preconditions(rtype: ResourceType, old: Obj, options: Obj) -> None:

@@ -18,7 +18,7 @@ import orjson
 from aiohttp import web
 from multidict import MultiMapping
 
-from pumice.sim import pods, tables
+from pumice.sim import dryrun, pods, tables
 from pumice.sim.errors import ApiError, bad_request, method_not_allowed, no_such_path
 from pumice.sim.objects import Obj
 from pumice.sim.registry import Registry
@@ -116,7 +116,10 @@ def error_response(err: ApiError) -> web.Response:
 
 
 async def read_json(request: web.BaseRequest, required: bool = True) -> Any:
-    raw = await request.read()
+    return parse_json(await request.read(), required)
+
+
+def parse_json(raw: bytes, required: bool = True) -> Any:
     if not raw:
         if required:
             raise bad_request("the body of the request was empty")
@@ -171,11 +174,7 @@ class ResourceApi:
         query = request.query
         ns = info.namespace
         name = info.name
-        sub = info.subresource
-        dry_run = query.get("dryRun") == "All"
-        if verb in ("list", "watch", "deletecollection"):
-            if rtype.namespaced is False and ns:
-                raise no_such_path()
+        if verb in ("list", "watch"):
             selector = build_selector(
                 rtype, ns, query.get("labelSelector"), query.get("fieldSelector")
             )
@@ -190,36 +189,60 @@ class ResourceApi:
                         ),
                     )
                 return await self._watch(request, rtype, selector)
-            if verb == "list":
-                return self._list(request, rtype, selector)
-            return self._delete_collection(rtype, selector, await read_json(request, False) or {})
+            return self._list(request, rtype, selector)
+        if verb == "get":
+            return self._get(request, rtype, ns, name)
+        # the body is read before anything runs: what follows is synchronous, so a dry run
+        # (which switches the store for its duration) never overlaps another request
+        raw = await request.read()
+        if dryrun.requested(query, verb):
+            with dryrun.dry_run(self.registry):
+                return self._mutate(request, rtype, info, verb, raw, True)
+        return self._mutate(request, rtype, info, verb, raw, False)
+
+    def _mutate(
+        self,
+        request: web.BaseRequest,
+        rtype: ResourceType,
+        info: RequestInfo,
+        verb: str,
+        raw: bytes,
+        dry_run: bool,
+    ) -> web.Response:
+        query = request.query
+        ns = info.namespace
+        name = info.name
+        sub = info.subresource
+        if verb == "deletecollection":
+            selector = build_selector(
+                rtype, ns, query.get("labelSelector"), query.get("fieldSelector")
+            )
+            return self._delete_collection(rtype, selector, parse_json(raw, False) or {})
         if sub == "binding" or rtype is BINDINGS:
             if verb != "create":
                 raise method_not_allowed()
-            body = await read_json(request)
+            body = parse_json(raw)
             return json_response(pods.bind(self.registry, ns, name, body, dry_run), 201)
         if sub == "eviction":
             if verb != "create":
                 raise method_not_allowed()
-            return json_response(pods.evict(self.registry, ns, name, await read_json(request)), 201)
-        if verb == "get":
-            return self._get(request, rtype, ns, name)
+            return json_response(pods.evict(self.registry, ns, name, parse_json(raw)), 201)
         if verb == "create":
             if name:
                 raise method_not_allowed()
-            created = self.registry.create(rtype, ns, await read_json(request), dry_run)
+            created = self.registry.create(rtype, ns, parse_json(raw), dry_run)
             return json_response(created, 201)
         if verb == "update":
-            body = await read_json(request)
+            body = parse_json(raw)
             return json_response(self.registry.update(rtype, ns, name, body, sub))
         if verb == "patch":
-            body = await read_json(request)
+            body = parse_json(raw)
             content_type = request.headers.get("Content-Type", "")
             return json_response(self.registry.patch(rtype, ns, name, content_type, body, sub))
         if verb == "delete":
             if sub:
                 raise method_not_allowed()
-            options = await read_json(request, False) or {}
+            options = parse_json(raw, False) or {}
             if not isinstance(options, dict):
                 raise bad_request("DeleteOptions must be a JSON object")
             if "gracePeriodSeconds" in query:

@@ -248,7 +248,8 @@ class SimServer:
         except Exception as exc:
             log.exception("sim: %s %s failed", method, path)
             resp = error_response(internal(f"{type(exc).__name__}: {exc}"))
-        if method in MUTATING_METHODS:
+        # a dry run changes nothing, so it is no write (pumice.sim.dryrun)
+        if method in MUTATING_METHODS and "dryRun" not in request.query:
             self.writes.record(
                 WriteRecord(
                     time=time.time(),
