@@ -25,6 +25,7 @@ from pumice.sim.registry import Registry
 from pumice.sim.resources import BINDINGS, ResourceType, lookup
 from pumice.sim.selectors import build_selector
 from pumice.sim.store import Store
+from pumice.sim.validation import Checks
 from pumice.sim.watch import WatchHub, WatchRequest, serve_watch
 
 JSON = "application/json"
@@ -195,10 +196,15 @@ class ResourceApi:
         # the body is read before anything runs: what follows is synchronous, so a dry run
         # (which switches the store for its duration) never overlaps another request
         raw = await request.read()
+        checks = Checks.from_query(query)
         if dryrun.requested(query, verb):
             with dryrun.dry_run(self.registry):
-                return self._mutate(request, rtype, info, verb, raw, True)
-        return self._mutate(request, rtype, info, verb, raw, False)
+                resp = self._mutate(request, rtype, info, verb, raw, True, checks)
+        else:
+            resp = self._mutate(request, rtype, info, verb, raw, False, checks)
+        for warning in checks.headers():
+            resp.headers.add("Warning", warning)
+        return resp
 
     def _mutate(
         self,
@@ -208,6 +214,7 @@ class ResourceApi:
         verb: str,
         raw: bytes,
         dry_run: bool,
+        checks: Checks,
     ) -> web.Response:
         query = request.query
         ns = info.namespace
@@ -230,15 +237,17 @@ class ResourceApi:
         if verb == "create":
             if name:
                 raise method_not_allowed()
-            created = self.registry.create(rtype, ns, parse_json(raw), dry_run)
+            created = self.registry.create(rtype, ns, parse_json(raw), dry_run, checks)
             return json_response(created, 201)
         if verb == "update":
             body = parse_json(raw)
-            return json_response(self.registry.update(rtype, ns, name, body, sub))
+            return json_response(self.registry.update(rtype, ns, name, body, sub, checks))
         if verb == "patch":
             body = parse_json(raw)
             content_type = request.headers.get("Content-Type", "")
-            return json_response(self.registry.patch(rtype, ns, name, content_type, body, sub))
+            return json_response(
+                self.registry.patch(rtype, ns, name, content_type, body, sub, checks)
+            )
         if verb == "delete":
             if sub:
                 raise method_not_allowed()
