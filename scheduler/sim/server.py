@@ -34,7 +34,7 @@ from pumice.sim.faults import Faults
 from pumice.sim.lifecycle import Lifecycle, LifecycleConfig
 from pumice.sim.objects import Obj
 from pumice.sim.registry import Registry
-from pumice.sim.resources import ALL_TYPES
+from pumice.sim.resources import ALL_TYPES, for_object
 from pumice.sim.rest import ResourceApi, error_response, json_response, parse_path, verb_of
 from pumice.sim.store import Store
 from pumice.sim.watch import WatchHub
@@ -85,24 +85,46 @@ class SimServer:
         self._runner: web.ServerRunner | None = None
         self._site: web.TCPSite | None = None
         self.port = 0
+        self.notes: list[str] = []
+        """What seeding did that a user should hear about (defaults replaced)."""
+        self._defaults: dict[str, dict[tuple[str, str], Obj]] = {}
         if self.config.defaults:
-            self.seed(default_objects())
+            self._seed_defaults()
 
     # -- seeding -------------------------------------------------------------------------
 
-    def seed(self, objects: Iterable[Obj]) -> int:
-        """Store manifests (namespaces first, then the rest in order); returns how many."""
+    def _seed_defaults(self) -> None:
+        for obj in default_objects():
+            stored = self.registry.create_object(obj)
+            rtype = for_object(str(obj["apiVersion"]), str(obj["kind"]))
+            assert rtype is not None and not rtype.namespaced
+            self._defaults.setdefault(str(obj["kind"]), {})[("", obj["metadata"]["name"])] = stored
+
+    def seed(self, objects: Iterable[Obj], validate: bool = True) -> int:
+        """Store manifests (namespaces first, then the rest in order); returns how many.
+
+        Each is decoded and validated as a ``fieldValidation=Strict`` create would be (an
+        ``ApiError`` whose ``problem`` names the field); ``validate=False`` is for tests that
+        need objects a real server refuses. A seeded object named like one of the built-in
+        defaults (the ``default`` Queue, a default namespace) replaces it, noted in ``notes``.
+        """
         ordered = sorted(objects, key=lambda o: _SEED_ORDER.get(str(o.get("kind")), 2))
         count = 0
         for obj in ordered:
             kind = obj.get("kind")
             name = (obj.get("metadata") or {}).get("name")
-            table = self.registry.store.table
-            if kind == "Namespace" and ("", name) in table("/namespaces"):
+            rtype = for_object(str(obj.get("apiVersion", "")), str(kind))
+            key = ("", str(name))
+            if rtype is not None and not rtype.namespaced and key in self._defaults.get(kind, {}):
+                stored = self.store.get(rtype.table, key)
+                if stored is not None and stored is self._defaults[kind][key]:
+                    self.store.commit(rtype.table, key, None)
+                    self.notes.append(f"{kind} {name} replaces the built-in default")
+                elif stored is not None and kind == "Namespace":
+                    continue
+            elif kind == "Namespace" and ("", name) in self.store.table("/namespaces"):
                 continue
-            if kind == "Queue" and ("", name) in table("scheduling.volcano.sh/queues"):
-                continue
-            self.registry.create_object(obj)
+            self.registry.create_object(obj, validate=validate)
             count += 1
         return count
 

@@ -203,12 +203,13 @@ class _Walk:
                     )
                 )
             return value
-        ok = {
-            schemas.STRING: lambda v: isinstance(v, str),
-            schemas.BOOLEAN: lambda v: isinstance(v, bool),
-            schemas.INTEGER: lambda v: isinstance(v, int) and not isinstance(v, bool),
-        }[str(schema)]
-        if not ok(value):
+        if schema == schemas.STRING:
+            ok = isinstance(value, str)
+        elif schema == schemas.BOOLEAN:
+            ok = isinstance(value, bool)
+        else:
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        if not ok:
             self.wrong_type(value, str(schema), path)
         return value
 
