@@ -372,10 +372,10 @@ class Registry:
                 else:
                     m.pop(field, None)
             m.pop("managedFields", None)
+            merged["metadata"] = m
+            merged = self.admission.on_update(rtype, old, merged, subresource)
             if rtype.generation and _spec_part(merged) != _spec_part(old):
                 m["generation"] = int(old_m.get("generation", 1)) + 1
-            merged["metadata"] = m
-            self.admission.on_update(rtype, old, merged, subresource)
         m["resourceVersion"] = old_m.get("resourceVersion")
         if merged == old:
             return old
