@@ -10,7 +10,7 @@ namespace deletion), because all of them end in ``Store.commit``.
 
 A dry run must not shift what later real requests see either: the registry's random generator
 (``generateName`` suffixes) and the node address allocator are restored afterwards. The write
-log leaves dry-run requests out (``pumice.sim.server``).
+log leaves dry-run requests out (``pumice.sim.server`` reads the request's ``DRY_RUN`` mark).
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+import orjson
+from aiohttp import web
 from multidict import MultiMapping
 
 from pumice.sim.errors import invalid
@@ -27,6 +29,8 @@ if TYPE_CHECKING:
     from pumice.sim.registry import Registry
 
 ALL = "All"
+DRY_RUN = web.RequestKey("pumice.dry_run", bool)
+"""The key a dry-run request is marked with (aiohttp request state)."""
 
 _OPTIONS_KIND = {
     "create": "CreateOptions",
@@ -37,9 +41,10 @@ _OPTIONS_KIND = {
 }
 
 
-def requested(query: MultiMapping[str], verb: str) -> bool:
-    """Whether the request asks for a dry run; 422 for a value other than ``All``."""
-    values = query.getall("dryRun", [])
+def requested(query: MultiMapping[str], verb: str, raw: bytes, subresource: str) -> bool:
+    """Whether the request asks for a dry run (in the query, or for deletions and evictions
+    in the DeleteOptions of the body, where kubectl puts it); 422 for a value but ``All``."""
+    values = list(query.getall("dryRun", [])) + _in_body(raw, verb, subresource)
     if not values:
         return False
     if any(v != ALL for v in values):
@@ -57,6 +62,19 @@ def requested(query: MultiMapping[str], verb: str) -> bool:
             ],
         )
     return True
+
+
+def _in_body(raw: bytes, verb: str, subresource: str) -> list[str]:
+    if not raw or not (verb in ("delete", "deletecollection") or subresource == "eviction"):
+        return []
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return []  # the handler reports the malformed body
+    if isinstance(body, dict) and subresource == "eviction":
+        body = body.get("deleteOptions")
+    values = body.get("dryRun") if isinstance(body, dict) else None
+    return [str(v) for v in values] if isinstance(values, list) else []
 
 
 @contextmanager

@@ -197,7 +197,8 @@ class ResourceApi:
         # (which switches the store for its duration) never overlaps another request
         raw = await request.read()
         checks = Checks.from_query(query)
-        if dryrun.requested(query, verb):
+        if dryrun.requested(query, verb, raw, info.subresource):
+            request[dryrun.DRY_RUN] = True
             with dryrun.dry_run(self.registry):
                 resp = self._mutate(request, rtype, info, verb, raw, True, checks)
         else:

@@ -29,6 +29,7 @@ from aiohttp import web
 from pumice.sim import discovery
 from pumice.sim.admin import MUTATING_METHODS, WriteLog, WriteRecord, handle_admin
 from pumice.sim.defaults import default_objects
+from pumice.sim.dryrun import DRY_RUN
 from pumice.sim.errors import ApiError, internal, no_such_path
 from pumice.sim.faults import Faults
 from pumice.sim.lifecycle import Lifecycle, LifecycleConfig
@@ -271,7 +272,7 @@ class SimServer:
             log.exception("sim: %s %s failed", method, path)
             resp = error_response(internal(f"{type(exc).__name__}: {exc}"))
         # a dry run changes nothing, so it is no write (pumice.sim.dryrun)
-        if method in MUTATING_METHODS and "dryRun" not in request.query:
+        if method in MUTATING_METHODS and not request.get(DRY_RUN):
             self.writes.record(
                 WriteRecord(
                     time=time.time(),
