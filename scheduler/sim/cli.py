@@ -106,6 +106,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _problem(exc: ApiError) -> str:
+    """``FIELD: MESSAGE`` of a refused seed object (the format ``pumice simulate`` uses)."""
+    if exc.problem:
+        return exc.problem
+    causes = (exc.details or {}).get("causes") or []
+    if causes and causes[0].get("field"):
+        return f"{causes[0]['field']}: {causes[0]['message']}"
+    return exc.message
+
+
 def _template(text: str) -> Obj:
     path = Path(text)
     if path.is_file():
@@ -151,9 +161,7 @@ def _seed(server: SimServer, args: argparse.Namespace) -> Counter[str]:
                 rtype = for_object(str(obj["apiVersion"]), str(obj["kind"]))
                 ns = (m.get("namespace") or "default") if rtype and rtype.namespaced else ""
                 name = "/".join(filter(None, [ns, m.get("name") or m.get("generateName")]))
-                raise BadInput(
-                    f"{file}: {obj['kind']} {name}: {exc.problem or exc.message}"
-                ) from None
+                raise BadInput(f"{file}: {obj['kind']} {name}: {_problem(exc)}") from None
             counts[str(obj["kind"])] += added
         for note in server.notes:
             print(f"{PROG}: note: {file}: {note}", file=sys.stderr)
@@ -177,7 +185,7 @@ def _seed(server: SimServer, args: argparse.Namespace) -> Counter[str]:
         except TemplateError as exc:
             raise BadInput(f"--node-template: {exc}") from None
         except ApiError as exc:
-            raise BadInput(f"--node-template: {exc.problem or exc.message}") from None
+            raise BadInput(f"--node-template: {_problem(exc)}") from None
         counts["Node"] += len(nodes)
     return counts
 
