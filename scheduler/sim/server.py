@@ -64,6 +64,10 @@ class SimConfig:
     max_body: int = 16 * 1024 * 1024
 
 
+def _uid(obj: Obj) -> object:
+    return (obj.get("metadata") or {}).get("uid")
+
+
 class SimServer:
     def __init__(self, config: SimConfig | None = None) -> None:
         self.config = config or SimConfig()
@@ -112,13 +116,14 @@ class SimServer:
         ordered = sorted(objects, key=lambda o: _SEED_ORDER.get(str(o.get("kind")), 2))
         count = 0
         for obj in ordered:
-            kind = obj.get("kind")
+            kind = str(obj.get("kind"))
             name = (obj.get("metadata") or {}).get("name")
-            rtype = for_object(str(obj.get("apiVersion", "")), str(kind))
+            rtype = for_object(str(obj.get("apiVersion", "")), kind)
             key = ("", str(name))
-            if rtype is not None and not rtype.namespaced and key in self._defaults.get(kind, {}):
+            default = self._defaults.get(kind, {}).get(key)
+            if rtype is not None and not rtype.namespaced and default is not None:
                 stored = self.store.get(rtype.table, key)
-                if stored is not None and stored is self._defaults[kind][key]:
+                if stored is not None and _uid(stored) == _uid(default):
                     self.store.commit(rtype.table, key, None)
                     self.notes.append(f"{kind} {name} replaces the built-in default")
                 elif stored is not None and kind == "Namespace":
