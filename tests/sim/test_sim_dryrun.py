@@ -24,7 +24,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from kubernetes_asyncio.watch import Watch
 
 from pumice.sim import SimConfig, SimServer
-from sim.simkit import binding, body_of, node, pod
+from sim.simkit import binding, body_of, node, pod, wait_until
 
 POD_YAML = """\
 apiVersion: v1
@@ -105,6 +105,10 @@ async def test_subresources_and_collections_dry_run(sim: Any, api: Any) -> None:
     sim.create(node("node-a"))
     sim.create(pod("a", labels={"app": "x"}))
     sim.create(pod("b", labels={"app": "x"}, node_name="node-a"))
+    # let the simulated kubelet start "b" first: its own write must not race the snapshot
+    await wait_until(
+        lambda: sim.store.get("/pods", ("default", "b"))["status"]["phase"] == "Running"
+    )
     core = k8s_client.CoreV1Api(api)
     before = state(sim)
     bound = await core.create_namespaced_pod_binding(
