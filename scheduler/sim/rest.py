@@ -230,6 +230,8 @@ class ResourceApi:
             if verb != "create":
                 raise method_not_allowed()
             body = parse_json(raw)
+            if isinstance(body, dict):
+                body = checks.check(BINDINGS, body)
             return json_response(pods.bind(self.registry, ns, name, body, dry_run), 201)
         if sub == "eviction":
             if verb != "create":

@@ -13,7 +13,7 @@ from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from pumice.sim.errors import ApiError
-from sim.simkit import body_of, node, pod
+from sim.simkit import binding, body_of, node, pod
 
 QUANTITY_RE = "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 
@@ -233,3 +233,21 @@ async def test_updates_are_validated_too(sim: Any, api: Any) -> None:
         await core.patch_node("n1", {"metadata": {"labels": {"a/b/c": "x"}}})
     assert caught.value.status == 422
     assert sim.store.get("/nodes", ("", "n1"))["status"]["capacity"]["cpu"] == "8"
+
+
+async def test_a_binding_is_decoded_strictly_when_asked(sim: Any, api: Any) -> None:
+    sim.create(node("n1"))
+    sim.create(pod("p"))
+    core = k8s_client.CoreV1Api(api)
+    body = binding("p", "n1")
+    body["target"] = {"kind": "Node", "name": "n1"}
+    body["extra"] = 1
+    with pytest.raises(ApiException) as caught:
+        await core.create_namespaced_pod_binding("p", "default", body, field_validation="Strict")
+    assert caught.value.status == 400
+    assert 'unknown field "extra"' in json.loads(caught.value.body)["message"]
+    assert sim.store.get("/pods", ("default", "p"))["spec"].get("nodeName") is None
+    resp = await core.create_namespaced_pod_binding("p", "default", body, _preload_content=False)
+    assert resp.status == 201
+    assert resp.headers.getall("Warning") == ['299 - "unknown field \\"extra\\""']
+    assert sim.store.get("/pods", ("default", "p"))["spec"]["nodeName"] == "n1"
