@@ -10,6 +10,7 @@ stored as written (``pumice.sim.validation``).
 
 from __future__ import annotations
 
+import functools
 import re
 from fractions import Fraction
 from typing import Any
@@ -55,7 +56,12 @@ def _text(value: Any) -> str:
 def decode(value: Any) -> tuple[Fraction, str]:
     """The exact value (rounded up to a nano) and the format (``BinarySI``, ``DecimalSI``,
     ``DecimalExponent``) of a quantity; ``BadQuantity`` with the real wording otherwise."""
-    text = _text(value)
+    return _decode_text(_text(value))
+
+
+# every pod carries a few quantities and they repeat across pods: decode each text once
+@functools.lru_cache(maxsize=8192)
+def _decode_text(text: str) -> tuple[Fraction, str]:
     shape = _SHAPE.match(text)
     if shape is None:
         raise BadQuantity(FORMAT_WRONG)
@@ -80,7 +86,12 @@ def decode(value: Any) -> tuple[Fraction, str]:
 
 def canonical(value: Any) -> str:
     """The canonical text of a quantity, as the real server stores it."""
-    exact, fmt = decode(value)
+    return _canonical_text(_text(value))
+
+
+@functools.lru_cache(maxsize=8192)
+def _canonical_text(text: str) -> str:
+    exact, fmt = _decode_text(text)
     return format_quantity(exact, fmt)
 
 

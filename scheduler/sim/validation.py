@@ -20,6 +20,7 @@ carries ``problem``: ``FIELD: MESSAGE`` for the one-line seed error of ``pumice 
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -75,14 +76,15 @@ def _json_type(value: Any) -> str:
     return "array" if isinstance(value, list) else "object"
 
 
-def qualified_name_problems(key: str) -> list[str]:
+@functools.lru_cache(maxsize=4096)
+def qualified_name_problems(key: str) -> tuple[str, ...]:
     """Why ``key`` is not a qualified name (``[prefix/]name``), in the real wording."""
     parts = key.split("/")
     if len(parts) > 2:
-        return [
+        return (
             "a qualified name " + NAME_PART_MSG[:-1] + ") with an optional DNS subdomain prefix "
-            "and '/' (e.g. 'example.com/MyName')"
-        ]
+            "and '/' (e.g. 'example.com/MyName')",
+        )
     out: list[str] = []
     name = parts[-1]
     if len(parts) == 2:
@@ -99,16 +101,17 @@ def qualified_name_problems(key: str) -> list[str]:
         out.append("name part must be no more than 63 characters")
     if name and not _NAME_PART.match(name):
         out.append("name part " + NAME_PART_MSG)
-    return out
+    return tuple(out)
 
 
-def label_value_problems(value: str) -> list[str]:
+@functools.lru_cache(maxsize=4096)
+def label_value_problems(value: str) -> tuple[str, ...]:
     out = []
     if len(value) > 63:
         out.append("must be no more than 63 characters")
     if not _LABEL_VALUE.match(value):
         out.append(LABEL_VALUE_MSG)
-    return out
+    return tuple(out)
 
 
 class _Walk:
@@ -132,27 +135,31 @@ class _Walk:
             )
 
     def value(self, value: Any, schema: Schema, path: str) -> Any:
-        if schema == schemas.ANY or value is None:
+        if value is None or schema is schemas.ANY:
             return value
-        if isinstance(schema, dict):
-            if not isinstance(value, dict):
+        kind = type(schema)
+        if kind is dict:
+            assert isinstance(schema, dict)
+            if type(value) is not dict:
                 self.wrong_type(value, "object", path)
                 return value
             out = {}
             for name, sub in value.items():
-                child = f"{path}.{name}" if path else str(name)
-                if name not in schema:
-                    self.unknown.append(child)
+                known = schema.get(name)
+                if known is None:
+                    self.unknown.append(f"{path}.{name}" if path else str(name))
                     continue
-                out[name] = self.value(sub, schema[name], child)
+                out[name] = self.value(sub, known, f"{path}.{name}" if path else name)
             return out
-        if isinstance(schema, ListOf):
-            if not isinstance(value, list):
+        if kind is ListOf:
+            assert isinstance(schema, ListOf)
+            if type(value) is not list:
                 self.wrong_type(value, "array", path)
                 return value
             return [self.value(v, schema.item, f"{path}[{i}]") for i, v in enumerate(value)]
-        if isinstance(schema, MapOf):
-            if not isinstance(value, dict):
+        if kind is MapOf:
+            assert isinstance(schema, MapOf)
+            if type(value) is not dict:
                 self.wrong_type(value, "object", path)
                 return value
             return {k: self.value(v, schema.value, f"{path}.{k}") for k, v in value.items()}
