@@ -27,7 +27,7 @@ from typing import Any
 import orjson
 
 from pumice.sim import quantities, schemas
-from pumice.sim.admission import SUBDOMAIN_MSG
+from pumice.sim.admission import SUBDOMAIN_MSG, name_problems
 from pumice.sim.errors import ApiError, bad_request, invalid
 from pumice.sim.objects import Obj, meta
 from pumice.sim.resources import ResourceType
@@ -256,7 +256,7 @@ class Checks:
                 raise err
             if self.mode == WARN:
                 self.warnings.extend(shown)
-        problems = walk.problems + _meta_problems(cleaned)
+        problems = walk.problems + _meta_problems(cleaned) + _generate_name_problems(rtype, cleaned)
         if rtype.kind in ("Pod", "Node") and not rtype.group:
             problems += _resource_problems(cleaned)
         if old is not None:
@@ -315,6 +315,19 @@ def _meta_problems(obj: Obj) -> list[Problem]:
             )
         )
     return out
+
+
+def _generate_name_problems(rtype: ResourceType, obj: Obj) -> list[Problem]:
+    """A ``generateName`` must make a valid name (a trailing '-' is fine)."""
+    m = meta(obj)
+    prefix = m.get("generateName")
+    if m.get("name") or not isinstance(prefix, str) or not prefix:
+        return []
+    masked = prefix[:-1] + "a" if prefix.endswith("-") else prefix
+    return [
+        ("metadata.generateName", reason, message.replace(f'"{masked}"', f'"{prefix}"'))
+        for _field, reason, message in name_problems(rtype, masked)
+    ]
 
 
 def _amounts(resources: Any, path: str) -> list[Problem]:

@@ -251,3 +251,19 @@ async def test_a_binding_is_decoded_strictly_when_asked(sim: Any, api: Any) -> N
     assert resp.status == 201
     assert resp.headers.getall("Warning") == ['299 - "unknown field \\"extra\\""']
     assert sim.store.get("/pods", ("default", "p"))["spec"]["nodeName"] == "n1"
+
+
+async def test_generate_name_must_make_a_valid_name(sim: Any, api: Any) -> None:
+    core = k8s_client.CoreV1Api(api)
+    body = pod("")
+    body["metadata"] = {"generateName": "Web_"}
+    with pytest.raises(ApiException) as caught:
+        await core.create_namespaced_pod("default", body)
+    assert caught.value.status == 422
+    message = json.loads(caught.value.body)["message"]
+    assert 'metadata.generateName: Invalid value: "Web_": a lowercase RFC 1123 subdomain' in message
+    body["metadata"] = {"generateName": "web-"}
+    created = await body_of(
+        await core.create_namespaced_pod("default", body, _preload_content=False)
+    )
+    assert created["metadata"]["name"].startswith("web-")
