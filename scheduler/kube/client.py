@@ -111,6 +111,12 @@ class Kube:
         """The aiohttp session (``trust_env`` off), for callers that need to inspect it."""
         return self._session
 
+    async def __aenter__(self) -> Kube:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
     async def _headers(self, content_type: str | None) -> dict[str, str]:
         headers = {"Accept": JSON, "User-Agent": self.settings.user_agent}
         if content_type is not None:
@@ -283,6 +289,7 @@ class Kube:
 
 async def connect(settings: KubeSettings) -> Kube:
     """Load the configuration (kubeconfig or in-cluster) and open a session to the server."""
+    _check(settings)
     configuration, loader = await load_configuration(settings)
     ssl_context = _ssl_context(configuration)
     session = aiohttp.ClientSession(
@@ -333,6 +340,20 @@ async def load_configuration(settings: KubeSettings) -> tuple[Any, Any]:
         where = explicit or ("in-cluster" if os.environ.get(_SERVICE_HOST) else _DEFAULT_KUBECONFIG)
         raise KubeConfigError(f"{where}: cannot load Kubernetes configuration: {exc}") from None
     return configuration, loader
+
+
+def _check(settings: KubeSettings) -> None:
+    problems = []
+    if settings.qps < 0:
+        problems.append(f"qps must not be negative, not {settings.qps}")
+    if settings.burst < 1:
+        problems.append(f"burst must be at least 1, not {settings.burst}")
+    if settings.request_timeout <= 0:
+        problems.append(f"request timeout must be positive, not {settings.request_timeout}")
+    if settings.max_retries < 0:
+        problems.append(f"max retries must not be negative, not {settings.max_retries}")
+    if problems:
+        raise KubeConfigError("client settings: " + "; ".join(problems))
 
 
 def _ssl_context(configuration: Any) -> ssl.SSLContext | bool:

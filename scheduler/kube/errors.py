@@ -18,11 +18,10 @@ Every message is one line naming the verb and path, then the server's own messag
 
 from __future__ import annotations
 
-# pumice.errors.PumiceError does not exist on this branch yet; the lead re-parents KubeError
-# onto it when the error tree lands (the contract names it as KubeError's parent).
+from pumice.errors import PumiceError
 
 
-class KubeError(Exception):
+class KubeError(PumiceError):
     """A failed request to the API server."""
 
     def __init__(

@@ -10,7 +10,7 @@ Repeats do not create objects. The first occurrence of (object uid, type, reason
 creates an Event; each repeat adds one to its ``series.count`` (core v1: ``count``) and moves
 ``lastObservedTime``, patched at most once per ``series_interval`` per event; counts that
 arrive in between wait for the next repeat or ``flush()``. If the event has expired from the
-server meanwhile, the next repeat creates a fresh one. Distinct events about one object pass a
+server meanwhile, the repeat creates a fresh one. Distinct events about one object pass a
 spam filter like client-go's (a burst of 25, then one per 5 minutes) and are dropped beyond it.
 The recorder never raises KubeError: a failed write is logged and counted.
 """
@@ -132,7 +132,10 @@ class EventRecorder:
             self.stats.repeats += 1
             if series.name is None or time.monotonic() - series.last_patch < self.series_interval:
                 return False  # counted; written by a later repeat or flush()
-            return await self._bump(key, series)
+            bumped = await self._bump(key, series)
+            if bumped is not None:
+                return bumped
+            # the event expired on the server: this occurrence starts a new one
         if not self._spam_allows(subject):
             self.stats.dropped += 1
             return False
@@ -186,7 +189,8 @@ class EventRecorder:
             return True
         return self._failed(key, None)
 
-    async def _bump(self, key: tuple[str, ...], series: _Series) -> bool:
+    async def _bump(self, key: tuple[str, ...], series: _Series) -> bool | None:
+        """Write the series count; None when the event is gone from the server."""
         count = series.count
         now = micro_time()
         if series.core:
@@ -204,9 +208,9 @@ class EventRecorder:
                     content_type=MERGE_PATCH,
                 )
         except NotFound:
-            # the event expired (the server keeps them about an hour): start a new one
+            # the event expired (the server keeps them about an hour): forget it
             self._series.pop(key, None)
-            return False
+            return None
         except KubeError as exc:
             log.info("event series %s/%s not updated: %s", series.namespace, series.name, exc)
             self.stats.failed += 1

@@ -25,6 +25,11 @@ One ``Informer`` keeps one kind (with optional field and label selectors) mirror
 
 Handlers run on the event-loop thread, one change at a time, in resourceVersion order. An
 exception in a handler is logged and counted; it never stops the informer.
+
+Memory: the store holds every object, so it drops ``metadata.managedFields`` (as
+kube-scheduler's informers do), and an optional ``transform`` may slim objects further
+before they are stored and delivered (it must keep ``metadata`` name, namespace, uid and
+resourceVersion).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -110,6 +116,7 @@ class Informer:
         page_size: int = 500,
         backoff_initial: float = 0.5,
         backoff_cap: float = 30.0,
+        transform: Callable[[Obj], Obj] | None = None,
     ) -> None:
         self.kube = kube
         self.kind = kind
@@ -120,6 +127,7 @@ class Informer:
         self.watch_timeout = watch_timeout
         self.resync_period = resync_period
         self.page_size = page_size
+        self.transform = transform
         self.synced = asyncio.Event()
         self.stats = InformerStats()
         self.store: dict[Key, Obj] = {}
@@ -228,7 +236,7 @@ class Informer:
                 # list items carry no kind/apiVersion; watch events do: make them alike
                 obj.setdefault("kind", self.kind.kind)
                 obj.setdefault("apiVersion", self.kind.api_version)
-                items.append(obj)
+                items.append(self._prepare(obj))
             token = metadata.get("continue") or ""
             if not token:
                 return items, rv
@@ -295,6 +303,7 @@ class Informer:
             if rv:
                 self.resource_version = rv
             return
+        obj = self._prepare(obj)
         key = key_of(obj)
         if kind in ("ADDED", "MODIFIED"):
             old = self.store.get(key)
@@ -315,6 +324,14 @@ class Informer:
         if rv:
             self.resource_version = rv
         self.stats.events += 1
+
+    def _prepare(self, obj: Obj) -> Obj:
+        """What is stored and delivered: without managedFields (nobody here reads them and
+        they are often the largest part of an object), then through ``transform``."""
+        metadata = obj.get("metadata")
+        if isinstance(metadata, dict):
+            metadata.pop("managedFields", None)
+        return self.transform(obj) if self.transform is not None else obj
 
     def _call(self, method: Any, *args: Obj) -> None:
         try:

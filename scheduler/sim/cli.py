@@ -21,6 +21,8 @@ from pathlib import Path
 
 from pumice.errors import PumiceError
 from pumice.manifests import ManifestError, load_manifests
+from pumice.sim import quantities
+from pumice.sim.access import MODES
 from pumice.sim.defaults import (
     DEFAULT_TEMPLATE,
     TemplateError,
@@ -57,7 +59,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="where to write the kubeconfig (default: a temporary file removed on exit)",
     )
-    parser.add_argument("--nodes", type=int, default=0, metavar="N", help="generate N more nodes")
+    parser.add_argument(
+        "--authorization",
+        choices=MODES,
+        default="none",
+        help="none: every request is allowed; rbac: requests are checked against the seeded "
+        "Roles, ClusterRoles and bindings, and the server listens on HTTPS (kubectl sends "
+        "tokens only over TLS) (default: none)",
+    )
+    parser.add_argument(
+        "--kubeconfig-out-for",
+        metavar="NAMESPACE/NAME=PATH",
+        action="append",
+        default=[],
+        help="also write a kubeconfig acting as ServiceAccount NAMESPACE/NAME (created if "
+        "missing) to PATH; repeatable. The --kubeconfig-out one stays cluster-admin",
+    )
+    parser.add_argument(
+        "--nodes",
+        type=int,
+        default=0,
+        metavar="N",
+        help="generate N more nodes (default: %(default)s)",
+    )
     parser.add_argument(
         "--node-template",
         metavar="FILE|SPEC",
@@ -70,30 +94,68 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=0.2,
         metavar="S",
-        help="seconds from bind to Running",
+        help="seconds from bind to Running (default: %(default)s)",
     )
     parser.add_argument(
         "--pod-termination-delay",
         type=float,
         default=0.5,
         metavar="S",
-        help="longest a gracefully deleted pod lingers",
+        help="longest a gracefully deleted pod lingers (default: %(default)s)",
     )
     parser.add_argument(
         "--bookmark-interval",
         type=float,
         default=60.0,
         metavar="S",
-        help="seconds between BOOKMARKs",
+        help="seconds between BOOKMARKs, > 0 (default: %(default)s)",
     )
     parser.add_argument(
-        "--history-size", type=int, default=10_000, metavar="N", help="changes kept per resource"
+        "--history-size",
+        type=int,
+        default=10_000,
+        metavar="N",
+        help="changes kept per resource (default: %(default)s)",
     )
     parser.add_argument(
         "--no-defaults",
         action="store_true",
         help="start without the default namespaces, system PriorityClasses and default Queue",
     )
+
+
+def _identity_outputs(specs: list[str]) -> list[tuple[str, str, Path]]:
+    """``NAMESPACE/NAME=PATH`` flags as (namespace, name, path)."""
+    out = []
+    for spec in specs:
+        account, sep, path = spec.partition("=")
+        namespace, slash, name = account.partition("/")
+        if not sep or not slash or not namespace or not name or not path or "/" in name:
+            raise BadInput(f"--kubeconfig-out-for {spec!r}: expected NAMESPACE/NAME=PATH")
+        out.append((namespace, name, Path(path)))
+    return out
+
+
+def _write_identities(server: SimServer, outputs: list[tuple[str, str, Path]]) -> None:
+    for namespace, name, path in outputs:
+        flag = f"--kubeconfig-out-for {namespace}/{name}={path}"
+        try:
+            written = server.write_kubeconfig_for(namespace, name, path)
+        except ApiError as exc:
+            raise BadInput(f"{flag}: {exc.message}") from None
+        except OSError as exc:
+            raise BadInput(f"{flag}: {exc.strerror or exc}") from None
+        print(f"kubeconfig for ServiceAccount {namespace}/{name}: {written}", flush=True)
+
+
+def _problem(exc: ApiError) -> str:
+    """``FIELD: MESSAGE`` of a refused seed object (the format ``pumice simulate`` uses)."""
+    if exc.problem:
+        return exc.problem
+    causes = (exc.details or {}).get("causes") or []
+    if causes and causes[0].get("field"):
+        return f"{causes[0]['field']}: {causes[0]['message']}"
+    return exc.message
 
 
 def _template(text: str) -> Obj:
@@ -107,9 +169,16 @@ def _template(text: str) -> Obj:
             raise BadInput(f"--node-template {text}: expected exactly one Node, found {len(nodes)}")
         return nodes[0]
     try:
-        return parse_inline_template(text)
+        template = parse_inline_template(text)
     except TemplateError as exc:
         raise BadInput(f"--node-template {text!r}: not a file, and {exc}") from None
+    for name, amount in template["status"]["capacity"].items():
+        try:
+            if quantities.decode(amount)[0] < 0:
+                raise BadInput(f"--node-template {text!r}: {name}={amount}: must not be negative")
+        except quantities.BadQuantity as exc:
+            raise BadInput(f"--node-template {text!r}: {name}={amount}: {exc}") from None
+    return template
 
 
 def _seed(server: SimServer, args: argparse.Namespace) -> Counter[str]:
@@ -134,16 +203,17 @@ def _seed(server: SimServer, args: argparse.Namespace) -> Counter[str]:
                 rtype = for_object(str(obj["apiVersion"]), str(obj["kind"]))
                 ns = (m.get("namespace") or "default") if rtype and rtype.namespaced else ""
                 name = "/".join(filter(None, [ns, m.get("name") or m.get("generateName")]))
-                raise BadInput(f"{file}: {obj['kind']} {name}: {exc.message}") from None
+                raise BadInput(f"{file}: {obj['kind']} {name}: {_problem(exc)}") from None
             counts[str(obj["kind"])] += added
+        for note in server.notes:
+            print(f"{PROG}: note: {file}: {note}", file=sys.stderr)
+        server.notes.clear()
         if skipped:
             kinds = ", ".join(f"{n} {k}" for k, n in sorted(skipped.items()))
             print(
                 f"{PROG}: warning: {file}: skipped objects of kinds not served: {kinds}",
                 file=sys.stderr,
             )
-    if args.nodes < 0:
-        raise BadInput(f"--nodes {args.nodes}: must not be negative")
     if args.nodes:
         template = _template(args.node_template)
         taken = set(server.store.table("/nodes"))
@@ -154,8 +224,10 @@ def _seed(server: SimServer, args: argparse.Namespace) -> Counter[str]:
                 if ("", meta(n)["name"]) not in taken
             ]
             server.seed(nodes)
-        except (TemplateError, ApiError) as exc:
+        except TemplateError as exc:
             raise BadInput(f"--node-template: {exc}") from None
+        except ApiError as exc:
+            raise BadInput(f"--node-template: {_problem(exc)}") from None
         counts["Node"] += len(nodes)
     return counts
 
@@ -166,6 +238,9 @@ async def _serve(args: argparse.Namespace) -> int:
     for flag in ("pod_start_delay", "pod_termination_delay", "bookmark_interval"):
         if getattr(args, flag) < 0:
             raise BadInput(f"--{flag.replace('_', '-')}: must not be negative")
+    # 0 would flood every watcher with bookmarks as fast as the loop turns
+    if not args.bookmark_interval > 0:
+        raise BadInput(f"--bookmark-interval {args.bookmark_interval}: must be greater than 0")
     if args.history_size < 1:
         raise BadInput("--history-size: must be at least 1")
     server = SimServer(
@@ -175,8 +250,13 @@ async def _serve(args: argparse.Namespace) -> int:
             bookmark_interval=args.bookmark_interval,
             history_size=args.history_size,
             defaults=not args.no_defaults,
+            authorization=args.authorization,
         )
     )
+    identities = _identity_outputs(args.kubeconfig_out_for)
+    if args.nodes < 0:
+        raise BadInput(f"--nodes {args.nodes}: must not be negative")
+    _template(args.node_template)  # a bad template is refused even without --nodes
     counts = _seed(server, args)
     try:
         await server.start(args.port)
@@ -198,6 +278,7 @@ async def _serve(args: argparse.Namespace) -> int:
         print(f"{PROG}: serving {server.url} ({summary})", flush=True)
         print(f"kubeconfig: {kubeconfig}", flush=True)
         print(f"admin: {server.url}/sim/faults", flush=True)
+        _write_identities(server, identities)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

@@ -155,12 +155,10 @@ async def test_trust_env_is_off(sim: Any, kube: Kube, monkeypatch: pytest.Monkey
 
 async def test_kubeconfig_from_the_environment(sim: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KUBECONFIG", str(sim.kubeconfig))
-    client = await connect(KubeSettings(user_agent="pumice-test/1"))
-    try:
+    async with await connect(KubeSettings(user_agent="pumice-test/1")) as client:
         await client.request("POST", PODS.path("default"), body=pod("p1"))
         assert [w.user_agent for w in sim.writes] == ["pumice-test/1"]
-    finally:
-        await client.close()
+    assert client.session.closed
 
 
 async def test_bad_kubeconfig_is_a_config_error(tmp_path: Any) -> None:
@@ -172,6 +170,8 @@ async def test_bad_kubeconfig_is_a_config_error(tmp_path: Any) -> None:
     garbage.write_text("clusters: 3\n")
     with pytest.raises(KubeConfigError):
         await connect(KubeSettings(kubeconfig=str(garbage)))
+    with pytest.raises(KubeConfigError, match="burst must be at least 1, not 0"):
+        await connect(KubeSettings(kubeconfig=str(garbage), burst=0))
 
 
 async def test_discovery_tells_which_kinds_are_served(kube: Kube) -> None:

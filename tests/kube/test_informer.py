@@ -220,3 +220,18 @@ async def test_refused_watches_back_off_and_recover(sim: Any, kube: Kube) -> Non
         await converged(mirror, kube)  # watching again after three refusals
         assert informer.stats.errors == 3
         assert informer.stats.relists == 3  # each refusal may have hidden a change
+
+
+async def test_objects_are_slimmed_before_they_are_stored(sim: Any, kube: Kube) -> None:
+    sim.create(node("n0"))
+
+    def slim(obj: dict[str, Any]) -> dict[str, Any]:
+        return {"metadata": obj["metadata"], "kind": obj["kind"], "unschedulable": "spec" in obj}
+
+    mirror = Mirror()
+    informer = Informer(kube, NODES, mirror, name="nodes", transform=slim, **FAST)
+    async with running(informer):
+        await kube.request("POST", NODES.path(), body=node("n1"))
+        await converged(mirror, kube)
+        for obj in [*mirror.objects.values(), *informer.store.values()]:
+            assert set(obj) == {"metadata", "kind", "unschedulable"}

@@ -88,10 +88,12 @@ async def test_an_expired_event_is_created_again(sim: Any, kube: Kube) -> None:
     await status.pod_event(p, "FailedScheduling", MESSAGE, "Warning")
     [event] = await events_about(kube, "p1")
     await kube.request("DELETE", EVENTS.path("default", event["metadata"]["name"]))
-    await status.pod_event(p, "FailedScheduling", MESSAGE, "Warning")  # patch: 404
-    await status.pod_event(p, "FailedScheduling", MESSAGE, "Warning")  # a new event
+    # the repeat's patch gets 404: it creates a new event instead
+    assert await status.pod_event(p, "FailedScheduling", MESSAGE, "Warning")
     [again] = await events_about(kube, "p1")
     assert again["metadata"]["name"] != event["metadata"]["name"]
+    assert "series" not in again
+    assert writes(sim, "events") == [("POST", 201), ("DELETE", 200), ("PATCH", 404), ("POST", 201)]
 
 
 async def test_long_notes_are_cut_to_one_kib(sim: Any, kube: Kube) -> None:
@@ -186,3 +188,19 @@ async def test_core_v1_events_count_repeats(sim: Any, kube: Kube) -> None:
     assert event["involvedObject"]["name"] == "p1"
     assert event["message"] == MESSAGE
     assert writes(sim, "events") == [("POST", 201), ("PATCH", 200), ("PATCH", 200)]
+
+
+async def test_kubectl_describe_shows_what_was_written(sim: Any, kube: Kube) -> None:
+    p = sim.create(pod("p1"))
+    status = writer(kube, series_interval=0.0)
+    for _ in range(3):
+        await status.pod_event(p, "FailedScheduling", MESSAGE, "Warning")
+    await status.pod_unschedulable(p, MESSAGE)
+    described = await sim.kubectl("describe", "pod", "p1")
+    assert described.code == 0, described.stdout
+    text = described.stdout
+    assert "FailedScheduling" in text
+    assert "pumice" in text  # the From column: reportingController
+    assert MESSAGE in text
+    assert "PodScheduled" in text
+    assert "(x3 over" in text  # the series: one event object seen three times
