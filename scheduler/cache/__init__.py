@@ -3,7 +3,8 @@
 No I/O: the daemon feeds it informer events and its own decisions; sessions get clones.
 """
 
-from pumice.cache.cache import NO_QUEUE, ClusterCache, Handler, lone_job_id
+from pumice.cache.cache import NO_QUEUE, ClusterCache, lone_job_id
+from pumice.cache.handler import Handler
 from pumice.cache.pods import PodEntry, PodState
 
 __all__ = ["NO_QUEUE", "ClusterCache", "Handler", "PodEntry", "PodState", "lone_job_id"]
