@@ -25,6 +25,15 @@ def malformed_pod(sim: Any, name: str) -> None:
     sim.store.commit("/pods", ("batch", name), stored)
 
 
+def malformed_podgroup(sim: Any, name: str) -> None:
+    """A PodGroup whose minResources do not parse, stored past the server's validation."""
+    table = "scheduling.volcano.sh/podgroups"
+    sim.create(podgroup(name, 1))
+    stored = copy.deepcopy(sim.store.table(table)[("batch", name)])
+    stored["spec"]["minResources"] = {"cpu": "plenty"}
+    sim.store.commit(table, ("batch", name), stored)
+
+
 async def test_dry_run_writes_nothing_and_logs_every_decision(
     sim: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -59,7 +68,6 @@ async def test_bad_objects_are_reported_and_everything_else_is_scheduled(
             pod("orphan", group="missing"),  # names a PodGroup that does not exist
             podgroup("lost", 1, queue="nowhere"),  # names a queue that does not exist
             pod("lost-0", group="lost"),
-            podgroup("odd", 1, minResources={"cpu": "plenty"}),  # does not parse
             pod("odd-0", group="odd"),
             podgroup("fine", 2),
             pod("fine-0", group="fine"),
@@ -68,6 +76,7 @@ async def test_bad_objects_are_reported_and_everything_else_is_scheduled(
         ],
     )
     malformed_pod(sim, "garbled")
+    malformed_podgroup(sim, "odd")  # its minResources do not parse
     ledger = Ledger(sim)
     expected = {
         "orphan": "podgroup batch/missing does not exist",
@@ -76,10 +85,14 @@ async def test_bad_objects_are_reported_and_everything_else_is_scheduled(
         "garbled": "two-and-a-bit",
     }
 
+    # The server refuses any write to a pod it cannot decode (the status patch of "garbled"
+    # is a 400, as on a real API server), so that pod can only get the event.
+    conditioned = {n: w for n, w in expected.items() if n != "garbled"}
+
     def reported() -> bool:
         return all(
             (c := condition(sim, name)) is not None and words in str(c.get("message"))
-            for name, words in expected.items()
+            for name, words in conditioned.items()
         )
 
     def status(table: str, key: tuple[str, str]) -> dict[str, Any]:
@@ -101,8 +114,9 @@ async def test_bad_objects_are_reported_and_everything_else_is_scheduled(
     bound = sorted(p["metadata"]["name"] for p in ledger.bound("pumice"))
     assert bound == ["fine-0", "fine-1", "loose"]
     for name, words in expected.items():
-        c = condition(sim, name)
-        assert c is not None and c["status"] == "False" and c["reason"] == "Unschedulable"
+        if name in conditioned:
+            c = condition(sim, name)
+            assert c is not None and c["status"] == "False" and c["reason"] == "Unschedulable"
         assert any(
             reason == "FailedScheduling" and words in message
             for reason, message in events_about(sim, name)
