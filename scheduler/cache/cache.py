@@ -103,10 +103,15 @@ class ClusterCache:
                 del self._held[uid]
             elif snap.task(uid) is not None:
                 snap.remove_task(uid)
+        self.tidy()
+        return snap
+
+    def tidy(self) -> None:
+        """Drop pods that left the pending watch long ago without showing up bound."""
+        now = self._clock()
         for uid in [u for u, e in self.pods.items() if e.state is PodState.LEFT]:
             if now - self.pods[uid].left_at > LEFT_RETENTION:
                 del self.pods[uid]
-        return snap
 
     def _touch(self) -> None:
         self.generation += 1

@@ -207,6 +207,7 @@ class Daemon:
                 outcome = CycleOutcome()
                 assert self.reporter is not None
                 self.reporter.report_problems()
+                cache.tidy()
             if self.options.until_idle and self._idle(outcome):
                 log.info("idle: nothing more to schedule; exiting")
                 return

@@ -281,3 +281,16 @@ def test_a_gang_assembles_in_its_job(cache: ClusterCache) -> None:
     cache.podgroups_handler.on_delete(podgroup("gang"))
     assert all(cache.pods[f"uid-w-{i}"].state is PodState.BLOCKED for i in range(3))
     assert "ns/gang" not in cache.snapshot().jobs
+
+
+def test_a_pod_that_left_and_never_showed_up_bound_is_dropped_after_a_while(
+    cache: ClusterCache, clock: Clock
+) -> None:
+    p = pod("a")
+    cache.pending_pods.on_add(p)
+    cache.pending_pods.on_delete(p)
+    cache.tidy()
+    assert cache.pods["uid-a"].state is PodState.LEFT
+    clock.now += 61.0
+    cache.tidy()
+    assert "uid-a" not in cache.pods
