@@ -35,7 +35,9 @@ from pumice.model import Resource, pod_requests
 Obj = dict[str, Any]
 
 
-def write_cluster(path: Path, nodes: int, pods: int) -> None:
+def write_cluster(path: Path, nodes: int, pods: int, bound: int = 0) -> None:
+    """N nodes, ``pods`` pending pods per scheduler, and ``bound`` pods of another scheduler
+    already running on the nodes (round robin)."""
     docs: list[Obj] = []
     for i in range(nodes):
         name = f"node-{i:05d}"
@@ -67,6 +69,26 @@ def write_cluster(path: Path, nodes: int, pods: int) -> None:
                     },
                 }
             )
+    for i in range(bound):
+        docs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": f"running-{i:06d}", "namespace": "running"},
+                "spec": {
+                    "schedulerName": "default-scheduler",
+                    "nodeName": f"node-{i % nodes:05d}",
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "busybox:1.36",
+                            "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+                        }
+                    ],
+                },
+                "status": {"phase": "Running"},
+            }
+        )
     path.write_text("\n---\n".join(json.dumps(d) for d in docs))  # JSON is YAML, and fast
 
 
@@ -189,21 +211,64 @@ async def daemon(
     return bound / elapsed
 
 
+async def sync_only(kubeconfig: Path, config: Path, limit: float) -> None:
+    """``pumice run --dry-run`` until its cache is synced and one cycle ran: time and RSS."""
+    log = config.parent / "sync.log"
+    start = time.perf_counter()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-P", "-m", "pumice.cli", "run", "--dry-run",
+        "--kubeconfig", str(kubeconfig), "--config", str(config), "--qps", "1e9",
+        stdout=log.open("wb"), stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    synced = cycled = None
+    rss = float("nan")
+    while time.perf_counter() - start < limit and proc.returncode is None:
+        await asyncio.sleep(0.2)
+        text = log.read_text()
+        rss = peak_rss_mib(proc.pid)
+        if synced is None and "cache synced" in text:
+            synced = time.perf_counter() - start
+        if ": cycle " in text or "pending: " in text:
+            cycled = time.perf_counter() - start
+            break
+    if proc.returncode is None:
+        proc.send_signal(signal.SIGTERM)
+        await proc.wait()
+    line = next((x for x in log.read_text().splitlines() if "cache synced" in x), "not synced")
+    print(f"start-up: {line.split(': ', 3)[-1]}")
+    print(
+        f"  process start -> cache synced {synced if synced is not None else float('nan'):.1f} s;"
+        f" -> first cycle {cycled if cycled is not None else float('nan'):.1f} s;"
+        f" peak RSS {rss:,.0f} MiB"
+    )
+
+
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--pods", type=int, default=10000)
     parser.add_argument("--limit", type=float, default=600.0, help="seconds for the daemon")
+    parser.add_argument(
+        "--sync-only",
+        type=int,
+        metavar="BOUND",
+        help="only start-up: BOUND running pods of another scheduler besides the pending ones; "
+        "time to a synced cache and the daemon's RSS (dry-run, nothing bound)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="pumice-bench-") as tmp:
         cluster, kubeconfig = Path(tmp) / "cluster.yaml", Path(tmp) / "kubeconfig"
-        write_cluster(cluster, args.nodes, args.pods)
+        write_cluster(cluster, args.nodes, args.pods, args.sync_only or 0)
         config = Path(tmp) / "scheduler.yaml"
         conf = Path(__file__).resolve().parent.parent / "conf" / "scheduler.yaml"
         config.write_text(conf.read_text() + "\nscheduler:\n  period: 100ms\n")
         print(f"cluster: {args.nodes} nodes, {args.pods} pending pods per scheduler")
         server, url = await start_server(cluster, kubeconfig)
         try:
+            if args.sync_only is not None:
+                print(f"  and {args.sync_only} running pods of another scheduler")
+                await sync_only(kubeconfig, config, args.limit)
+                return 0
             bare = await greedy(kubeconfig, args.pods)
             # The same unthrottled client as the bare binder (the daemon's default is 50 QPS).
             ours = await daemon(
