@@ -29,7 +29,7 @@ that fit only once releasing tasks are gone used. A single candidate is taken as
 idle, pipelined otherwise. A task with no feasible node gets, in ``session.task_reasons``, the
 kube-scheduler style message ``0/N nodes are available: …`` counting each predicate reason once
 per node, and ``Insufficient <resource>`` once per node and per short dimension for the nodes
-that passed every predicate but lack resources.
+that passed every predicate but lack resources; the parts are sorted as strings.
 
 Arguments: ``predicateErrorCacheEnable`` (bool, default true): once a task of a role (with a
 given request) has found no node, the job's other tasks of that role and request are given the
@@ -43,7 +43,8 @@ Differences from Volcano:
   pumice does not assume that such tasks are identical;
 * a task skipped by ``allocatable`` and the jobs left in an overused queue get a reason too, so
   ``kubectl describe`` says why they wait;
-* the message ``0/N nodes are available`` sorts its reasons by count (most first), then name.
+* the message is kube-scheduler's (``0/N nodes are available: `` + the ``"<count> <reason>"``
+  parts sorted as strings + ``.``), not Volcano's "are unavailable" wording.
 """
 
 from __future__ import annotations

@@ -70,7 +70,9 @@ class PluginSpec:
 
     @hookspec
     def task_order_key(self, task: TaskInfo) -> Any:
-        """A sort key for a task within its job. Combination as queue_order_key.
+        """A sort key for a task within its job. Combination as queue_order_key, except that
+        the fallback puts Volcano's numeric pod-name index first (the last ``-`` part of a name
+        of three or more parts: ``job-w-2`` before ``job-w-10``), then creation time, then name.
 
         Flag: ``enableTaskOrder``.
         """

@@ -199,8 +199,9 @@ class Session:
         return (*keys, job.creation_timestamp, job.uid)
 
     def task_order_key(self, task: TaskInfo) -> tuple[Any, ...]:
+        """Plugins' keys, then Volcano's fallback: the pod-name index, creation time, name."""
         keys = [hook(task) for _, hook in self._flat["task_order_key"]]
-        return (*keys, task.creation_timestamp, task.name)
+        return (*keys, pod_name_index(task.name), task.creation_timestamp, task.name)
 
     def sort_queues(self, queues: Iterable[QueueInfo]) -> list[QueueInfo]:
         return sorted(queues, key=self.queue_order_key)
@@ -378,6 +379,22 @@ class Session:
         """Tell every plugin that ``task`` gave its resources back."""
         for _, hook in self._flat["on_deallocate"]:
             hook(task)
+
+
+def pod_name_index(name: str) -> tuple[int, int]:
+    """Volcano's pod index as a sort key: ``(0, 10)`` for ``job-w-10``, ``(1, 0)`` for none.
+
+    A name of at least three ``-``-separated parts whose last part is an integer has that index
+    (the pods a Volcano Job or a StatefulSet-like controller makes), so ``job-w-2`` sorts before
+    ``job-w-10``. Volcano compares indices only when both tasks have one; as a sort key, tasks
+    with an index here come before tasks without one.
+    """
+    parts = name.split("-")
+    if len(parts) >= 3:
+        last = parts[-1]
+        if last.isdigit():
+            return (0, int(last))
+    return (1, 0)
 
 
 def _adapt(method: Hook, argnames: Sequence[str], spec_args: Sequence[str]) -> Hook:
