@@ -3,8 +3,9 @@
 Every queue that has Pending jobs (phase Pending or unset) is taken in queue order, and its
 jobs in job order; the queue is put back after each job so that its place is decided again.
 A job is admitted, by setting ``job.phase = "Inqueue"`` in the session, when it has no
-``min_resources`` (the PodGroup does not set ``minResources``; an empty one counts as set) or when ``session.job_enqueueable(job)`` agrees (the plugins' vote, e.g.
-proportion's "does the queue still have room for its minimum"). A job that is turned down stays
+``min_resources`` (the PodGroup does not set ``minResources``; an empty one counts as set) or
+when ``session.job_enqueueable(job)`` agrees (the plugins' vote, e.g. proportion's "does the
+queue still have room for its minimum"). A job that is turned down stays
 Pending until the next session, and its reason (when no plugin gave one) is recorded in
 ``session.job_reasons``. The phase is persisted by whoever writes PodGroup status at the end of
 the cycle.
