@@ -173,9 +173,13 @@ class PluginSpec:
     ) -> Sequence[TaskInfo] | None:
         """Which of ``candidates`` may be evicted for ``preemptor`` (same queue). None abstains.
 
-        Combination: inside a tier the answers are intersected; an empty answer (or an empty
-        intersection) means the tier decides nothing and the next tier is asked; the first
-        tier with a non-empty answer wins. Flag: ``enablePreemptable``.
+        Combination: first the protections: every plugin whose class sets
+        ``protects_victims`` (conformance) removes from the candidates what its answer leaves
+        out, before any tier is asked, so a protected task is never a victim whatever a later
+        tier answers (nothing left: no victims). Then, inside a tier the answers are
+        intersected; an empty answer (or an empty intersection) means the tier decides nothing
+        and the next tier is asked; the first tier with a non-empty answer wins. Flag:
+        ``enablePreemptable``.
         """
 
     @hookspec
@@ -184,7 +188,7 @@ class PluginSpec:
     ) -> Sequence[TaskInfo] | None:
         """Which of ``candidates`` (other queues) may be evicted for ``reclaimer``.
 
-        Combination as preemptable. Flag: ``enableReclaimable``.
+        Combination as preemptable (protections first). Flag: ``enableReclaimable``.
         """
 
     @hookspec
@@ -240,8 +244,8 @@ COMBINATION: dict[str, str] = {
     "job_enqueueable": "vote",
     "job_starving": "first tier with an implementation decides",
     "job_valid": "first failure wins",
-    "preemptable": "intersected in a tier; first non-empty tier wins",
-    "reclaimable": "intersected in a tier; first non-empty tier wins",
+    "preemptable": "protections first; intersected in a tier; first non-empty tier wins",
+    "reclaimable": "protections first; intersected in a tier; first non-empty tier wins",
     "on_allocate": "every plugin",
     "on_deallocate": "every plugin",
 }

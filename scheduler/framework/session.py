@@ -32,6 +32,7 @@ from pumice.framework.hookspecs import HOOK_FLAGS, PluginSpec
 from pumice.framework.host import PluginHost
 from pumice.framework.results import Feasibility, JobInvalid, PredicateResult, Vote
 from pumice.framework.statement import Statement
+from pumice.model.node import FIT_TOLERANCE
 from pumice.model.objects import JobInfo, QueueInfo, TaskInfo
 from pumice.model.snapshot import ClusterSnapshot
 
@@ -54,7 +55,13 @@ class PluginContractError(SessionError):
 
 
 class Committer(Protocol):
-    """Where committed decisions go: the binder and evictor of the daemon, or a recorder."""
+    """Where committed decisions go: the binder and evictor of the daemon, or a recorder.
+
+    A committer may also have ``nominate(task, node)``: a committed statement that evicted
+    tasks calls it for every task it pipelined (a preemptor waiting for the room its victims
+    free), so the daemon can write the pod's ``status.nominatedNodeName``. It is optional:
+    the session calls it only on committers that have it.
+    """
 
     def bind(self, task: TaskInfo, node: str) -> None: ...
 
@@ -74,6 +81,10 @@ class RecordingCommitter:
     def evict(self, task: TaskInfo, reason: str) -> None:
         self.decisions.append(("evict", task.key, reason))
         log.info("decision: evict %s (%s)", task.key, reason)
+
+    def nominate(self, task: TaskInfo, node: str) -> None:
+        self.decisions.append(("nominate", task.key, node))
+        log.info("decision: nominate %s for %s", task.key, node)
 
 
 class Session:
@@ -108,6 +119,15 @@ class Session:
         """Why a task was left pending this session (task uid -> message), for conditions."""
         self.job_reasons: dict[str, str] = {}
         """Why a job was not (fully) scheduled this session (job uid -> message)."""
+        self.action = ""
+        """The name of the action running now ("" outside ``run_actions``)."""
+        self.explain = False
+        """When True, every placement records its per-plugin scores in ``placement_scores``."""
+        self.placement_scores: dict[str, dict[str, dict[str, float]]] = {}
+        """Task uid -> feasible node -> {plugin: score, ..., "total": sum}, taken just before
+        the task's last allocation or pipelining this session (only when ``explain``)."""
+        # hook -> [(plugin name, callable)] of the plugins whose victim answers protect
+        self._guards: dict[str, list[tuple[str, Hook]]] = {"preemptable": [], "reclaimable": []}
 
     # -- life cycle -------------------------------------------------------------------------
 
@@ -169,6 +189,8 @@ class Session:
                     )
                     self._tiers[hook][-1].append(entry)
                     self._flat[hook].append(entry)
+                    if hook in self._guards and provided.cls.protects_victims:
+                        self._guards[hook].append(entry)
 
     def run_actions(self) -> None:
         """Run the configured actions in order, each built from its ``configurations`` entry."""
@@ -178,7 +200,11 @@ class Session:
                 raise SessionError(f"unknown action {name!r}")
             arguments = self.config.configurations.get(name) or Arguments({})
             action = provided.cls(arguments)
-            action.execute(self)
+            self.action = name
+            try:
+                action.execute(self)
+            finally:
+                self.action = ""
 
     def implemented(self, hook: str) -> bool:
         """Does any enabled plugin implement ``hook`` in this session?"""
@@ -246,6 +272,40 @@ class Session:
             if answer is not None:
                 total += _vector(name, "node_score", answer, n, np.float64)
         return total
+
+    def node_score_parts(self, task: TaskInfo) -> dict[str, npt.NDArray[np.float64]]:
+        """Each scoring plugin's vector for ``task`` (its weight included); their sum is
+        ``node_scores(task)``. A plugin that answers None is left out."""
+        n = len(self.table)
+        parts: dict[str, npt.NDArray[np.float64]] = {}
+        for name, hook in self._flat["node_score"]:
+            answer = hook(task, self.table)
+            if answer is not None:
+                vector = _vector(name, "node_score", answer, n, np.float64)
+                parts[name] = parts[name] + vector if name in parts else vector
+        return parts
+
+    def record_scores(self, task: TaskInfo) -> None:
+        """Keep, in ``placement_scores``, each plugin's score of every node where ``task`` is
+        feasible now (predicates pass, request within future idle). Statements call this just
+        before placing a task when ``explain`` is on."""
+        table = self.table
+        request = table.vector(task.resreq)
+        fits = ~((request - table.future_idle) > FIT_TOLERANCE).any(axis=1)
+        rows = np.flatnonzero(self.predicate(task).mask & fits)
+        parts = self.node_score_parts(task)
+        scores: dict[str, dict[str, float]] = {}
+        for row in rows:
+            entry = {name: float(vector[row]) for name, vector in parts.items()}
+            entry["total"] = float(sum(entry.values()))
+            scores[table.nodes[int(row)].name] = entry
+        self.placement_scores[task.uid] = scores
+
+    def nominate(self, task: TaskInfo, node: str) -> None:
+        """Tell the committer, if it takes nominations, that ``task`` waits for ``node``."""
+        nominate = getattr(self.committer, "nominate", None)
+        if nominate is not None:
+            nominate(task, node)
 
     def best_node(
         self,
@@ -328,7 +388,11 @@ class Session:
     # -- victims ----------------------------------------------------------------------------
 
     def preemptable(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
-        """Victims for ``preemptor`` among ``candidates`` (per-tier intersection)."""
+        """Victims for ``preemptor`` among ``candidates`` (per-tier intersection).
+
+        Protections come first: every plugin with ``protects_victims`` (conformance) removes
+        the candidates it leaves out before any tier is asked, so no later tier can pick them.
+        """
         return self._victims("preemptable", preemptor, candidates)
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
@@ -338,6 +402,14 @@ class Session:
     def _victims(
         self, hook_name: str, initiator: TaskInfo, candidates: Sequence[TaskInfo]
     ) -> list[TaskInfo]:
+        for _, guard in self._guards[hook_name]:
+            kept = guard(initiator, candidates)
+            if kept is None:
+                continue
+            keep = {t.uid for t in kept}
+            candidates = [t for t in candidates if t.uid in keep]
+            if not candidates:
+                return []
         for tier in self._tiers[hook_name]:
             victims: list[TaskInfo] | None = None
             for _, hook in tier:
