@@ -15,6 +15,7 @@ plugin's contribution (its weight included) and their ``total``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -129,7 +130,7 @@ class Report:
 # -- the table ----------------------------------------------------------------------------------
 
 
-def _columns(rows: list[tuple[str, ...]]) -> list[str]:
+def _columns(rows: Sequence[Sequence[str]]) -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
 
@@ -148,7 +149,7 @@ def render_table(report: Report, explain: bool = False) -> str:
     out: list[str] = [f"cycles run: {report.cycles}", ""]
     out.append(f"PLACEMENTS ({len(report.placements)})")
     if report.placements:
-        rows = [("CYCLE", "ACTION", "POD", "NODE")]
+        rows: list[tuple[str, ...]] = [("CYCLE", "ACTION", "POD", "NODE")]
         rows += [(str(p.cycle), p.action, p.pod, p.node) for p in report.placements]
         out += _columns(rows)
     if explain:
@@ -172,8 +173,7 @@ def render_table(report: Report, explain: bool = False) -> str:
         out += _columns(rows)
     out += ["", f"UNSCHEDULABLE ({len(report.unschedulable)})"]
     if report.unschedulable:
-        rows = [("POD", "REASON")]
-        rows += sorted(report.unschedulable.items())
+        rows = [("POD", "REASON"), *sorted(report.unschedulable.items())]
         out += _columns(rows)
     out += ["", "NODES"]
     if report.nodes:
@@ -196,7 +196,7 @@ def render_table(report: Report, explain: bool = False) -> str:
         out += _columns(rows)
     out += ["", "PODGROUPS"]
     if report.podgroups:
-        rows = [("PODGROUP", "PHASE")] + sorted(report.podgroups.items())
+        rows = [("PODGROUP", "PHASE"), *sorted(report.podgroups.items())]
         out += _columns(rows)
     return "\n".join(out)
 

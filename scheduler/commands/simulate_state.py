@@ -248,9 +248,9 @@ class ClusterState:
                 continue
             group = self.group_of(pod)
             if group is None:
-                job = jobs.get(task.job)
-                if job is None:
-                    job = jobs[task.job] = JobInfo(
+                lone = jobs.get(task.job)
+                if lone is None:
+                    lone = jobs[task.job] = JobInfo(
                         uid=task.job,
                         name=task.name,
                         namespace=task.namespace,
@@ -259,6 +259,7 @@ class ClusterState:
                         phase="Pending" if pending else "Running",
                         creation_timestamp=task.creation_timestamp,
                     )
+                job = lone
             else:
                 found = jobs.get(group)
                 if found is None:

@@ -189,7 +189,7 @@ class Session:
                     )
                     self._tiers[hook][-1].append(entry)
                     self._flat[hook].append(entry)
-                    if hook in self._guards and provided.cls.protects_victims:
+                    if hook in self._guards and getattr(provided.cls, "protects_victims", False):
                         self._guards[hook].append(entry)
 
     def run_actions(self) -> None:
