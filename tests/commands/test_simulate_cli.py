@@ -139,7 +139,7 @@ def test_bad_yaml_and_bad_flags_exit_2(tmp_path: Path, capsys: Capsys) -> None:
 def test_volcanos_scheduler_conf_loads_and_runs_unchanged(tmp_path: Path, capsys: Capsys) -> None:
     conf = tmp_path / "volcano-scheduler.conf"
     conf.write_text(VOLCANO_CONF)
-    code, out, err = run_cli(["check-config", str(conf)], capsys)
+    code, _, err = run_cli(["check-config", str(conf)], capsys)
     assert code == 0, err
     cluster_file = write_yaml(tmp_path / "c.yaml", cluster())
     result = json_of([str(cluster_file), "--config", str(conf)], capsys)
