@@ -14,7 +14,8 @@ Which pods take part:
   of our scheduler also belong to their jobs (gang counts, queue shares), the others hold node
   resources only, as in Volcano's cache;
 * PriorityClasses give pods without ``spec.priority`` and PodGroups their priority (the
-  ``globalDefault`` class when none is named);
+  ``globalDefault`` class when none is named), and a container's requests default to its
+  limits, as the API server's defaulting does;
 * a pod without the ``scheduling.k8s.io/group-name`` annotation is a job of its own in the
   default queue; a pod naming a PodGroup that is not in the input stays pending with a reason.
 
@@ -187,8 +188,17 @@ class ClusterState:
         return self.default_priority
 
     def _resolve_priorities(self) -> None:
+        """Fill in what the API server's defaulting would have: a container's requests
+        default to its limits, and a pod's priority comes from its PriorityClass."""
         for pod in self.pods.values():
             spec = pod.setdefault("spec", {})
+            for group in ("containers", "initContainers"):
+                for container in spec.get(group) or ():
+                    resources = (container or {}).get("resources") or {}
+                    limits = resources.get("limits") or {}
+                    if limits:
+                        requests = resources.setdefault("requests", {}) or {}
+                        resources["requests"] = {**limits, **requests}
             if spec.get("priority") is None:
                 value = self.priority_of(spec.get("priorityClassName"))
                 if value is not None:

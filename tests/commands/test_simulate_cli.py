@@ -179,8 +179,32 @@ def test_same_input_same_output_and_the_table(tmp_path: Path, capsys: Capsys) ->
     assert "scores of default/cuda (placed on gpu-1):" in explained
 
 
+EXAMPLES = Path(__file__).parents[2] / "conf" / "examples"
+
+
 def test_the_shipped_examples_run(capsys: Capsys) -> None:
-    examples = Path(__file__).parents[2] / "conf" / "examples"
-    for path in sorted(examples.glob("*.yaml")):
+    for path in sorted(EXAMPLES.glob("*.yaml")):
         code, _, err = run_cli(["simulate", str(path), "--output", "json"], capsys)
         assert code == 0, (path, err)
+
+
+def test_the_shipped_preemption_case(capsys: Capsys) -> None:
+    conf = str(EXAMPLES / "volcano-scheduler.conf")
+    result = json_of([str(EXAMPLES / "preemption.yaml"), "--config", conf], capsys)
+    evictions = result["evictions"]
+    assert isinstance(evictions, list) and evictions
+    assert {e["preemptor"] for e in evictions} <= {f"research/train-{i}" for i in range(3)}
+    assert all(e["pod"].startswith("research/sweep-") for e in evictions)
+    assert result["podgroups"] == {
+        "prod/infer": {"phase": "Running"},
+        "research/sweep": {"phase": "Running"},
+        "research/train": {"phase": "Running"},
+    }
+    assert placed(result)["prod/infer-0"] == "gpu-1"
+
+
+def test_limits_stand_in_for_missing_requests(tmp_path: Path, capsys: Capsys) -> None:
+    gpu_pod = pod("cuda", "1")
+    gpu_pod["spec"]["containers"][0]["resources"]["limits"] = {"nvidia.com/gpu": "1"}
+    result = simulate(tmp_path, [node("cpu", "8"), node("gpu", "2", gpu="1"), gpu_pod], capsys)
+    assert placed(result) == {"default/cuda": "gpu"}  # the API server defaults requests
