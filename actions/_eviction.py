@@ -8,6 +8,10 @@ preemptor's request). On a node that passes, a per-node statement evicts victims
 the least important first, until the preemptor fits the node's future idle resources (and the
 action's own condition holds); then the preemptor is pipelined there and the per-node statement
 is merged into the caller's. A node where that never happens is discarded and the next is tried.
+
+A node where the preemptor does not fit the idle resources but fits once the releasing tasks are
+gone (room freed by evictions for an earlier task of the same job) takes it without new victims; Volcano would find no victims there
+and give up on the node.
 """
 
 from __future__ import annotations
@@ -102,6 +106,13 @@ def evict_for(
     """Try ``nodes`` in order; on the first where evicting victims makes room, evict them,
     pipeline ``preemptor`` there and merge into ``statement``. True when it was placed."""
     for node in nodes:
+        if _releasing_makes_room(session, preemptor, node) and enough():
+            # room being freed (evictions for an earlier task of the job): no new victims
+            try:
+                statement.pipeline(preemptor, node.name)
+                return True
+            except StatementError:
+                continue
         candidates = [t for t in node.tasks.values() if candidate_filter(t)]
         if not candidates:
             continue
@@ -130,6 +141,15 @@ def evict_for(
             return True
         local.discard()
     return False
+
+
+def _releasing_makes_room(session: Session, task: TaskInfo, node: NodeInfo) -> bool:
+    """``task`` fits what ``node`` will have once its releasing tasks are gone, not its idle
+    resources now (free room is allocate's business, not a preemption)."""
+    table = session.table
+    request = table.vector(task.resreq)
+    fits_now = not bool(((request - table.idle[node.row]) > FIT_TOLERANCE).any())
+    return not fits_now and fits_future_idle(session, task, node)
 
 
 def _passes(session: Session, task: TaskInfo, node: NodeInfo) -> bool:
