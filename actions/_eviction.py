@@ -10,8 +10,8 @@ action's own condition holds); then the preemptor is pipelined there and the per
 is merged into the caller's. A node where that never happens is discarded and the next is tried.
 
 A node where the preemptor does not fit the idle resources but fits once the releasing tasks are
-gone (room freed by evictions for an earlier task of the same job) takes it without new victims; Volcano would find no victims there
-and give up on the node.
+gone (room freed by evictions for an earlier task of the same job) takes it without new
+victims; Volcano would find no victims there and give up on the node.
 """
 
 from __future__ import annotations
