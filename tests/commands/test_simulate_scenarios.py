@@ -276,3 +276,15 @@ def test_messages_in_kube_schedulers_format(tmp_path: Path, capsys: Capsys) -> N
         "default/wide": "0/13 nodes are available: 1 Too many pods, 10 Insufficient cpu, "
         "10 Insufficient memory, 2 node(s) were unschedulable."
     }
+
+
+def test_a_nominated_pod_goes_to_the_room_freed_for_it(tmp_path: Path, capsys: Capsys) -> None:
+    waiting = pod("preemptor", "1")
+    waiting["status"]["nominatedNodeName"] = "busy"
+    objects = [node("busy", "4"), pod("other", "3", node_name="busy"), node("idle", "8")]
+    result = simulate(tmp_path, [*objects, waiting], capsys)
+    # without the nomination the emptier node would score higher
+    assert placed(result) == {"default/preemptor": "busy"}
+    del waiting["status"]["nominatedNodeName"]
+    result = simulate(tmp_path, [*objects, waiting], capsys)
+    assert placed(result) == {"default/preemptor": "idle"}
