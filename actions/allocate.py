@@ -250,6 +250,7 @@ class _Run:
             return feasibility.message(short_future, table.dims)
         fits_now = feasible & ~((request - table.idle) > FIT_TOLERANCE).any(axis=1)
         nominated = nominated_node(task)
+        node_name: str | None
         if nominated in table and feasible[table.row(nominated)]:
             # the room preempt freed for this pod: take it before anyone else can
             now = bool(fits_now[table.row(nominated)])

@@ -35,7 +35,7 @@ from pumice.framework.config import ConfigError, SchedulerConfig
 from pumice.framework.host import PluginConflictError, PluginHost
 from pumice.framework.session import Session
 from pumice.manifests import ManifestError
-from pumice.model import Resource, TaskInfo
+from pumice.model import ClusterSnapshot, Resource, TaskInfo
 from pumice.plugins.proportion import ProportionPlugin
 
 DEFAULT_CYCLES = 10
@@ -127,8 +127,11 @@ def simulate(
     report = Report()
     last: Session | None = None
     left_out: dict[str, str] = {}
+    changed = True
     for cycle in range(1, cycles + 1):
         snap, left_out = state.snapshot()
+        # the figures of the state this cycle starts from: final if the cycle changes nothing
+        _figures(snap, config, host, report)
         recorder = CycleRecorder(cycle)
         session = Session.open(snap, config, host, committer=recorder)
         recorder.session = session
@@ -150,11 +153,13 @@ def simulate(
         report.podgroups = state.update_podgroup_phases(phases)
         report.cycles = cycle
         last = session
-        if not recorder.binds and not recorder.evictions:
+        changed = bool(recorder.binds or recorder.evictions)
+        if not changed:
             break
     if last is not None:
         report.unschedulable = _reasons(state, last, left_out)
-    _figures(state, config, host, report)
+    if changed:  # stopped by --cycles: the figures of the state the last cycle left
+        _figures(state.snapshot()[0], config, host, report)
     return report
 
 
@@ -179,16 +184,17 @@ def _reasons(state: ClusterState, session: Session, left_out: dict[str, str]) ->
 
 
 def _figures(
-    state: ClusterState, config: SchedulerConfig, host: PluginHost, report: Report
+    snap: ClusterSnapshot, config: SchedulerConfig, host: PluginHost, report: Report
 ) -> None:
-    """Node usage and queue shares of the final state, from a session that runs no action."""
-    snap, _ = state.snapshot()
+    """Node usage and queue shares of ``snap``, from a session that runs no action (it
+    changes nothing in the snapshot, so the cycle's own session can use it afterwards)."""
+    report.nodes = [
+        NodeUsage(n.name, n.allocatable, n.used, n.pod_count, n.max_pods)
+        for n in sorted(snap.nodes.values(), key=lambda n: n.name)
+    ]
+    report.queues = {}
     session = Session.open(snap, config, host, committer=CycleRecorder(0))
     try:
-        report.nodes = [
-            NodeUsage(n.name, n.allocatable, n.used, n.pod_count, n.max_pods)
-            for n in sorted(snap.nodes.values(), key=lambda n: n.name)
-        ]
         proportion = next(
             (p for _, _, p in session.plugins if isinstance(p, ProportionPlugin)), None
         )

@@ -25,7 +25,7 @@ Input errors are ``ManifestError`` with one line ``FILE: Kind ns/name: field.pat
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,7 @@ from pumice.model import (
     parse_quantity,
 )
 from pumice.model.objects import GROUP_NAME_ANNOTATION
+from pumice.model.status import status_of_pod
 
 Obj = dict[str, Any]
 
@@ -141,6 +142,9 @@ class ClusterState:
     priority_classes: dict[str, int] = field(default_factory=dict)
     default_priority: int | None = None
     notes: list[str] = field(default_factory=list)
+    _tasks: dict[str, TaskInfo] = field(default_factory=dict, repr=False)
+    """Pod key -> the task first built from it; later cycles copy it with the pod's current
+    status and node, so a pod's requests and terms are parsed once, not every cycle."""
 
     # -- loading ----------------------------------------------------------------------------
 
@@ -252,7 +256,7 @@ class ClusterState:
             pending = self.is_pending(pod)
             if not pending and not self.is_placed(pod):
                 continue
-            task = TaskInfo.from_pod(pod)
+            task = self._task(key, pod)
             if not self.is_ours(pod):
                 foreign.append(task)
                 continue
@@ -291,6 +295,13 @@ class ClusterState:
                 node.add_task(task)
         return snap, left_out
 
+    def _task(self, key: str, pod: Obj) -> TaskInfo:
+        template = self._tasks.get(key)
+        if template is None:
+            template = self._tasks[key] = TaskInfo.from_pod(pod)
+        node_name = (pod.get("spec") or {}).get("nodeName") or None
+        return replace(template, status=status_of_pod(pod), node_name=node_name)
+
     # -- applying decisions -----------------------------------------------------------------
 
     def bind(self, pod_key: str, node: str) -> None:
@@ -302,6 +313,7 @@ class ClusterState:
 
     def evict(self, pod_key: str) -> None:
         self.pods.pop(pod_key, None)
+        self._tasks.pop(pod_key, None)
 
     def nominate(self, pod_key: str, node: str) -> None:
         pod = self.pods.get(pod_key)
