@@ -68,6 +68,7 @@ from pumice import (
     FIT_TOLERANCE,
     Action,
     Arguments,
+    Feasibility,
     JobInfo,
     JobInvalid,
     QueueInfo,
@@ -135,11 +136,13 @@ class _Run:
     def _candidates(self) -> Iterator[_JobState]:
         session = self.session
         enqueue_configured = "enqueue" in session.config.actions
-        for job in session.jobs.values():
+        for job in list(session.jobs.values()):
             if job.is_pending():
                 if enqueue_configured:
                     continue
-                job.phase = INQUEUE
+                admit = session.statement()
+                admit.enqueue(job, INQUEUE)
+                admit.commit()
             invalid = session.job_valid(job)
             if invalid is not None:
                 session.job_reasons[job.uid] = describe_invalid(invalid)
@@ -148,9 +151,10 @@ class _Run:
             if queue is None:
                 session.job_reasons[job.uid] = f"queue {job.queue} not found"
                 continue
-            tasks = [t for t in job.tasks_in(TaskStatus.PENDING) if not t.best_effort]
-            if not tasks:
+            if job.count(TaskStatus.PENDING) == job.pending_best_effort_num:
                 continue
+            job = session.job_for_update(job)
+            tasks = [t for t in job.tasks_in(TaskStatus.PENDING) if not t.best_effort]
             worksheet = session.sort_tasks(tasks)
             worksheet.reverse()
             yield _JobState(job, queue, worksheet)
@@ -243,12 +247,11 @@ class _Run:
         session = self.session
         table = session.table
         feasibility = session.predicate(task)
-        request = table.vector(task.resreq)
-        short_future = (request - table.future_idle) > FIT_TOLERANCE
-        feasible = feasibility.mask & ~short_future.any(axis=1)
+        fit_now, fit_future = session.fit(task)
+        feasible = feasibility.mask & fit_future
         if not feasible.any():
-            return feasibility.message(short_future, table.dims)
-        fits_now = feasible & ~((request - table.idle) > FIT_TOLERANCE).any(axis=1)
+            return self._why_not(task, feasibility)
+        fits_now = feasible & fit_now
         nominated = nominated_node(task)
         node_name: str | None
         if nominated in table and feasible[table.row(nominated)]:
@@ -256,10 +259,10 @@ class _Run:
             now = bool(fits_now[table.row(nominated)])
             node_name = nominated
         else:
-            node_name = self._choose(task, feasible, fits_now)
             now = bool(fits_now.any())
+            node_name = self._choose(task, fits_now if now else feasible)
         if node_name is None:  # pragma: no cover - best_node names a node whenever feasible
-            return feasibility.message(short_future, table.dims)
+            return self._why_not(task, feasibility)
         try:
             if now:
                 statement.allocate(task, node_name)
@@ -269,14 +272,20 @@ class _Run:
             return str(exc)
         return None
 
-    def _choose(self, task: TaskInfo, feasible: BoolVector, fits_now: BoolVector) -> str | None:
-        """Nodes where the task fits now are preferred to those it fits once others leave."""
+    def _choose(self, task: TaskInfo, candidates: BoolVector) -> str | None:
+        """The node among ``candidates``: the only one, or the session's best."""
         session = self.session
         table = session.table
-        candidates = fits_now if fits_now.any() else feasible
         rows = np.flatnonzero(candidates)
         if len(rows) == 1:
             node: str | None = table.nodes[int(rows[0])].name
         else:
             node = session.best_node(task, session.node_scores(task), candidates)
         return node
+
+    def _why_not(self, task: TaskInfo, feasibility: Feasibility) -> str:
+        """The ``0/N nodes are available`` message, built only for a task that found no node."""
+        table = self.session.table
+        request = table.vector(task.resreq)
+        short_future = (request - table.future_idle) > FIT_TOLERANCE
+        return feasibility.message(short_future, table.dims)

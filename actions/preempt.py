@@ -75,7 +75,9 @@ class PreemptAction(Action):
             queues[queue.name] = queue
             by_queue.setdefault(queue.name, []).append(job)
         for queue in session.sort_queues(queues.values()):
-            jobs = session.sort_jobs(by_queue[queue.name])
+            # the session's own copies: statements change those, and job_starving /
+            # job_pipelined must see what the statements did
+            jobs = [session.job_for_update(j) for j in session.sort_jobs(by_queue[queue.name])]
             for job in jobs:
                 self._between_jobs(session, queue, job)
             for job in jobs:

@@ -76,6 +76,7 @@ class ReclaimAction(Action):
                 heapq.heappush(heap, (session.queue_order_key(queue), next(order), queue))
 
     def _reclaim_for(self, session: Session, queue: QueueInfo, job: JobInfo) -> None:
+        job = session.job_for_update(job)  # statements change the session's own copy
         statement = session.statement()
         for task in session.sort_tasks(pending_tasks(job)):
             if not session.job_starving(job):

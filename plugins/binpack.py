@@ -68,24 +68,30 @@ class BinpackPlugin(Plugin):
         """Resource name -> weight; resources not listed here are ignored."""
 
     @hookimpl
-    def node_score(self, task: TaskInfo, nodes: NodeTable) -> FloatVector | None:
+    def node_score(
+        self, task: TaskInfo, nodes: NodeTable, rows: npt.NDArray[np.int64] | None = None
+    ) -> FloatVector | None:
+        # Row-local: a node's score reads only its own allocatable and used columns.
         if self.weight == 0:
             return None
-        n = len(nodes)
+        if rows is not None and len(rows) == 1:
+            return np.array([self._score_row(task, nodes, int(rows[0]))])
+        n = len(nodes) if rows is None else len(rows)
         parts = np.zeros(n)
         fits = np.ones(n, dtype=np.bool_)
         weight_sum = 0
-        allocatable, used = nodes.allocatable, nodes.used
         for name, request in task.resreq.items():
             weight = self.resource_weights.get(name)
             if request <= 0 or weight is None:
                 continue
             weight_sum += weight
-            col = nodes.dim(name)
-            if col is None or weight == 0:
+            cap = nodes.column("allocatable", name)
+            used = nodes.column("used", name)
+            if cap is None or used is None or weight == 0:
                 continue
-            cap = allocatable[:, col]
-            after = used[:, col] + request
+            if rows is not None:
+                cap, used = cap[rows], used[rows]
+            after = used + request
             has = cap > 0
             fits &= ~has | (after - cap <= FIT_TOLERANCE)
             parts += np.where(has, after * weight / np.where(has, cap, 1.0), 0.0)
@@ -93,3 +99,31 @@ class BinpackPlugin(Plugin):
             return np.zeros(n)
         score: FloatVector = parts / weight_sum * float(MAX_NODE_SCORE * self.weight)
         return np.where(fits, score, 0.0)
+
+    def _score_row(self, task: TaskInfo, nodes: NodeTable, row: int) -> float:
+        """The same formula for one row in Python floats (a placement changes one row, and
+        numpy's per-call overhead dominates on one element); IEEE double arithmetic in the
+        same order, so the result is bit-for-bit the vector path's."""
+        parts = 0.0
+        fits = True
+        weight_sum = 0
+        for name, request in task.resreq.items():
+            weight = self.resource_weights.get(name)
+            if request <= 0 or weight is None:
+                continue
+            weight_sum += weight
+            cap_col = nodes.column("allocatable", name)
+            used_col = nodes.column("used", name)
+            if cap_col is None or used_col is None or weight == 0:
+                continue
+            cap = float(cap_col[row])
+            after = float(used_col[row]) + request
+            if cap > 0:
+                fits = fits and after - cap <= FIT_TOLERANCE
+                parts += after * weight / cap
+            else:
+                parts += 0.0
+        if weight_sum == 0:
+            return 0.0
+        score = parts / weight_sum * float(MAX_NODE_SCORE * self.weight)
+        return score if fits else 0.0

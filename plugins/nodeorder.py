@@ -55,6 +55,7 @@ and their weighted, normalised sum once per distinct (preferred terms, toleratio
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -214,14 +215,20 @@ class NodeOrderPlugin(Plugin):
         return cached[1]
 
     @hookimpl
-    def node_score(self, task: TaskInfo, nodes: NodeTable) -> FloatVector | None:
+    def node_score(
+        self, task: TaskInfo, nodes: NodeTable, rows: npt.NDArray[np.int64] | None = None
+    ) -> FloatVector | None:
+        # Row-local: resource scores read the node's own row; the label scores are normalised
+        # over every node once per session (labels and taints do not change within one).
         if not self.enabled:
             return None
-        n = len(nodes)
+        if rows is not None and len(rows) == 1:
+            return np.array([self._score_row(task, nodes, int(rows[0]))])
+        n = len(nodes) if rows is None else len(rows)
         score = np.zeros(n)
         if self.least_weight or self.most_weight or self.balanced_weight:
-            allocatable = _columns(nodes, nodes.allocatable)
-            used = _columns(nodes, nodes.used)
+            allocatable = _columns(nodes, "allocatable", rows)
+            used = _columns(nodes, "used", rows)
             if self.least_weight or self.most_weight:
                 non_zero = self.non_zero_request(task)
                 requested = used + np.array([non_zero[r] for r in SCORED])
@@ -233,7 +240,44 @@ class NodeOrderPlugin(Plugin):
             if self.balanced_weight and own.any():
                 score += self.balanced_weight * balanced_allocation(used + own, allocatable)
         if self.affinity_weight or self.taint_weight:
-            score += self._label_scores(self._pod_terms(task), nodes)
+            labels = self._label_scores(self._pod_terms(task), nodes)
+            score += labels if rows is None else labels[rows]
+        return score
+
+    def _score_row(self, task: TaskInfo, nodes: NodeTable, row: int) -> float:
+        """``node_score`` for one row in Python floats: the same operations in the same order
+        as the vector path (IEEE doubles, floor and trunc alike), so bit-for-bit equal, without
+        numpy's per-call overhead on one element."""
+        score = 0.0
+        if self.least_weight or self.most_weight or self.balanced_weight:
+            alloc = [_cell(nodes, "allocatable", r, row) for r in SCORED]
+            used = [_cell(nodes, "used", r, row) for r in SCORED]
+            if self.least_weight or self.most_weight:
+                non_zero = self.non_zero_request(task)
+                requested = [u + non_zero[r] for u, r in zip(used, SCORED, strict=True)]
+                if self.least_weight:
+                    per = [
+                        0.0 if q > a else math.floor((a - q) * MAX_NODE_SCORE / (a if a > 0 else 1))
+                        for q, a in zip(requested, alloc, strict=True)
+                    ]
+                    score += self.least_weight * _combine_one(per, alloc)
+                if self.most_weight:
+                    per = [
+                        math.floor(min(q, a) * MAX_NODE_SCORE / (a if a > 0 else 1))
+                        for q, a in zip(requested, alloc, strict=True)
+                    ]
+                    score += self.most_weight * _combine_one(per, alloc)
+            own = [task.resreq[r] for r in SCORED]
+            if self.balanced_weight and any(own):
+                fractions = [
+                    min((u + o) / (a if a > 0 else 1.0), 1.0)
+                    for u, o, a in zip(used, own, alloc, strict=True)
+                ]
+                both = alloc[0] > 0 and alloc[1] > 0
+                std = abs((fractions[0] - fractions[1]) / 2) if both else 0.0
+                score += self.balanced_weight * float(math.trunc((1.0 - std) * MAX_NODE_SCORE))
+        if self.affinity_weight or self.taint_weight:
+            score += float(self._label_scores(self._pod_terms(task), nodes)[row])
         return score
 
     def _label_scores(self, pod: PodTerms, nodes: NodeTable) -> FloatVector:
@@ -255,13 +299,30 @@ class NodeOrderPlugin(Plugin):
         return score
 
 
-def _columns(nodes: NodeTable, matrix: FloatMatrix) -> FloatMatrix:
-    """The cpu and memory columns of ``matrix`` (zeros for a dimension the table lacks)."""
-    out = np.zeros((len(nodes), len(SCORED)))
+def _cell(nodes: NodeTable, quantity: str, name: str, row: int) -> float:
+    col = nodes.column(quantity, name)
+    return 0.0 if col is None else float(col[row])
+
+
+def _combine_one(per_resource: list[float], allocatable: list[float]) -> float:
+    """``_combine`` for one node."""
+    total = 0.0
+    count = 0.0
+    for score, alloc in zip(per_resource, allocatable, strict=True):
+        if alloc > 0:
+            total += score
+            count += 1
+    return float(math.floor(total / count)) if count > 0 else 0.0
+
+
+def _columns(nodes: NodeTable, quantity: str, rows: npt.NDArray[np.int64] | None) -> FloatMatrix:
+    """The cpu and memory columns of ``quantity`` over ``rows`` (all when None), zeros for a
+    dimension the table lacks."""
+    out = np.zeros((len(nodes) if rows is None else len(rows), len(SCORED)))
     for i, name in enumerate(SCORED):
-        col = nodes.dim(name)
+        col = nodes.column(quantity, name)
         if col is not None:
-            out[:, i] = matrix[:, col]
+            out[:, i] = col if rows is None else col[rows]
     return out
 
 

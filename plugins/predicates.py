@@ -129,10 +129,14 @@ class PredicatesPlugin(Plugin):
         return cached[1]
 
     @hookimpl
-    def predicate(self, task: TaskInfo, nodes: NodeTable) -> PredicateResult:
+    def predicate(
+        self, task: TaskInfo, nodes: NodeTable, rows: npt.NDArray[np.int64] | None = None
+    ) -> PredicateResult:
+        # Row-local: each filter reads only the node's own row, labels, taints and pods.
         terms = self.node_terms(nodes)
         pod = self._pod_terms(task)
-        n = len(nodes)
+        sel: slice | npt.NDArray[np.int64] = slice(None) if rows is None else rows
+        n = len(nodes) if rows is None else len(rows)
         ok = np.ones(n, dtype=np.bool_)
         failures: list[tuple[BoolVector, str | npt.NDArray[np.object_]]] = []
 
@@ -142,17 +146,20 @@ class PredicatesPlugin(Plugin):
                 failures.append((newly, why))
                 ok[newly] = False
 
-        reject(nodes.pod_count + 1 > nodes.max_pods, TOO_MANY_PODS)
-        unschedulable = nodes.unschedulable
+        reject(nodes.pod_count[sel] + 1 > nodes.max_pods[sel], TOO_MANY_PODS)
+        unschedulable = nodes.unschedulable[sel]
         if unschedulable.any() and not terms.tolerates_unschedulable(pod.tolerations):
             reject(unschedulable, UNSCHEDULABLE)
         if self.taint_toleration:
             tainted, taint_reasons = terms.untolerated(pod.tolerations)
-            reject(tainted, taint_reasons)
+            reject(tainted[sel], taint_reasons[sel])
         if self.node_affinity and pod.selector is not None:
-            reject(~terms.selector(pod.selector), AFFINITY_MISMATCH)
+            reject(~terms.selector(pod.selector)[sel], AFFINITY_MISMATCH)
         if self.node_ports and pod.host_ports and ok.any():
-            reject(self._ports_taken(pod.host_ports, nodes, ok), PORTS_TAKEN)
+            row_ids = np.arange(len(nodes)) if rows is None else rows
+            taken = np.zeros(n, dtype=np.bool_)
+            taken[ok] = self._ports_taken(pod.host_ports, nodes, row_ids[ok])
+            reject(taken, PORTS_TAKEN)
 
         if not failures:
             return PredicateResult(ok, "")
@@ -164,16 +171,16 @@ class PredicatesPlugin(Plugin):
         return PredicateResult(ok, reasons)
 
     def _ports_taken(
-        self, wanted: frozenset[HostPort], nodes: NodeTable, candidates: BoolVector
+        self, wanted: frozenset[HostPort], nodes: NodeTable, candidates: npt.NDArray[np.int64]
     ) -> BoolVector:
-        """Candidate nodes where a pod already binds one of the ``wanted`` host ports."""
-        taken = np.zeros(len(nodes), dtype=np.bool_)
-        for row in np.flatnonzero(candidates):
-            node = nodes.nodes[row]
+        """For each candidate row: does a pod there already bind one of the ``wanted`` ports?"""
+        taken = np.zeros(len(candidates), dtype=np.bool_)
+        for i, row in enumerate(candidates):
+            node = nodes.nodes[int(row)]
             in_use: set[HostPort] = set()
             for other in node.tasks.values():
                 if not other.status & COMPLETED_STATUSES:
                     in_use |= self._task_ports(other)
             if in_use and PortsInUse.of(in_use).conflicts(wanted):
-                taken[row] = True
+                taken[i] = True
         return taken

@@ -262,28 +262,18 @@ class ClusterState:
                 continue
             group = self.group_of(pod)
             if group is None:
-                lone = jobs.get(task.job)
-                if lone is None:
-                    lone = jobs[task.job] = JobInfo(
-                        uid=task.job,
-                        name=task.name,
-                        namespace=task.namespace,
-                        queue=self.default_queue,
-                        priority=task.priority,
-                        phase="Pending" if pending else "Running",
-                        creation_timestamp=task.creation_timestamp,
-                    )
-                job = lone
-            else:
-                found = jobs.get(group)
-                if found is None:
-                    if pending:
-                        left_out[key] = f"podgroup {group} not found"
-                    else:
-                        foreign.append(task)
-                    continue
-                job = found
-            job.add_task(task)
+                lone = JobInfo.for_lone_pod(task, queue=self.default_queue)
+                lone.phase = "Pending" if pending else "Running"
+                jobs[lone.uid] = lone
+                continue
+            owner = jobs.get(group)
+            if owner is None:
+                if pending:
+                    left_out[key] = f"podgroup {group} not found"
+                else:
+                    foreign.append(task)
+                continue
+            owner.add_task(task)
         queues = [QueueInfo.from_queue(q) for q in self.queues.values()]
         if self.default_queue not in self.queues:
             queues.append(QueueInfo(self.default_queue))

@@ -8,6 +8,7 @@ task's status must go through ``JobInfo.update_task_status`` so the index stays 
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -23,6 +24,10 @@ from pumice.model.status import (
     status_of_pod,
 )
 
+_ALLOCATED = int(ALLOCATED_STATUSES)
+_and = int.__and__
+"""Status tests as int arithmetic in C (``status & X`` builds a new enum member in Python)."""
+
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
 TASK_SPEC_KEY = "volcano.sh/task-spec"
 TASK_PRIORITY_ANNOTATION = "volcano.sh/task-priority"
@@ -35,6 +40,12 @@ def parse_timestamp(value: str | None) -> float:
     if not value:
         return 0.0
     return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+
+
+def lone_pod_job(namespace: str, pod_uid: str) -> str:
+    """The job id of a pod without a PodGroup: ``ns/podgroup-<pod uid>``, never a name a
+    PodGroup could have, so a lone pod never joins a gang that happens to share its name."""
+    return f"{namespace}/podgroup-{pod_uid}"
 
 
 def _label_or_annotation(meta: Mapping[str, Any], key: str) -> str | None:
@@ -94,11 +105,12 @@ class TaskInfo:
             priority = int(override)
         preemptable_value = _label_or_annotation(meta, PREEMPTABLE_KEY)
         resreq = pod_requests(pod)
+        uid = meta.get("uid") or f"{namespace}/{name}"
         return cls(
-            uid=meta.get("uid") or f"{namespace}/{name}",
+            uid=uid,
             name=name,
             namespace=namespace,
-            job=f"{namespace}/{group}" if group else f"{namespace}/{name}",
+            job=f"{namespace}/{group}" if group else lone_pod_job(namespace, uid),
             resreq=resreq,
             role=_label_or_annotation(meta, TASK_SPEC_KEY) or "",
             priority=priority,
@@ -138,6 +150,46 @@ class JobInfo:
     task_status_index: dict[TaskStatus, dict[str, TaskInfo]] = field(default_factory=dict)
     allocated: Resource = field(default_factory=Resource.zero)
     total_request: Resource = field(default_factory=Resource.zero)
+    pending_best_effort_num: int = 0
+    """Pending tasks that request nothing (kept current, so readiness costs O(1))."""
+    owner: object | None = field(default=None, repr=False)
+    """The snapshot that may change this job in place (see ``ClusterSnapshot``)."""
+
+    @classmethod
+    def for_lone_pod(cls, task: TaskInfo, queue: str = DEFAULT_QUEUE) -> JobInfo:
+        """The job of one task for a pod without a PodGroup (its ``task.job`` is the uid)."""
+        job = cls(
+            uid=task.job,
+            name=task.name,
+            namespace=task.namespace,
+            queue=queue,
+            priority=task.priority,
+            min_available=1,
+            creation_timestamp=task.creation_timestamp,
+            preemptable=task.preemptable,
+        )
+        job.add_task(task)
+        return job
+
+    def clone(self, owner: object) -> JobInfo:
+        """A copy that ``owner`` may change: the tasks are copied, everything else shared."""
+        other = copy.copy(self)
+        other.owner = owner
+        other.tasks = {uid: copy.copy(task) for uid, task in self.tasks.items()}
+        other.task_status_index = {
+            status: {uid: other.tasks[uid] for uid in bucket}
+            for status, bucket in self.task_status_index.items()
+        }
+        return other
+
+    def with_metadata_of(self, newer: JobInfo) -> JobInfo:
+        """``newer`` (built from an updated PodGroup) holding this job's tasks and counters."""
+        newer.tasks = self.tasks
+        newer.task_status_index = self.task_status_index
+        newer.allocated = self.allocated
+        newer.total_request = self.total_request
+        newer.pending_best_effort_num = self.pending_best_effort_num
+        return newer
 
     @classmethod
     def from_podgroup(cls, podgroup: Mapping[str, Any], priority: int = 0) -> JobInfo:
@@ -190,8 +242,10 @@ class JobInfo:
 
     def _index(self, task: TaskInfo) -> None:
         self.task_status_index.setdefault(task.status, {})[task.uid] = task
-        if task.status & ALLOCATED_STATUSES:
+        if _and(task.status, _ALLOCATED):
             self.allocated = self.allocated + task.resreq
+        elif task.status == TaskStatus.PENDING and task.best_effort:
+            self.pending_best_effort_num += 1
 
     def _unindex(self, task: TaskInfo) -> None:
         bucket = self.task_status_index.get(task.status)
@@ -199,20 +253,24 @@ class JobInfo:
             bucket.pop(task.uid, None)
             if not bucket:
                 del self.task_status_index[task.status]
-        if task.status & ALLOCATED_STATUSES:
+        if _and(task.status, _ALLOCATED):
             self.allocated = self.allocated.sub(task.resreq, clip=True)
+        elif task.status == TaskStatus.PENDING and task.best_effort:
+            self.pending_best_effort_num -= 1
 
     # -- counters ---------------------------------------------------------------------------
 
     def tasks_in(self, statuses: TaskStatus) -> Iterator[TaskInfo]:
         """Tasks whose status is any of ``statuses`` (a flag combination)."""
+        wanted = int(statuses)
         for status, bucket in self.task_status_index.items():
-            if status & statuses:
+            if _and(status, wanted):
                 yield from bucket.values()
 
     def count(self, statuses: TaskStatus) -> int:
-        """How many tasks have any of ``statuses``."""
-        return sum(len(b) for s, b in self.task_status_index.items() if s & statuses)
+        """How many tasks have any of ``statuses`` (O(number of statuses), not of tasks)."""
+        wanted = int(statuses)
+        return sum(len(b) for s, b in self.task_status_index.items() if _and(s, wanted))
 
     @property
     def ready_task_num(self) -> int:
@@ -225,10 +283,6 @@ class JobInfo:
     @property
     def valid_task_num(self) -> int:
         return self.count(VALID_STATUSES)
-
-    @property
-    def pending_best_effort_num(self) -> int:
-        return sum(1 for t in self.tasks_in(TaskStatus.PENDING) if t.best_effort)
 
     def is_ready(self) -> bool:
         """Enough tasks hold resources for the gang to run."""

@@ -222,6 +222,8 @@ class Resource:
         if not isinstance(other, Resource):
             return NotImplemented
         a, b = self._values, other._values
+        if a == b:  # the common case, compared in C
+            return True
         for name, value in a.items():
             if b.get(name, 0.0) != value:
                 return False
