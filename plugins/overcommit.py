@@ -12,18 +12,18 @@ At session open:
   ``min_resources``, all of ``min_resources``; for every Running job with ``min_resources`` whose
   allocated task count reaches ``min_available``, ``min_resources - job.allocated`` (clipped at 0).
 
-Hook ``job_enqueueable(job)``: PERMIT for a job without ``min_resources``; otherwise PERMIT iff
-``inqueue + min_resources <= idle`` on the dimensions ``min_resources`` names, and the job's
-``min_resources`` is added to ``inqueue`` at once; else REJECT with the reason "resource in
-cluster is overused" in ``session.job_reasons``.
+Hooks:
+
+* ``job_enqueueable(job)``: PERMIT for a job without ``min_resources``; otherwise PERMIT iff
+  ``inqueue + min_resources <= idle`` on the dimensions ``min_resources`` names, else REJECT
+  with the reason "resource in cluster is overused" in ``session.job_reasons``;
+* ``job_enqueued(job)``: the admitted job's ``min_resources`` is added to ``inqueue``.
 
 Arguments: ``overcommit-factor`` (float, default 1.2; a value below 1 is replaced by 1.2 with a
 warning, as Volcano does).
 
-Differences from Volcano: there is no ``JobEnqueued`` hook in pumice. A permitted job's
-reservation is added at once and given back at the next ``job_enqueueable`` call if the job was
-not admitted after all (another plugin rejected it), which is what ``JobEnqueued`` achieves.
-Scheduling-gated tasks do not exist in pumice, so nothing is deducted for them.
+Differences from Volcano: scheduling-gated tasks do not exist in pumice, so nothing is deducted
+for them.
 """
 
 from __future__ import annotations
@@ -61,7 +61,6 @@ class OvercommitPlugin(Plugin):
         self.idle = Resource.zero()
         self.inqueue = Resource.zero()
         self._session: Session | None = None
-        self._promised: tuple[JobInfo, Resource] | None = None
 
     @hookimpl
     def session_open(self, session: Session) -> None:
@@ -84,23 +83,18 @@ class OvercommitPlugin(Plugin):
 
     @hookimpl
     def job_enqueueable(self, job: JobInfo) -> Vote:
-        self._settle_promise()
         minimum = job.min_resources
         if minimum is None:
             return Vote.PERMIT
         wanted = self.inqueue + minimum
-        names = minimum.names()
-        for name in names:
+        for name in minimum.names():
             if wanted[name] > self.idle[name] * (1 + 1e-12) + 1e-6:
                 if self._session is not None:
                     self._session.job_reasons[job.uid] = OVERUSED
                 return Vote.REJECT
-        self.inqueue = wanted
-        self._promised = (job, minimum)
         return Vote.PERMIT
 
-    def _settle_promise(self) -> None:
-        """Give back the reservation of the last permitted job if it was not admitted."""
-        promised, self._promised = self._promised, None
-        if promised is not None and promised[0].is_pending():
-            self.inqueue = self.inqueue.sub(promised[1], clip=True)
+    @hookimpl
+    def job_enqueued(self, job: JobInfo) -> None:
+        if job.min_resources is not None:
+            self.inqueue = self.inqueue + job.min_resources

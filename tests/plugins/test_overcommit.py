@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from pumice import JobInfo, TaskStatus
+from pumice import JobInfo, TaskStatus, Vote
 from pumice.plugins.overcommit import OVERUSED, OvercommitPlugin
+from support.builders import make_plugin
 from support.flow import add_task, gang, nodes, res, run_flow, snapshot
 
 TIERS = [["overcommit"]]
@@ -53,3 +54,15 @@ def test_jobs_without_min_resources_are_always_admitted() -> None:
     add_task(job, "extra", cpu=4000)
     run_flow(snapshot(nodes(1), [job]), TIERS, ["enqueue"], PLUGINS)
     assert job.phase == "Inqueue"
+
+
+def test_a_job_another_plugin_refuses_reserves_nothing() -> None:
+    refuse_a = make_plugin(
+        "refuse-a",
+        job_enqueueable=lambda self, job: Vote.REJECT if job.name == "a" else Vote.ABSTAIN,
+    )
+    # a (3 cpu) is refused by the other plugin: b (3 cpu) still fits the 4.8 of room
+    jobs = [pending("a", 3000, 1), pending("b", 3000, 2)]
+    plugins = {**PLUGINS, "refuse-a": refuse_a}
+    run_flow(snapshot(nodes(1), jobs), [["overcommit", "refuse-a"]], ["enqueue"], plugins)
+    assert [j.phase for j in jobs] == ["Pending", "Inqueue"]
