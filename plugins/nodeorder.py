@@ -47,6 +47,9 @@ non-zero weight): ``podaffinity.weight`` (InterPodAffinity), ``imagelocality.wei
 (ImageLocality), ``podtopologyspread.weight`` (PodTopologySpread). Their Volcano defaults (2,
 1, 2) therefore contribute nothing.
 
+The task's non-zero request and terms come from the model (``task.nonzero_request`` with the
+defaults of ``pumice.NON_ZERO_DEFAULTS``, ``task.terms``), computed once per pod object.
+
 Speed: every scorer is a handful of numpy operations over the whole table; preferred terms and
 toleration sets are evaluated once per distinct form per session (``_k8s_terms.NodeTerms``),
 and their weighted, normalised sum once per distinct (preferred terms, tolerations) pair.
@@ -56,7 +59,6 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -66,13 +68,13 @@ from pumice import (
     Arguments,
     NodeTable,
     Plugin,
-    QuantityError,
-    Resource,
+    PodTerms,
     TaskInfo,
     hookimpl,
-    pod_requests,
+    warn_once,
 )
-from pumice.plugins._k8s_terms import NodeTerms, PodTerms, Preferred, Tolerations, pod_terms
+from pumice.model.terms import Preferred, Tolerations
+from pumice.plugins._k8s_terms import NodeTerms
 
 log = logging.getLogger("pumice.plugins.nodeorder")
 
@@ -80,8 +82,6 @@ FloatVector = npt.NDArray[np.float64]
 FloatMatrix = npt.NDArray[np.float64]
 
 MAX_NODE_SCORE = 100
-NON_ZERO = {"cpu": 100.0, "memory": 200.0 * 1024 * 1024}
-"""Scoring defaults for a request-less task without a pod (canonical units)."""
 SCORED = ("cpu", "memory")
 
 LEAST_REQUESTED = "leastrequested.weight"
@@ -90,15 +90,6 @@ BALANCED_RESOURCE = "balancedresource.weight"
 NODE_AFFINITY = "nodeaffinity.weight"
 TAINT_TOLERATION = "tainttoleration.weight"
 NOT_IMPLEMENTED = ("podaffinity.weight", "imagelocality.weight", "podtopologyspread.weight")
-
-_warned: set[str] = set()
-
-
-def _warn_once(key: str, message: str) -> None:
-    if key not in _warned:
-        _warned.add(key)
-        log.warning(message)
-
 
 # -- kube-scheduler's formulas, over N x len(SCORED) matrices -------------------------------
 
@@ -173,10 +164,10 @@ class NodeOrderPlugin(Plugin):
         self.taint_weight: int = arguments.get_int(TAINT_TOLERATION, 3)
         for key in NOT_IMPLEMENTED:
             if arguments.get_int(key, 0) != 0:
-                _warn_once(key, f"nodeorder: {key} is set but not implemented in pumice; ignored")
+                warn_once(
+                    log, key, f"nodeorder: {key} is set but not implemented in pumice; ignored"
+                )
         self._terms: NodeTerms | None = None
-        self._pods: dict[str, tuple[Mapping[str, Any] | None, PodTerms]] = {}
-        self._non_zero: dict[str, tuple[Mapping[str, Any] | None, Resource]] = {}
         self._term_scores: dict[tuple[Preferred, Tolerations], FloatVector] = {}
 
     @property
@@ -199,21 +190,6 @@ class NodeOrderPlugin(Plugin):
             self._term_scores.clear()
         return self._terms
 
-    def _pod_terms(self, task: TaskInfo) -> PodTerms:
-        cached = self._pods.get(task.uid)
-        if cached is None or cached[0] is not task.pod:
-            cached = (task.pod, pod_terms(task.pod))
-            self._pods[task.uid] = cached
-        return cached[1]
-
-    def non_zero_request(self, task: TaskInfo) -> Resource:
-        """The task's request for scoring: request-less containers count 100m / 200Mi."""
-        cached = self._non_zero.get(task.uid)
-        if cached is None or cached[0] is not task.pod:
-            cached = (task.pod, _non_zero_request(task))
-            self._non_zero[task.uid] = cached
-        return cached[1]
-
     @hookimpl
     def node_score(
         self, task: TaskInfo, nodes: NodeTable, rows: npt.NDArray[np.int64] | None = None
@@ -230,7 +206,7 @@ class NodeOrderPlugin(Plugin):
             allocatable = _columns(nodes, "allocatable", rows)
             used = _columns(nodes, "used", rows)
             if self.least_weight or self.most_weight:
-                non_zero = self.non_zero_request(task)
+                non_zero = task.nonzero_request
                 requested = used + np.array([non_zero[r] for r in SCORED])
                 if self.least_weight:
                     score += self.least_weight * least_allocated(requested, allocatable)
@@ -240,7 +216,7 @@ class NodeOrderPlugin(Plugin):
             if self.balanced_weight and own.any():
                 score += self.balanced_weight * balanced_allocation(used + own, allocatable)
         if self.affinity_weight or self.taint_weight:
-            labels = self._label_scores(self._pod_terms(task), nodes)
+            labels = self._label_scores(task.terms, nodes)
             score += labels if rows is None else labels[rows]
         return score
 
@@ -253,7 +229,7 @@ class NodeOrderPlugin(Plugin):
             alloc = [_cell(nodes, "allocatable", r, row) for r in SCORED]
             used = [_cell(nodes, "used", r, row) for r in SCORED]
             if self.least_weight or self.most_weight:
-                non_zero = self.non_zero_request(task)
+                non_zero = task.nonzero_request
                 requested = [u + non_zero[r] for u, r in zip(used, SCORED, strict=True)]
                 if self.least_weight:
                     per = [
@@ -277,7 +253,7 @@ class NodeOrderPlugin(Plugin):
                 std = abs((fractions[0] - fractions[1]) / 2) if both else 0.0
                 score += self.balanced_weight * float(math.trunc((1.0 - std) * MAX_NODE_SCORE))
         if self.affinity_weight or self.taint_weight:
-            score += float(self._label_scores(self._pod_terms(task), nodes)[row])
+            score += float(self._label_scores(task.terms, nodes)[row])
         return score
 
     def _label_scores(self, pod: PodTerms, nodes: NodeTable) -> FloatVector:
@@ -324,16 +300,3 @@ def _columns(nodes: NodeTable, quantity: str, rows: npt.NDArray[np.int64] | None
         if col is not None:
             out[:, i] = col if rows is None else col[rows]
     return out
-
-
-def _non_zero_request(task: TaskInfo) -> Resource:
-    if task.pod is not None:
-        try:
-            return pod_requests(task.pod, non_zero=True)
-        except QuantityError:
-            log.debug("task %s: bad request quantity; scoring with its known request", task.key)
-    values = task.resreq.to_dict()
-    for name, default in NON_ZERO.items():
-        if values.get(name, 0.0) <= 0:
-            values[name] = default
-    return Resource(values)

@@ -28,7 +28,8 @@ Arguments (bool; Volcano's names):
   ``predicate.VolumeBindingEnable``, ``predicate.DynamicResourceAllocationEnable``,
   ``predicate.CacheEnable`` (its per-node cache is unneeded: every term is cached below).
 
-Speed: the pod's constraints are put in canonical form once per task, and every distinct
+Speed: the pod's constraints are put in canonical form once per pod object (``task.terms``,
+kept by the model from one session to the next), and every distinct
 selector, term and toleration set is evaluated once per session over all nodes
 (``pumice.plugins._k8s_terms.NodeTerms``); a task costs a few numpy operations over the table.
 The ports of the pods on a node are read only for tasks that want host ports, and only for
@@ -38,8 +39,6 @@ nodes that passed the other filters.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -52,15 +51,10 @@ from pumice import (
     PredicateResult,
     TaskInfo,
     hookimpl,
+    warn_once,
 )
-from pumice.plugins._k8s_terms import (
-    HostPort,
-    NodeTerms,
-    PodTerms,
-    PortsInUse,
-    pod_host_ports,
-    pod_terms,
-)
+from pumice.model.terms import HostPort
+from pumice.plugins._k8s_terms import NodeTerms, PortsInUse
 
 log = logging.getLogger("pumice.plugins.predicates")
 
@@ -84,14 +78,6 @@ UNSCHEDULABLE = "node(s) were unschedulable"
 AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
 PORTS_TAKEN = "node(s) didn't have free ports for the requested pod ports"
 
-_warned: set[str] = set()
-
-
-def _warn_once(key: str, message: str) -> None:
-    if key not in _warned:
-        _warned.add(key)
-        log.warning(message)
-
 
 class PredicatesPlugin(Plugin):
     """Pod count, unschedulable, taints, node affinity/selector and host ports (see module)."""
@@ -103,10 +89,10 @@ class PredicatesPlugin(Plugin):
         self.taint_toleration = bool(arguments.get_bool(TAINT_TOLERATION_ENABLE, True))
         for key in NOT_IMPLEMENTED:
             if arguments.get_bool(key, False):
-                _warn_once(key, f"predicates: {key} is set but not implemented in pumice; ignored")
+                warn_once(
+                    log, key, f"predicates: {key} is set but not implemented in pumice; ignored"
+                )
         self._terms: NodeTerms | None = None
-        self._pods: dict[str, tuple[Mapping[str, Any] | None, PodTerms]] = {}
-        self._ports: dict[str, tuple[Mapping[str, Any] | None, frozenset[HostPort]]] = {}
 
     def node_terms(self, nodes: NodeTable) -> NodeTerms:
         """The term cache for ``nodes`` (made again if the table is not the one cached)."""
@@ -114,27 +100,13 @@ class PredicatesPlugin(Plugin):
             self._terms = NodeTerms(nodes)
         return self._terms
 
-    def _pod_terms(self, task: TaskInfo) -> PodTerms:
-        cached = self._pods.get(task.uid)
-        if cached is None or cached[0] is not task.pod:
-            cached = (task.pod, pod_terms(task.pod))
-            self._pods[task.uid] = cached
-        return cached[1]
-
-    def _task_ports(self, task: TaskInfo) -> frozenset[HostPort]:
-        cached = self._ports.get(task.uid)
-        if cached is None or cached[0] is not task.pod:
-            cached = (task.pod, pod_host_ports(task.pod))
-            self._ports[task.uid] = cached
-        return cached[1]
-
     @hookimpl
     def predicate(
         self, task: TaskInfo, nodes: NodeTable, rows: npt.NDArray[np.int64] | None = None
     ) -> PredicateResult:
         # Row-local: each filter reads only the node's own row, labels, taints and pods.
         terms = self.node_terms(nodes)
-        pod = self._pod_terms(task)
+        pod = task.terms
         sel: slice | npt.NDArray[np.int64] = slice(None) if rows is None else rows
         n = len(nodes) if rows is None else len(rows)
         ok = np.ones(n, dtype=np.bool_)
@@ -180,7 +152,7 @@ class PredicatesPlugin(Plugin):
             in_use: set[HostPort] = set()
             for other in node.tasks.values():
                 if not other.status & COMPLETED_STATUSES:
-                    in_use |= self._task_ports(other)
+                    in_use |= other.terms.host_ports
             if in_use and PortsInUse.of(in_use).conflicts(wanted):
                 taken[i] = True
         return taken

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from pumice.model.requests import pod_requests
+from pumice.model.quantity import QuantityError
+from pumice.model.requests import pod_requests, with_non_zero_defaults
 from pumice.model.resource import Resource
 from pumice.model.status import (
     ALLOCATED_STATUSES,
@@ -23,6 +24,7 @@ from pumice.model.status import (
     TaskStatus,
     status_of_pod,
 )
+from pumice.model.terms import PodTerms, TaskShape, pod_terms
 
 _ALLOCATED = int(ALLOCATED_STATUSES)
 _and = int.__and__
@@ -61,6 +63,12 @@ class TaskInfo:
 
     ``resreq`` is the pod's request as Kubernetes computes it (containers, init containers,
     sidecars, overhead), in canonical units. ``job`` is the uid of the job the task belongs to.
+
+    Computed on first use and kept until ``pod`` or ``resreq`` is replaced: ``terms`` (the
+    pod's scheduling constraints, ``pumice.model.terms.PodTerms``), ``nonzero_request`` (the
+    request scoring uses: containers without a cpu / memory request count the defaults of
+    ``pumice.model.requests``) and ``shape`` (a hashable ``TaskShape``: tasks of equal shape
+    get the same predicate masks and scores from the built-in plugins).
     """
 
     uid: str
@@ -76,10 +84,52 @@ class TaskInfo:
     node_name: str | None = None
     creation_timestamp: float = 0.0
     pod: Mapping[str, Any] | None = None
+    # Caches of terms, nonzero_request and shape, valid for the pod and resreq they were made
+    # from (a replaced pod or request makes them stale; they are then made again).
+    _derived_from: tuple[object, object] | None = field(default=None, init=False, repr=False)
+    _terms: PodTerms | None = field(default=None, init=False, repr=False)
+    _nonzero: Resource | None = field(default=None, init=False, repr=False)
+    _shape: TaskShape | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.init_resreq is None:
             self.init_resreq = self.resreq
+
+    def _fresh(self) -> None:
+        """Forget the derived attributes if ``pod`` or ``resreq`` changed since they were made."""
+        derived = self._derived_from
+        if derived is None or derived[0] is not self.pod or derived[1] is not self.resreq:
+            self._derived_from = (self.pod, self.resreq)
+            self._terms = self._nonzero = self._shape = None
+
+    @property
+    def terms(self) -> PodTerms:
+        """The pod's scheduling terms in canonical form (none for a task without a pod)."""
+        self._fresh()
+        terms = self._terms
+        if terms is None:
+            terms = self._terms = pod_terms(self.pod)
+        return terms
+
+    @property
+    def nonzero_request(self) -> Resource:
+        """The request for scoring: per container, an omitted cpu / memory request counts as
+        the default; without a pod (or with a pod whose requests do not parse) the task's
+        request with the defaults where it has no cpu / memory."""
+        self._fresh()
+        nonzero = self._nonzero
+        if nonzero is None:
+            nonzero = self._nonzero = _nonzero_request(self.pod, self.resreq)
+        return nonzero
+
+    @property
+    def shape(self) -> TaskShape:
+        """What the built-in plugins read of this task to filter and score nodes."""
+        self._fresh()
+        shape = self._shape
+        if shape is None:
+            shape = self._shape = TaskShape(self.resreq, self.nonzero_request, self.terms)
+        return shape
 
     @property
     def key(self) -> str:
@@ -123,6 +173,15 @@ class TaskInfo:
 
     def __repr__(self) -> str:
         return f"TaskInfo({self.key}, {self.status.name}, node={self.node_name})"
+
+
+def _nonzero_request(pod: Mapping[str, Any] | None, resreq: Resource) -> Resource:
+    if pod is not None:
+        try:
+            return pod_requests(pod, non_zero=True)
+        except QuantityError:
+            pass  # a task built in code with a bad pod: score it by its known request
+    return with_non_zero_defaults(resreq)
 
 
 @dataclass(slots=True, eq=False)
