@@ -1,8 +1,8 @@
 """The cluster that ``pumice simulate`` replays: Kubernetes objects as plain dicts.
 
-The dicts are the source of truth. Every cycle builds a fresh ``ClusterSnapshot`` from them
-(``NodeInfo.from_node``, ``TaskInfo.from_pod``, ``JobInfo.from_podgroup``,
-``QueueInfo.from_queue``), and the cycle's decisions are written back into them: a bound pod
+The dicts are the source of truth. Every cycle builds a fresh ``ClusterSnapshot`` from them: a
+clone of the nodes (``NodeInfo.from_node``, once) with the queues, jobs and tasks put in
+(``QueueInfo.from_queue``, ``JobInfo.from_podgroup``, ``TaskInfo.from_pod``), and the cycle's decisions are written back into them: a bound pod
 gets ``spec.nodeName`` and turns Running, an evicted pod disappears, a nominated pod gets
 ``status.nominatedNodeName``, and PodGroups get their phase.
 
@@ -142,6 +142,8 @@ class ClusterState:
     priority_classes: dict[str, int] = field(default_factory=dict)
     default_priority: int | None = None
     notes: list[str] = field(default_factory=list)
+    _nodes_only: ClusterSnapshot | None = field(default=None, repr=False)
+    """The nodes without any task, built once; every cycle starts from a clone of it."""
     _tasks: dict[str, TaskInfo] = field(default_factory=dict, repr=False)
     """Pod key -> the task first built from it; later cycles copy it with the pod's current
     status and node, so a pod's requests and terms are parsed once, not every cycle."""
@@ -277,8 +279,14 @@ class ClusterState:
         queues = [QueueInfo.from_queue(q) for q in self.queues.values()]
         if self.default_queue not in self.queues:
             queues.append(QueueInfo(self.default_queue))
-        nodes = [NodeInfo.from_node(n) for n in self.nodes.values()]
-        snap = ClusterSnapshot.build(nodes=nodes, jobs=jobs.values(), queues=queues)
+        if self._nodes_only is None:  # nodes never change in a simulation: build them once
+            nodes = [NodeInfo.from_node(n) for n in self.nodes.values()]
+            self._nodes_only = ClusterSnapshot.build(nodes=nodes)
+        snap = self._nodes_only.clone()
+        for q in queues:
+            snap.put_queue(q)
+        for job in jobs.values():
+            snap.put_job(job)
         for task in foreign:  # held on their nodes, part of no job
             node = snap.nodes.get(task.node_name or "")
             if node is not None:
