@@ -2,8 +2,9 @@
 
 The dicts are the source of truth. Every cycle builds a fresh ``ClusterSnapshot`` from them: a
 clone of the nodes (``NodeInfo.from_node``, once) with the queues, jobs and tasks put in
-(``QueueInfo.from_queue``, ``JobInfo.from_podgroup``, ``TaskInfo.from_pod``), and the cycle's decisions are written back into them: a bound pod
-gets ``spec.nodeName`` and turns Running, an evicted pod disappears, a nominated pod gets
+(``QueueInfo.from_queue``, ``JobInfo.from_podgroup``, ``TaskInfo.from_pod``, each pod parsed
+once); the cycle's decisions are written back into the dicts: a bound pod gets
+``spec.nodeName`` and turns Running, an evicted pod disappears, a nominated pod gets
 ``status.nominatedNodeName``, and PodGroups get their phase.
 
 Which pods take part:
