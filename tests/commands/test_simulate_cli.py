@@ -11,6 +11,7 @@ import pytest
 from support.manifests import (
     gang_pods,
     node,
+    pending,
     placed,
     pod,
     podgroup,
@@ -208,3 +209,31 @@ def test_limits_stand_in_for_missing_requests(tmp_path: Path, capsys: Capsys) ->
     gpu_pod["spec"]["containers"][0]["resources"]["limits"] = {"nvidia.com/gpu": "1"}
     result = simulate(tmp_path, [node("cpu", "8"), node("gpu", "2", gpu="1"), gpu_pod], capsys)
     assert placed(result) == {"default/cuda": "gpu"}  # the API server defaults requests
+
+
+def test_which_pods_are_pending(tmp_path: Path, capsys: Capsys) -> None:
+    gated = pod("gated")
+    gated["spec"]["schedulingGates"] = [{"name": "example.com/wait"}]
+    leaving = pod("leaving")
+    leaving["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    theirs = pod("theirs", scheduler="volcano")
+    orphan = pod("orphan", group="missing")
+    objects = [node("n1"), gated, leaving, theirs, orphan, pod("mine")]
+    result = simulate(tmp_path, objects, capsys)
+    assert placed(result) == {"default/mine": "n1"}
+    assert pending(result) == {"default/orphan": "podgroup default/missing not found"}
+    # the same dump read as another scheduler's
+    result = simulate(tmp_path, objects, capsys, extra=["--scheduler-name", "volcano"])
+    assert placed(result) == {"default/theirs": "n1"}
+
+
+def test_running_pods_of_any_scheduler_hold_their_nodes(tmp_path: Path, capsys: Capsys) -> None:
+    objects = [
+        node("n1", "4"),
+        node("n2", "4"),
+        pod("system", "3", node_name="n1", scheduler="default-scheduler"),
+        pod("done", "4", node_name="n2", phase="Succeeded"),
+        pod("big", "2"),
+    ]
+    result = simulate(tmp_path, objects, capsys)
+    assert placed(result) == {"default/big": "n2"}  # n1 holds only 1 cpu; n2's pod finished
