@@ -36,7 +36,7 @@ from pumice import (
     JobInfo,
     Plugin,
     Resource,
-    Session,
+    SessionView,
     Vote,
     hookimpl,
 )
@@ -60,10 +60,10 @@ class OvercommitPlugin(Plugin):
         self.factor = factor
         self.idle = Resource.zero()
         self.inqueue = Resource.zero()
-        self._session: Session | None = None
+        self._session: SessionView | None = None
 
     @hookimpl
-    def session_open(self, session: Session) -> None:
+    def session_open(self, session: SessionView) -> None:
         self._session = session
         table = session.table
         used = table.resource(table.used.sum(axis=0))
