@@ -116,3 +116,17 @@ def test_reclaim_discards_what_would_not_make_the_job_runnable() -> None:
     ssn = run_flow(snapshot(nodes(1), jobs, queues), RECLAIM_TIERS, ["allocate", "reclaim"])
     assert evictions(ssn) == []
     assert all(t.status == TaskStatus.RUNNING for t in jobs[0].tasks.values())
+
+
+def test_preempt_on_a_clone_leaves_the_source_unchanged() -> None:
+    jobs = [running("low", 4, priority=1), waiting("high", 2, priority=10, min_available=2)]
+    source = snapshot(nodes(1), jobs)
+    used_before = source.table.used.copy()
+    clone = source.clone()
+    ssn = run_flow(clone, PREEMPT_TIERS, ["allocate", "preempt"])
+    assert len(evictions(ssn)) == 2
+    # the session's own copies changed; the source's tasks and accounting did not
+    assert all(t.status == TaskStatus.RUNNING for t in source.jobs["default/low"].tasks.values())
+    assert all(t.status == TaskStatus.PENDING for t in source.jobs["default/high"].tasks.values())
+    assert (source.table.used == used_before).all()
+    assert ssn.snapshot.jobs["default/high"].waiting_task_num == 2
