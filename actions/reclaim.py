@@ -22,6 +22,12 @@ in victim order (the queue, then the job, then the task that would be served las
 the task fits the node's future idle resources; then the task is pipelined there. If that never
 happens the node's evictions are undone and the next node is tried.
 
+Which plugin names the victims follows the tier rule: with Volcano's shipped tiers ``gang``
+(tier 1, ``reclaimable`` on) answers first and its answer stands, so proportion's "only queues
+above their deserved share" test (tier 2) applies only when tier 1 answers nothing; the
+reclaiming queue itself must still be below its share (``overused``, ``preemptive``). This is
+Volcano's behaviour; put ``enableReclaimable: false`` on gang to let proportion decide.
+
 Evictions carry the reason ``reclaimed by <namespace>/<name> (action reclaim)``.
 
 Arguments: none.
