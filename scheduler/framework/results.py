@@ -104,12 +104,18 @@ class Feasibility:
             short = shortfall.any(axis=1)
             per_dim = shortfall[self.mask & short].sum(axis=0)
             for index in np.flatnonzero(per_dim):
-                counts[f"Insufficient {dims[int(index)]}"] += int(per_dim[index])
+                counts[_shortage(dims[int(index)])] += int(per_dim[index])
             available = self.mask & ~short
         # kube-scheduler sorts the "<count> <reason>" parts as strings (so "10 …" precedes "2 …")
         detail = ", ".join(sorted(f"{n} {reason}" for reason, n in counts.items()))
         head = f"{int(available.sum())}/{len(self.mask)} nodes are available"
         return f"{head}: {detail}." if detail else f"{head}."
+
+
+def _shortage(dimension: str) -> str:
+    """kube-scheduler's reason for a node short of ``dimension``: ``Insufficient cpu``, but
+    ``Too many pods`` for the pod count."""
+    return "Too many pods" if dimension == "pods" else f"Insufficient {dimension}"
 
 
 @dataclass(frozen=True, slots=True)

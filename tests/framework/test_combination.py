@@ -373,3 +373,11 @@ def test_feasibility_message_sorts_parts_as_strings_like_kube_scheduler() -> Non
     assert fit.message() == (
         "0/12 nodes are available: 10 Too many pods, 2 node(s) were unschedulable."
     )
+
+
+def test_a_pod_count_shortfall_reads_too_many_pods() -> None:
+    fit = Feasibility(np.ones(3, dtype=np.bool_), np.array(["", "", ""], dtype=object))
+    shortfall = np.array([[True, False], [True, True], [False, False]])  # pods, cpu
+    assert fit.message(shortfall, ["pods", "cpu"]) == (
+        "1/3 nodes are available: 1 Insufficient cpu, 2 Too many pods."
+    )
