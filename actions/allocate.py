@@ -280,7 +280,7 @@ class _Run:
         if len(rows) == 1:
             node: str | None = table.nodes[int(rows[0])].name
         else:
-            node = session.best_node(task, session.node_scores(task), candidates)
+            node = session.best_node(task, session.node_scores(task, candidates), candidates)
         return node
 
     def _why_not(self, task: TaskInfo, feasibility: Feasibility) -> str:

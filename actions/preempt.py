@@ -127,7 +127,7 @@ def preempt(
     rows = np.flatnonzero(feasible)
     if len(rows) == 0:
         return False
-    scores = session.node_scores(task)
+    scores = session.node_scores(task, feasible)
     table = session.table
     ordered: list[NodeInfo] = sorted(
         (table.nodes[int(r)] for r in rows),

@@ -280,10 +280,14 @@ class Session:
         now, future = self.shapes.fit(task)
         return _read_only(now), _read_only(future)
 
-    def node_scores(self, task: TaskInfo) -> npt.NDArray[np.float64]:
+    def node_scores(
+        self, task: TaskInfo, mask: npt.NDArray[np.bool_] | None = None
+    ) -> npt.NDArray[np.float64]:
         """The summed score of every node for ``task`` (read-only).
 
-        Row-local plugins' scores come from the per-shape cache; the others are called."""
+        Row-local plugins' ``node_score`` comes from the per-shape cache; the other plugins
+        are called; ``normalized_score`` hooks are called with ``mask``, the candidate nodes
+        (every node when None)."""
         n = len(self.table)
         total = self.shapes.score_total(task)
         others = [
@@ -291,18 +295,28 @@ class Session:
             for name, hook in self._flat["node_score"]
             if ("node_score", name) not in self._row_local
         ]
-        if not others:
+        normalized = self._flat["normalized_score"]
+        if not others and not normalized:
             return _read_only(total if total is not None else np.zeros(n))
         summed = np.zeros(n) if total is None else total.copy()
         for name, hook in others:
             answer = hook(task, self.table, None)
             if answer is not None:
                 summed += _vector(name, "node_score", answer, n, np.float64)
+        if normalized:
+            candidates = mask if mask is not None else np.ones(n, dtype=np.bool_)
+            for name, hook in normalized:
+                answer = hook(task, self.table, candidates)
+                if answer is not None:
+                    summed += _vector(name, "normalized_score", answer, n, np.float64)
         return summed
 
-    def node_score_parts(self, task: TaskInfo) -> dict[str, npt.NDArray[np.float64]]:
-        """Each scoring plugin's vector for ``task`` (its weight included), in tier order;
-        their sum is ``node_scores(task)``. A plugin that answers None is left out."""
+    def node_score_parts(
+        self, task: TaskInfo, mask: npt.NDArray[np.bool_] | None = None
+    ) -> dict[str, npt.NDArray[np.float64]]:
+        """Each scoring plugin's vector for ``task`` (its weight included; ``node_score`` and
+        ``normalized_score`` over the candidates ``mask`` together), in tier order; their sum
+        is ``node_scores(task, mask)``. A plugin that answers None is left out."""
         n = len(self.table)
         cached = self.shapes.scores(task)
         parts: dict[str, npt.NDArray[np.float64]] = {}
@@ -315,16 +329,28 @@ class Session:
             answer = hook(task, self.table, None)
             if answer is not None:
                 parts[name] = np.array(_vector(name, "node_score", answer, n, np.float64))
+        candidates = mask if mask is not None else np.ones(n, dtype=np.bool_)
+        for name, hook in self._flat["normalized_score"]:
+            answer = hook(task, self.table, candidates)
+            if answer is not None:
+                vector = _vector(name, "normalized_score", answer, n, np.float64)
+                parts[name] = parts[name] + vector if name in parts else np.array(vector)
         return parts
 
     def record_scores(self, task: TaskInfo) -> None:
-        """Keep, in ``placement_scores``, each plugin's score of every node where ``task`` is
-        feasible now (predicates pass, request within future idle). Statements call this just
-        before placing a task when ``explain`` is on."""
+        """Keep, in ``placement_scores``, each plugin's score of every node the task may go to
+        now: the nodes that pass the predicates and hold its request in their idle resources,
+        or, when there are none, in their future idle resources (the candidates allocate
+        chooses among, over which scores are normalised). Statements call this just before
+        placing a task when ``explain`` is on."""
         table = self.table
-        _, fits = self.fit(task)
-        rows = np.flatnonzero(self.predicate(task).mask & fits)
-        parts = self.node_score_parts(task)
+        fit_now, fit_future = self.fit(task)
+        feasible = self.predicate(task).mask
+        candidates = feasible & fit_now
+        if not candidates.any():
+            candidates = feasible & fit_future
+        rows = np.flatnonzero(candidates)
+        parts = self.node_score_parts(task, candidates)
         scores: dict[str, dict[str, float]] = {}
         for row in rows:
             entry = {name: float(vector[row]) for name, vector in parts.items()}
