@@ -25,8 +25,9 @@ Input errors are ``ManifestError`` with one line ``FILE: Kind ns/name: field.pat
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -298,8 +299,11 @@ class ClusterState:
         template = self._tasks.get(key)
         if template is None:
             template = self._tasks[key] = TaskInfo.from_pod(pod)
-        node_name = (pod.get("spec") or {}).get("nodeName") or None
-        return replace(template, status=status_of_pod(pod), node_name=node_name)
+            _ = template.shape  # computed once here, inherited by every cycle's copy
+        task = copy.copy(template)  # keeps the parsed request and the cached terms and shape
+        task.status = status_of_pod(pod)
+        task.node_name = (pod.get("spec") or {}).get("nodeName") or None
+        return task
 
     # -- applying decisions -----------------------------------------------------------------
 
