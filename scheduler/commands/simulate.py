@@ -16,6 +16,7 @@ Exit codes: 0, or 2 with one line for a bad flag, configuration or manifest
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from dataclasses import dataclass, field
 
@@ -81,10 +82,14 @@ def run(args: argparse.Namespace) -> int:
         print(note, file=sys.stderr)
     report = simulate(state, config, host, cycles=args.cycles, explain=args.explain)
     if args.output == "json":
-        sys.stdout.write(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2).decode())
-        sys.stdout.write("\n")
+        text = orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2).decode()
     else:
-        print(render_table(report, explain=args.explain))
+        text = render_table(report, explain=args.explain)
+    try:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:  # piped into head: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pumice import JobInfo, TaskStatus
+from pumice import JobInfo, Resource, TaskStatus
 from support.flow import add_task, decisions, gang, nodes, queue, run_flow, snapshot
 
 PREEMPT_TIERS = [["priority", "conformance"], ["predicates", "proportion"]]
@@ -130,3 +130,12 @@ def test_preempt_on_a_clone_leaves_the_source_unchanged() -> None:
     assert all(t.status == TaskStatus.PENDING for t in source.jobs["default/high"].tasks.values())
     assert (source.table.used == used_before).all()
     assert ssn.snapshot.jobs["default/high"].waiting_task_num == 2
+
+
+def test_reclaim_skips_a_queue_that_may_not_grow() -> None:
+    # hungry's capability of 1 cpu: preemptive refuses its second task, so nothing is taken
+    jobs = [running("hog", 4, q="big"), waiting("late", 2, cpu=1000, q="hungry", min_available=2)]
+    hungry = queue("hungry", capability=Resource({"cpu": 1000}))
+    snap = snapshot(nodes(1), jobs, [queue("big"), hungry])
+    ssn = run_flow(snap, RECLAIM_TIERS, ["allocate", "reclaim"])
+    assert evictions(ssn) == []
