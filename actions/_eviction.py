@@ -43,6 +43,13 @@ def may_preempt(task: TaskInfo) -> bool:
     return spec.get("preemptionPolicy") != NEVER
 
 
+def same_attempt(task: TaskInfo) -> tuple[object, int]:
+    """What decides an attempt's outcome besides the cluster: the task's shape (request and
+    scheduling terms) and its priority. A failed attempt changes nothing in the session, so
+    another task of the job with the same key would fail the same way."""
+    return (task.shape, task.priority)
+
+
 def pending_tasks(job: JobInfo) -> list[TaskInfo]:
     """The job's Pending tasks (the ones that may want a node)."""
     return list(job.tasks_in(TaskStatus.PENDING))

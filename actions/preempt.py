@@ -8,11 +8,13 @@ Per queue, in queue order:
 
 1. **Between jobs.** The queue's starving jobs in job order, each with a fresh statement: while
    the job is still starving, its Pending tasks in task order each try to preempt, with victims
-   drawn from *other* jobs of the *same* queue. Then, if ``session.job_pipelined(job)`` (the job
-   can run with what it holds and is promised), the statement is committed: the evictions go to
-   the committer and each pipelined preemptor is nominated for its node
-   (``nominatedNodeName``), so the room it waits for is not given to anyone else. Otherwise
-   the statement is discarded: nothing is evicted for a job that could not run anyway.
+   drawn from *other* jobs of the *same* queue (a task equal to one that already failed in this
+   statement, in shape and priority, is not tried again: nothing changed that could help it).
+   Then, if ``session.job_pipelined(job)`` (the job can run with what it holds and is
+   promised), the statement is committed: the evictions go to the committer and each pipelined
+   preemptor is nominated for its node (``nominatedNodeName``), so the room it waits for is not
+   given to anyone else. Otherwise the statement is discarded: nothing is evicted for a job that
+   could not run anyway.
 2. **Within a job.** The same jobs again; each Pending task, in task order and with a
    statement of its own, may evict tasks of its *own* job. The first task that cannot be
    placed ends that job's turn (its statement is discarded); the others are committed.
@@ -57,7 +59,7 @@ from pumice import (
     Statement,
     TaskInfo,
 )
-from pumice.actions._eviction import evict_for, may_preempt, pending_tasks
+from pumice.actions._eviction import evict_for, may_preempt, pending_tasks, same_attempt
 
 
 class PreemptAction(Action):
@@ -90,11 +92,14 @@ class PreemptAction(Action):
             other = session.jobs.get(victim.job)
             return other is not None and other.uid != job.uid and other.queue == job.queue
 
+        failed: set[object] = set()
         for task in session.sort_tasks(pending_tasks(job)):
             if not session.job_starving(job):
                 break
-            if may_preempt(task):
-                preempt(session, statement, queue, task, other_job_same_queue)
+            if not may_preempt(task) or same_attempt(task) in failed:
+                continue
+            if not preempt(session, statement, queue, task, other_job_same_queue):
+                failed.add(same_attempt(task))
         if session.job_pipelined(job):
             statement.commit()
         else:

@@ -7,8 +7,9 @@ Queues are taken in queue order and put back after each job, so their order is d
 with the evictions just made. A queue that ``session.overused`` reports is dropped. From the
 queue, the first starving job in job order gets a fresh statement; its Pending tasks, in task
 order and while the job is still starving, each try to reclaim, except a task whose pod says
-``preemptionPolicy: Never`` and a task that ``session.preemptive(queue, task)`` refuses (the
-queue may not grow by that task). Then, if ``session.job_pipelined(job)``, the statement is
+``preemptionPolicy: Never``, a task that ``session.preemptive(queue, task)`` refuses (the
+queue may not grow by that task), and a task equal in shape and priority to one that already
+failed in this statement. Then, if ``session.job_pipelined(job)``, the statement is
 committed (evictions to the committer, each pipelined reclaimer nominated for its node);
 otherwise it is discarded, so nothing is evicted for a job that could not run anyway.
 
@@ -45,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from pumice import Action, JobInfo, QueueInfo, Session, Statement, TaskInfo, TaskStatus
-from pumice.actions._eviction import evict_for, may_preempt, pending_tasks
+from pumice.actions._eviction import evict_for, may_preempt, pending_tasks, same_attempt
 
 
 class ReclaimAction(Action):
@@ -84,12 +85,16 @@ class ReclaimAction(Action):
     def _reclaim_for(self, session: Session, queue: QueueInfo, job: JobInfo) -> None:
         job = session.job_for_update(job)  # statements change the session's own copy
         statement = session.statement()
+        failed: set[object] = set()
         for task in session.sort_tasks(pending_tasks(job)):
             if not session.job_starving(job):
                 break
-            if not may_preempt(task) or not session.preemptive(queue, task):
+            if not may_preempt(task) or same_attempt(task) in failed:
                 continue
-            self._reclaim_task(session, statement, job, task)
+            if not session.preemptive(queue, task):
+                continue
+            if not self._reclaim_task(session, statement, job, task):
+                failed.add(same_attempt(task))
         if session.job_pipelined(job):
             statement.commit()
         else:

@@ -139,3 +139,19 @@ def test_reclaim_skips_a_queue_that_may_not_grow() -> None:
     snap = snapshot(nodes(1), jobs, [queue("big"), hungry])
     ssn = run_flow(snap, RECLAIM_TIERS, ["allocate", "reclaim"])
     assert evictions(ssn) == []
+
+
+def test_a_task_that_cannot_preempt_does_not_stop_a_different_one() -> None:
+    high = gang("high", 0, min_available=1)
+    high.priority = 10
+    for i, cpu in enumerate((5000, 5000, 1000)):  # two too big for the node, then a small one
+        add_task(high, f"high-{i}", cpu=cpu, created=i)
+    jobs = [running("low", 4, priority=1), high]
+    ssn = run_flow(snapshot(nodes(1), jobs), PREEMPT_TIERS, ["preempt"])
+    assert len(evictions(ssn)) == 1
+    states = {t.name: t.status for t in ssn.snapshot.jobs["default/high"].tasks.values()}
+    assert states == {
+        "high-0": TaskStatus.PENDING,
+        "high-1": TaskStatus.PENDING,
+        "high-2": TaskStatus.PIPELINED,
+    }
