@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from pumice.errors import PumiceError
 from pumice.model.objects import TaskInfo
 from pumice.model.resource import Resource
 from pumice.model.status import COMPLETED_STATUSES, TaskStatus
@@ -48,7 +49,7 @@ _COMPLETED = int(COMPLETED_STATUSES)
 _NEEDS_IDLE = int(TaskStatus.ALLOCATED | TaskStatus.BINDING)
 
 
-class NodeAccountingError(ValueError):
+class NodeAccountingError(PumiceError, ValueError):
     """A task cannot be placed on, or taken off, a node as asked."""
 
 
