@@ -37,6 +37,8 @@ def is_protected(task: TaskInfo) -> bool:
 class ConformancePlugin(Plugin):
     """Volcano's conformance plugin (see the module docstring)."""
 
+    declared_arguments = ()  # no arguments: any given is warned about
+
     @hookimpl
     def preemptable(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
         return [t for t in candidates if not is_protected(t)]
