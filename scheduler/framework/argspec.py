@@ -106,7 +106,7 @@ class ArgumentSpec:
 
     def describe(self) -> str:
         """``int >= 0, default 1`` — for listings and docs."""
-        parts = [self.kind]
+        parts: list[str] = [self.kind]
         if self.minimum is not None:
             parts.append(f">= {self.minimum:g}")
         if self.maximum is not None:
