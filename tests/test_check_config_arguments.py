@@ -200,3 +200,18 @@ def test_an_overcommit_factor_below_one_is_warned(factor: str, warned: bool) -> 
         assert str(warnings[0]).startswith(
             "c.yaml:6: tiers[0].plugins[0].arguments.overcommit-factor: warning: "
         )
+
+
+def test_plugins_lists_what_each_one_declares(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plugins", "--arguments"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert (
+        "binpack: binpack.weight (int >= 0, default 1)  the plugin's weight; 0 switches it off"
+        in lines
+    )
+    assert "gang: no arguments" in lines
+    assert "example-zone: undeclared (every argument accepted)" in lines
+    assert any(
+        line.startswith("allocate: predicateErrorCacheEnable (bool, default True)")
+        for line in lines
+    )
