@@ -215,3 +215,43 @@ def test_plugins_lists_what_each_one_declares(capsys: pytest.CaptureFixture[str]
         line.startswith("allocate: predicateErrorCacheEnable (bool, default True)")
         for line in lines
     )
+
+
+def test_the_declared_defaults_are_the_ones_the_built_ins_use() -> None:
+    from pumice import Arguments
+    from pumice.actions.allocate import AllocateAction
+    from pumice.plugins.binpack import BinpackPlugin
+    from pumice.plugins.nodeorder import NodeOrderPlugin
+    from pumice.plugins.predicates import PredicatesPlugin
+
+    def defaults(cls: type) -> dict[str, object]:
+        return {s.name: s.default for s in cls.declared_arguments}  # type: ignore[attr-defined]
+
+    none = Arguments({})
+    binpack = BinpackPlugin(none)
+    d = defaults(BinpackPlugin)
+    assert binpack.weight == d["binpack.weight"]
+    assert binpack.resource_weights == {"cpu": d["binpack.cpu"], "memory": d["binpack.memory"]}
+    nodeorder = NodeOrderPlugin(none)
+    d = defaults(NodeOrderPlugin)
+    assert (
+        nodeorder.least_weight,
+        nodeorder.most_weight,
+        nodeorder.balanced_weight,
+        nodeorder.affinity_weight,
+        nodeorder.taint_weight,
+    ) == (
+        d["leastrequested.weight"],
+        d["mostrequested.weight"],
+        d["balancedresource.weight"],
+        d["nodeaffinity.weight"],
+        d["tainttoleration.weight"],
+    )
+    predicates = PredicatesPlugin(none)
+    d = defaults(PredicatesPlugin)
+    assert (predicates.node_affinity, predicates.node_ports, predicates.taint_toleration) == (
+        d["predicate.NodeAffinityEnable"],
+        d["predicate.NodePortsEnable"],
+        d["predicate.TaintTolerationEnable"],
+    )
+    assert AllocateAction(none).error_cache == defaults(AllocateAction)["predicateErrorCacheEnable"]
