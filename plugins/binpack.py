@@ -6,9 +6,13 @@ plugin has no opinion (it returns None, like Volcano not registering its callbac
 Arguments (integers, Volcano's names and defaults):
 
 * ``binpack.weight`` (1): the plugin's weight;
-* ``binpack.cpu`` (1), ``binpack.memory`` (1): resource weights; negative means 1;
+* ``binpack.cpu`` (1), ``binpack.memory`` (1): resource weights;
 * ``binpack.resources`` (a string): extra resource names, comma-separated, spaces trimmed;
-* ``binpack.resources.<name>`` (1): the weight of each listed resource; negative means 1.
+* ``binpack.resources.<name>`` (1): the weight of each listed resource.
+
+Every weight must be an integer >= 0 (``declared_arguments``): where Volcano silently turns a
+negative resource weight into 1, pumice's configuration check refuses it. A plugin built in code
+with a negative resource weight still gets Volcano's 1.
   cpu and memory always take ``binpack.cpu`` / ``binpack.memory``, even if listed.
 
 Score of task T on node N, over every resource r that T requests a non-zero amount of and that
@@ -33,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from pumice import FIT_TOLERANCE, Arguments, NodeTable, Plugin, TaskInfo, hookimpl
+from pumice import FIT_TOLERANCE, Arguments, ArgumentSpec, NodeTable, Plugin, TaskInfo, hookimpl
 
 FloatVector = npt.NDArray[np.float64]
 
@@ -53,6 +57,14 @@ def _resource_weight(arguments: Arguments, key: str) -> int:
 
 class BinpackPlugin(Plugin):
     """Volcano's binpack node order (see the module docstring for the formula)."""
+
+    declared_arguments = (
+        ArgumentSpec(WEIGHT, "int", 1, minimum=0, doc="the plugin's weight; 0 switches it off"),
+        ArgumentSpec(CPU, "int", 1, minimum=0, doc="the weight of cpu"),
+        ArgumentSpec(MEMORY, "int", 1, minimum=0, doc="the weight of memory"),
+        ArgumentSpec(RESOURCES, "str", "", doc="more resources to weigh, comma-separated"),
+        ArgumentSpec(RESOURCE_PREFIX + "*", "int", 1, minimum=0, doc="a listed resource's weight"),
+    )
 
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)

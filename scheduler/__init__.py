@@ -18,6 +18,7 @@ from pumice.errors import PumiceError
 from pumice.framework import (
     Action,
     Arguments,
+    ArgumentSpec,
     Feasibility,
     JobInvalid,
     Plugin,
@@ -70,6 +71,7 @@ __all__ = [
     "READY_STATUSES",
     "SCHEDULED_STATUSES",
     "Action",
+    "ArgumentSpec",
     "Arguments",
     "ClusterSnapshot",
     "Feasibility",
