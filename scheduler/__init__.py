@@ -17,6 +17,7 @@ declared in the package's ``pyproject.toml`` under ``[project.entry-points.pumic
 from pumice.framework import (
     Action,
     Arguments,
+    ConfigError,
     Feasibility,
     JobInvalid,
     Plugin,
@@ -62,6 +63,7 @@ __all__ = [
     "Action",
     "Arguments",
     "ClusterSnapshot",
+    "ConfigError",
     "Feasibility",
     "JobInfo",
     "JobInvalid",

@@ -1,0 +1,209 @@
+"""Scarce devices (GPUs and the like): Volcano 1.13's two companions of resource-strategy-fit.
+
+Both are built from the same arguments whether they stand alone (the ``sra`` and
+``proportional`` plugins) or sit inside ``resource-strategy-fit`` as its ``sra:`` and
+``proportional:`` maps, as in a Volcano configuration.
+
+**sra** (scarce-resource avoidance), a node score. Arguments: ``resources`` (the scarce
+resources, comma-separated), ``weight`` (non-negative integer, default 1; 0 switches it off),
+``resourceWeight`` (a map resource -> non-negative integer weight, default 1 each)::
+
+    score(T, N) = 0        if N has no allocatable of some resource that T requests
+                = (1 - sum(w_r for listed r that N has) / sum(w_r)) * 100 * weight   otherwise
+
+so a task that needs no scarce device prefers nodes without one (a node with every listed device
+scores 0, one with none scores ``100 * weight``), while a task that asks for a device scores 0
+wherever it could go. No listed resource (or all weights 0): 0 everywhere.
+
+**proportional**, a predicate. Arguments: ``resources`` (comma-separated), and
+``resourceProportion``: ``<res>.cpu`` (cores) and ``<res>.memory`` (GB of 10^9 bytes) per idle
+device, each default 1 (a negative rate becomes 1, as in Volcano). A task that requests none of
+the listed resources passes node N only if, for every listed resource N has::
+
+    idle_cpu(N) - request_cpu >= idle_devices(N) * cpu_rate * 1000        (millicores)
+    idle_memory(N) - request_memory >= idle_devices(N) * memory_rate * 1e9  (bytes)
+
+so a CPU job cannot take the cpu and memory that the node's idle GPUs will need. The reason
+for a rejected node is ``proportional of resource <res> check failed`` for the first listed
+resource that fails. A task that requests any listed resource passes everywhere.
+
+Both are row-local: a node's answer depends on its own row only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from pumice import FIT_TOLERANCE, NodeTable, PredicateResult, TaskInfo
+from pumice.plugins._argcheck import (
+    argument_error,
+    flag,
+    is_number,
+    mapping,
+    no_unknown_keys,
+    resource_names,
+    weight,
+)
+
+FloatVector = npt.NDArray[np.float64]
+FloatMatrix = npt.NDArray[np.float64]
+BoolVector = npt.NDArray[np.bool_]
+
+MAX_NODE_SCORE = 100
+MILLICORES_PER_CORE = 1000.0
+BYTES_PER_GB = 1e9
+
+SRA_KEYS = ("enable", "resources", "weight", "resourceWeight")
+PROPORTIONAL_KEYS = ("enable", "resources", "resourceProportion")
+
+
+def _join(prefix: str, key: str) -> str:
+    return f"{prefix}.{key}" if prefix else key
+
+
+@dataclass(frozen=True, slots=True)
+class Sra:
+    """Scarce-resource avoidance: the plugin weight and each scarce resource's weight."""
+
+    weight: int
+    resources: tuple[tuple[str, int], ...]
+
+    @classmethod
+    def parse(
+        cls, plugin: str, arguments: Mapping[str, Any], prefix: str = "", enabled: bool = True
+    ) -> Sra | None:
+        """From ``arguments`` (the ``sra:`` map when ``prefix`` is ``"sra"``); None when it
+        is switched off (``enable: false``, or weight 0)."""
+        no_unknown_keys(plugin, prefix, arguments, SRA_KEYS)
+        if not flag(plugin, _join(prefix, "enable"), arguments.get("enable"), enabled):
+            return None
+        names = resource_names(plugin, _join(prefix, "resources"), arguments.get("resources"))
+        key = _join(prefix, "resourceWeight")
+        weights = mapping(plugin, key, arguments.get("resourceWeight"))
+        resources = tuple(
+            (name, weight(plugin, f"{key}.{name}", weights.get(name), 1)) for name in names
+        )
+        total = weight(plugin, _join(prefix, "weight"), arguments.get("weight"), 1)
+        return None if total == 0 else cls(total, resources)
+
+    def node_score(self, task: TaskInfo, nodes: NodeTable) -> FloatVector:
+        n = len(nodes)
+        allocatable = nodes.allocatable
+        requested = [name for name, amount in task.resreq.items() if amount > 0]
+        req_cols = [nodes.dim(name) for name in requested]
+        if any(col is None for col in req_cols):
+            return np.zeros(n)  # no node has one of the requested resources
+        lacks = (allocatable[:, [c for c in req_cols if c is not None]] <= 0).any(axis=1)
+        scarce = np.zeros((n, len(self.resources)))
+        for i, (name, _) in enumerate(self.resources):
+            col = nodes.dim(name)
+            if col is not None:
+                scarce[:, i] = allocatable[:, col]
+        weights = np.array([float(w) for _, w in self.resources])
+        share = avoidance(lacks, scarce, weights)
+        return share * float(MAX_NODE_SCORE * self.weight)
+
+
+def avoidance(lacks_request: BoolVector, scarce: FloatMatrix, weights: FloatVector) -> FloatVector:
+    """The sra fraction per node: ``1 - (weight of the scarce resources the node has) /
+    (total weight)``; 0 where the node lacks a requested resource or nothing is weighted."""
+    total = float(weights.sum())
+    if total <= 0:
+        return np.zeros(len(lacks_request))
+    present = (scarce > 0) @ weights
+    out: FloatVector = np.where(lacks_request, 0.0, 1.0 - present / total)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Proportional:
+    """Per scarce resource, the cpu cores and memory GB to keep free for each idle device."""
+
+    rates: tuple[tuple[str, float, float], ...]
+
+    @classmethod
+    def parse(
+        cls, plugin: str, arguments: Mapping[str, Any], prefix: str = "", enabled: bool = True
+    ) -> Proportional | None:
+        """From ``arguments`` (the ``proportional:`` map when ``prefix`` is
+        ``"proportional"``); None when switched off or no resource is listed."""
+        no_unknown_keys(plugin, prefix, arguments, PROPORTIONAL_KEYS)
+        if not flag(plugin, _join(prefix, "enable"), arguments.get("enable"), enabled):
+            return None
+        names = resource_names(plugin, _join(prefix, "resources"), arguments.get("resources"))
+        key = _join(prefix, "resourceProportion")
+        given: dict[str, float] = {}
+        for rate_key, value in mapping(plugin, key, arguments.get("resourceProportion")).items():
+            if not is_number(value):
+                raise argument_error(
+                    plugin, f"{key}.{rate_key}", f"must be a number, got {value!r}"
+                )
+            given[rate_key] = float(value)
+        rates = tuple(
+            (name, _rate(given.get(f"{name}.cpu")), _rate(given.get(f"{name}.memory")))
+            for name in names
+        )
+        return cls(rates) if rates else None
+
+    def predicate(self, task: TaskInfo, nodes: NodeTable) -> PredicateResult | None:
+        if any(task.resreq[name] > 0 for name, _, _ in self.rates):
+            return None  # the task wants a scarce device itself
+        idle = nodes.idle
+        cpu, memory = nodes.dim("cpu"), nodes.dim("memory")
+        n = len(nodes)
+        idle_cpu = idle[:, cpu] if cpu is not None else np.zeros(n)
+        idle_memory = idle[:, memory] if memory is not None else np.zeros(n)
+        cols = [nodes.dim(name) for name, _, _ in self.rates]
+        devices = np.zeros((n, len(self.rates)))
+        has = np.zeros((n, len(self.rates)), dtype=np.bool_)
+        for i, col in enumerate(cols):
+            if col is not None:
+                devices[:, i] = np.maximum(idle[:, col], 0.0)
+                has[:, i] = nodes.allocatable[:, col] > 0
+        failed = headroom_failures(
+            idle_cpu - task.resreq["cpu"],
+            idle_memory - task.resreq["memory"],
+            devices,
+            has,
+            np.array([c for _, c, _ in self.rates]) * MILLICORES_PER_CORE,
+            np.array([m for _, _, m in self.rates]) * BYTES_PER_GB,
+        )
+        ok = failed < 0
+        if ok.all():
+            return PredicateResult(ok, "")
+        reasons = np.array([_reason(name) for name, _, _ in self.rates], dtype=object)
+        if len(reasons) == 1:
+            return PredicateResult(ok, str(reasons[0]))
+        return PredicateResult(ok, np.where(ok, "", reasons[np.maximum(failed, 0)]))
+
+
+def headroom_failures(
+    spare_cpu: FloatVector,
+    spare_memory: FloatVector,
+    devices: FloatMatrix,
+    has: npt.NDArray[np.bool_],
+    cpu_per_device: FloatVector,
+    memory_per_device: FloatVector,
+) -> npt.NDArray[np.intp]:
+    """Per node, the index of the first scarce resource whose idle devices would be left
+    without their cpu or memory (-1 where none is). ``spare_*`` is idle minus the request;
+    ``has`` marks the nodes that have each resource at all (others are not checked)."""
+    short = has & (
+        (spare_cpu[:, None] - devices * cpu_per_device < -FIT_TOLERANCE)
+        | (spare_memory[:, None] - devices * memory_per_device < -FIT_TOLERANCE)
+    )
+    first: npt.NDArray[np.intp] = np.where(short.any(axis=1), short.argmax(axis=1), -1)
+    return first
+
+
+def _rate(value: float | None) -> float:
+    return 1.0 if value is None or value < 0 else value
+
+
+def _reason(name: str) -> str:
+    return f"proportional of resource {name} check failed"

@@ -1,0 +1,290 @@
+"""``resource-strategy-fit``: pack some resources, spread others (Volcano 1.13).
+
+Hooks: ``node_score(task, nodes)`` and, when its ``proportional:`` map is enabled,
+``predicate(task, nodes)``. With GPUs MostAllocated and cpu LeastAllocated, GPU pods pack onto
+as few GPU nodes as possible while CPU pods spread.
+
+Arguments (Volcano's names):
+
+* ``resourceStrategyFitWeight`` (integer, default 10; 0 switches this score off; negative is a
+  config error);
+* ``resources``: a map from a resource name or pattern to ``{type, weight}``; ``type`` is
+  ``MostAllocated`` or ``LeastAllocated`` (default; anything else is a config error), ``weight``
+  a non-negative integer (absent or 0 means 1, as in Volcano). Default when absent or empty: cpu
+  and memory, LeastAllocated, weight 1.
+* ``sra`` and ``proportional``: maps with the arguments of the ``sra`` and ``proportional``
+  plugins plus ``enable`` (default false), as Volcano configures them (``pumice.plugins._scarce``).
+
+**Patterns**: a key may end in a single ``*`` after a non-empty prefix (``nvidia.com/gpu/*``).
+Anything else with a ``*`` (``*``, ``vendor.*/gpu``, ``*/gpu``, ``vendor.com/**``) is dropped
+with a warning naming it (once per process; ``pumice -v check-config`` shows it). An exact name
+beats every pattern; among matching patterns the longest prefix wins.
+
+Score of task T on node N, over every resource r that T requests (a real request above 0; no
+kube-scheduler non-zero defaults) and that has a strategy with weight w::
+
+    w is added to the weight sum
+    part(r) = 0                                if allocatable(N, r) == 0 (or w == 0)
+    whole score = 0                            if used(N, r) + request(r) > allocatable(N, r)
+    part(r) = w * (used + request) / allocatable                    MostAllocated
+    part(r) = w * (allocatable - used - request) / allocatable      LeastAllocated
+    score   = sum(parts) / sum(weights) * 100 * resourceStrategyFitWeight   (0 if no weight)
+
+plus the ``sra`` score when enabled. ``used`` is the table's ``used`` column, as for binpack.
+
+**Pod overrides**: the annotation ``volcano.sh/resource-strategy-scoring-type`` (a type) with
+``volcano.sh/resource-strategy-weight`` (a JSON map resource -> weight) replaces the configured
+strategies for that pod: only the resources in the map are scored, all with that type. A type
+annotation whose weight annotation is missing, empty or not a JSON map of non-negative integers,
+or whose type is neither MostAllocated nor LeastAllocated, scores the pod 0 on every node (Volcano
+scores an unknown type 0 too; it would use a negative weight as it is).
+
+Speed: per task, a few numpy operations over the requested resources' columns; the strategy of
+each resource name is looked up once per session and each pod's annotations parsed once. Every
+node's score depends on its own row only (row-local).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from pumice import FIT_TOLERANCE, Arguments, NodeTable, Plugin, PredicateResult, TaskInfo, hookimpl
+from pumice.plugins._argcheck import argument_error, mapping, no_unknown_keys, weight
+from pumice.plugins._scarce import Proportional, Sra
+
+log = logging.getLogger("pumice.plugins.resource_strategy_fit")
+
+FloatVector = npt.NDArray[np.float64]
+FloatMatrix = npt.NDArray[np.float64]
+BoolVector = npt.NDArray[np.bool_]
+
+NAME = "resource-strategy-fit"
+WEIGHT = "resourceStrategyFitWeight"
+RESOURCES = "resources"
+SRA = "sra"
+PROPORTIONAL = "proportional"
+DEFAULT_WEIGHT = 10
+MAX_NODE_SCORE = 100
+
+MOST_ALLOCATED = "MostAllocated"
+LEAST_ALLOCATED = "LeastAllocated"
+TYPES = (MOST_ALLOCATED, LEAST_ALLOCATED)
+
+SCORING_TYPE_ANNOTATION = "volcano.sh/resource-strategy-scoring-type"
+WEIGHT_ANNOTATION = "volcano.sh/resource-strategy-weight"
+
+_warned: set[str] = set()
+
+
+def _warn_once(key: str, message: str) -> None:
+    if key not in _warned:
+        _warned.add(key)
+        log.warning(message)
+
+
+@dataclass(frozen=True, slots=True)
+class Strategy:
+    """How one resource is scored: packed (MostAllocated) or spread, and its weight."""
+
+    most: bool
+    weight: int
+
+
+def pattern_problem(key: str) -> str | None:
+    """Why ``key`` is not a usable name or pattern, or None if it is."""
+    if "*" not in key:
+        return None
+    if key == "*":
+        return "a lone '*' is not supported as a default; name a prefix such as 'nvidia.com/*'"
+    if key.count("*") > 1 or not key.endswith("*"):
+        return "only a single trailing '*' after a prefix is supported (e.g. 'nvidia.com/gpu/*')"
+    return None
+
+
+class Strategies:
+    """Resource name or pattern -> strategy, with Volcano's lookup rules, memoised by name."""
+
+    def __init__(self, entries: Mapping[str, Strategy]) -> None:
+        self.exact = {k: v for k, v in entries.items() if not k.endswith("*")}
+        self.patterns = sorted(
+            ((k[:-1], v) for k, v in entries.items() if k.endswith("*")),
+            key=lambda item: -len(item[0]),
+        )
+        self._memo: dict[str, Strategy | None] = {}
+
+    def lookup(self, name: str) -> Strategy | None:
+        """The exact entry for ``name``, else the longest matching prefix pattern's."""
+        try:
+            return self._memo[name]
+        except KeyError:
+            pass
+        found = self.exact.get(name)
+        if found is None:
+            found = next((s for prefix, s in self.patterns if name.startswith(prefix)), None)
+        self._memo[name] = found
+        return found
+
+
+def parse_strategies(value: object) -> tuple[Strategies, list[str]]:
+    """The ``resources`` argument as strategies, and the patterns dropped (each warned)."""
+    entries = mapping(NAME, RESOURCES, value)
+    if not entries:
+        default = Strategy(most=False, weight=1)
+        return Strategies({"cpu": default, "memory": default}), []
+    out: dict[str, Strategy] = {}
+    dropped: list[str] = []
+    for key, spec in entries.items():
+        where = f"{RESOURCES}.{key}"
+        if not key.strip():
+            raise argument_error(NAME, where, "a resource name must not be empty")
+        problem = pattern_problem(key)
+        if problem is not None:
+            dropped.append(key)
+            _warn_once(key, f"{NAME}: {RESOURCES}: pattern {key!r} dropped: {problem}")
+            continue
+        fields = mapping(NAME, where, spec)
+        no_unknown_keys(NAME, where, fields, ("type", "weight"))
+        kind = fields.get("type", LEAST_ALLOCATED)
+        if kind not in TYPES:
+            raise argument_error(
+                NAME, f"{where}.type", f"must be one of {', '.join(TYPES)}, got {kind!r}"
+            )
+        w = weight(NAME, f"{where}.weight", fields.get("weight"), 1) or 1
+        out[key] = Strategy(most=kind == MOST_ALLOCATED, weight=w)
+    return Strategies(out), dropped
+
+
+@dataclass(frozen=True, slots=True)
+class PodOverride:
+    """A pod's own strategies from its annotations; ``valid`` False scores it 0 everywhere."""
+
+    strategies: Mapping[str, Strategy]
+    valid: bool
+
+
+def pod_override(pod: Mapping[str, Any] | None) -> PodOverride | None:
+    """The override the pod's annotations ask for, or None when it has none."""
+    annotations = ((pod or {}).get("metadata") or {}).get("annotations") or {}
+    kind = annotations.get(SCORING_TYPE_ANNOTATION)
+    if not kind:
+        return None
+    invalid = PodOverride({}, valid=False)
+    if kind not in TYPES:
+        return invalid
+    try:
+        weights = json.loads(annotations.get(WEIGHT_ANNOTATION) or "")
+    except (TypeError, ValueError):
+        return invalid
+    if not isinstance(weights, dict) or not all(
+        isinstance(w, int) and not isinstance(w, bool) and w >= 0 for w in weights.values()
+    ):
+        return invalid
+    most = kind == MOST_ALLOCATED
+    return PodOverride({str(k): Strategy(most, w) for k, w in weights.items()}, valid=True)
+
+
+def strategy_fit(
+    requested: FloatMatrix,
+    allocatable: FloatMatrix,
+    weights: FloatVector,
+    most: BoolVector,
+    weight_sum: float,
+) -> FloatVector:
+    """Per node, ``sum(w * value) / weight_sum`` over the resources' columns (0..1).
+
+    ``requested`` is what each node would hold with the task (used + request); ``value`` is
+    ``requested / allocatable`` for packed resources and ``(allocatable - requested) /
+    allocatable`` for spread ones; a column with no allocatable adds nothing (its weight still
+    counts in ``weight_sum``); a weighted resource that does not fit zeroes the node.
+    """
+    has = allocatable > 0
+    safe = np.where(has, allocatable, 1.0)
+    value = np.where(most, requested, allocatable - requested) / safe
+    parts = np.where(has, value, 0.0) @ weights
+    over = has & (weights > 0) & (requested - allocatable > FIT_TOLERANCE)
+    out: FloatVector = np.where(over.any(axis=1), 0.0, parts / weight_sum)
+    return out
+
+
+class ResourceStrategyFitPlugin(Plugin):
+    """Volcano's resource-strategy-fit, with its sra score and proportional predicate."""
+
+    def __init__(self, arguments: Arguments) -> None:
+        super().__init__(arguments)
+        self.weight = weight(NAME, WEIGHT, arguments.get(WEIGHT), DEFAULT_WEIGHT)
+        self.strategies, self.dropped = parse_strategies(arguments.get(RESOURCES))
+        self.sra = Sra.parse(NAME, mapping(NAME, SRA, arguments.get(SRA)), SRA, enabled=False)
+        self.proportional = Proportional.parse(
+            NAME, mapping(NAME, PROPORTIONAL, arguments.get(PROPORTIONAL)), PROPORTIONAL, False
+        )
+        self._overrides: dict[str, tuple[Mapping[str, Any] | None, PodOverride | None]] = {}
+
+    def _override(self, task: TaskInfo) -> PodOverride | None:
+        cached = self._overrides.get(task.uid)
+        if cached is None or cached[0] is not task.pod:
+            cached = (task.pod, pod_override(task.pod))
+            if cached[1] is not None and not cached[1].valid:
+                log.debug("task %s: invalid resource-strategy annotations; scores 0", task.key)
+            self._overrides[task.uid] = cached
+        return cached[1]
+
+    def fit_score(self, task: TaskInfo, nodes: NodeTable) -> FloatVector:
+        """The resource-strategy-fit part of the score (without sra), 0..100 * weight."""
+        n = len(nodes)
+        override = self._override(task)
+        if override is not None and not override.valid:
+            return np.zeros(n)
+        cols: list[int] = []
+        requests: list[float] = []
+        weights: list[float] = []
+        most: list[bool] = []
+        weight_sum = 0.0
+        for name, amount in task.resreq.items():
+            if amount <= 0:
+                continue
+            if override is not None:
+                strategy = override.strategies.get(name)
+            else:
+                strategy = self.strategies.lookup(name)
+            if strategy is None:
+                continue
+            weight_sum += strategy.weight
+            col = nodes.dim(name)
+            if col is None:
+                continue  # no node has any: scores 0 everywhere but keeps its weight
+            cols.append(col)
+            requests.append(amount)
+            weights.append(float(strategy.weight))
+            most.append(strategy.most)
+        if weight_sum <= 0:
+            return np.zeros(n)
+        share = strategy_fit(
+            nodes.used[:, cols] + np.array(requests),
+            nodes.allocatable[:, cols],
+            np.array(weights),
+            np.array(most, dtype=np.bool_),
+            weight_sum,
+        )
+        return share * float(MAX_NODE_SCORE * self.weight)
+
+    @hookimpl
+    def node_score(self, task: TaskInfo, nodes: NodeTable) -> FloatVector | None:
+        if self.weight == 0 and self.sra is None:
+            return None
+        score = self.fit_score(task, nodes) if self.weight else np.zeros(len(nodes))
+        if self.sra is not None:
+            score = score + self.sra.node_score(task, nodes)
+        return score
+
+    @hookimpl
+    def predicate(self, task: TaskInfo, nodes: NodeTable) -> PredicateResult | None:
+        if self.proportional is None:
+            return None
+        return self.proportional.predicate(task, nodes)
