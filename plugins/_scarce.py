@@ -78,10 +78,9 @@ class Sra:
         cls, plugin: str, arguments: Mapping[str, Any], prefix: str = "", enabled: bool = True
     ) -> Sra | None:
         """From ``arguments`` (the ``sra:`` map when ``prefix`` is ``"sra"``); None when it
-        is switched off (``enable: false``, or weight 0)."""
+        is switched off (``enable: false``, or weight 0). Checked even when switched off."""
         no_unknown_keys(plugin, prefix, arguments, SRA_KEYS)
-        if not flag(plugin, _join(prefix, "enable"), arguments.get("enable"), enabled):
-            return None
+        enabled = flag(plugin, _join(prefix, "enable"), arguments.get("enable"), enabled)
         names = resource_names(plugin, _join(prefix, "resources"), arguments.get("resources"))
         key = _join(prefix, "resourceWeight")
         weights = mapping(plugin, key, arguments.get("resourceWeight"))
@@ -89,7 +88,7 @@ class Sra:
             (name, weight(plugin, f"{key}.{name}", weights.get(name), 1)) for name in names
         )
         total = weight(plugin, _join(prefix, "weight"), arguments.get("weight"), 1)
-        return None if total == 0 else cls(total, resources)
+        return cls(total, resources) if enabled and total > 0 else None
 
     def node_score(self, task: TaskInfo, nodes: NodeTable) -> FloatVector:
         n = len(nodes)
@@ -133,8 +132,7 @@ class Proportional:
         """From ``arguments`` (the ``proportional:`` map when ``prefix`` is
         ``"proportional"``); None when switched off or no resource is listed."""
         no_unknown_keys(plugin, prefix, arguments, PROPORTIONAL_KEYS)
-        if not flag(plugin, _join(prefix, "enable"), arguments.get("enable"), enabled):
-            return None
+        enabled = flag(plugin, _join(prefix, "enable"), arguments.get("enable"), enabled)
         names = resource_names(plugin, _join(prefix, "resources"), arguments.get("resources"))
         key = _join(prefix, "resourceProportion")
         given: dict[str, float] = {}
@@ -148,7 +146,7 @@ class Proportional:
             (name, _rate(given.get(f"{name}.cpu")), _rate(given.get(f"{name}.memory")))
             for name in names
         )
-        return cls(rates) if rates else None
+        return cls(rates) if enabled and rates else None
 
     def predicate(self, task: TaskInfo, nodes: NodeTable) -> PredicateResult | None:
         if any(task.resreq[name] > 0 for name, _, _ in self.rates):
