@@ -1,0 +1,153 @@
+"""AI clusters through real sessions (allocate over real plugins): GPU pods packed by
+resource-strategy-fit, CPU pods kept off GPU nodes by sra, and GPU nodes keeping the cpu and
+memory their idle GPUs need through proportional."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from pumice import JobInfo, NodeInfo, Plugin
+from pumice.plugins.nodeorder import NodeOrderPlugin
+from pumice.plugins.proportional import ProportionalPlugin
+from pumice.plugins.resource_strategy_fit import ResourceStrategyFitPlugin
+from pumice.plugins.sra import SraPlugin
+from support.flow import GiB, binds, gang, res, run_flow, snapshot
+
+GPU = "nvidia.com/gpu"
+ALLOCATE = ["allocate"]
+PLUGINS: dict[str, type[Plugin]] = {
+    "nodeorder": NodeOrderPlugin,
+    "resource-strategy-fit": ResourceStrategyFitPlugin,
+    "sra": SraPlugin,
+    "proportional": ProportionalPlugin,
+}
+
+AI_CLUSTER: dict[str, Any] = {
+    "name": "resource-strategy-fit",
+    "arguments": {
+        "resourceStrategyFitWeight": 10,
+        "resources": {
+            GPU: {"type": "MostAllocated", "weight": 2},
+            "cpu": {"type": "LeastAllocated", "weight": 1},
+        },
+        "sra": {"enable": True, "resources": GPU, "weight": 10},
+    },
+}
+"""The README's AI-cluster configuration of resource-strategy-fit."""
+
+
+def gpu_nodes(count: int, prefix: str = "gpu-") -> list[NodeInfo]:
+    return [NodeInfo(f"{prefix}{i}", res(32000, 128 * GiB, **{GPU: 4})) for i in range(count)]
+
+
+def cpu_nodes(count: int, prefix: str = "cpu-", cpu: float = 16000) -> list[NodeInfo]:
+    return [NodeInfo(f"{prefix}{i}", res(cpu, 64 * GiB)) for i in range(count)]
+
+
+def one_pod_jobs(prefix: str, count: int, start: float, **request: Any) -> list[JobInfo]:
+    """``count`` single-pod jobs created two seconds apart from ``start``; job ``web-1``
+    has the pod ``web-1-0``."""
+    return [gang(f"{prefix}{i}", 1, created=start + 2 * i, **request) for i in range(count)]
+
+
+def interleaved_ai_jobs() -> list[JobInfo]:
+    """8 one-GPU pods and 4 CPU-only pods, alternating in creation order."""
+    gpu = one_pod_jobs("train-", 8, 0.0, cpu=4000, memory=16 * GiB, extra={GPU: 1})
+    cpu = one_pod_jobs("web-", 4, 1.0, cpu=2000, memory=4 * GiB)
+    return sorted([*gpu, *cpu], key=lambda job: job.creation_timestamp)
+
+
+def placement(bound: dict[str, str], prefix: str) -> Counter[str]:
+    """How many pods whose name starts with ``prefix`` went to each node."""
+    return Counter(node for pod, node in bound.items() if pod.startswith(prefix))
+
+
+def test_ai_cluster_packs_gpu_pods_and_spreads_cpu_pods() -> None:
+    snap = snapshot([*gpu_nodes(4), *cpu_nodes(4)], interleaved_ai_jobs())
+    ssn = run_flow(snap, [["gang"], ["predicates", AI_CLUSTER]], ALLOCATE, PLUGINS)
+    bound = binds(ssn)
+    assert len(bound) == 12
+    # 8 one-GPU pods on 4-GPU nodes: the fewest nodes possible, each one full
+    assert placement(bound, "train-") == {"gpu-0": 4, "gpu-1": 4}
+    # CPU-only pods: one per CPU node, none on a GPU node
+    assert placement(bound, "web-") == {"cpu-0": 1, "cpu-1": 1, "cpu-2": 1, "cpu-3": 1}
+
+
+def test_without_resource_strategy_fit_gpu_pods_spread_over_every_gpu_node() -> None:
+    # the control: kube-scheduler's least-requested scoring spreads the GPU pods
+    snap = snapshot([*gpu_nodes(4), *cpu_nodes(4)], interleaved_ai_jobs())
+    ssn = run_flow(snap, [["gang"], ["predicates", "nodeorder"]], ALLOCATE, PLUGINS)
+    assert sorted(placement(binds(ssn), "train-").values()) == [2, 2, 2, 2]
+
+
+def test_sra_keeps_a_cpu_pod_off_the_gpu_node_while_a_cpu_node_fits() -> None:
+    # the GPU node is far emptier, so least-requested scoring alone prefers it
+    nodes = [*gpu_nodes(1), *cpu_nodes(1, cpu=8000)]
+    jobs = one_pod_jobs("web-", 2, 0.0, cpu=6000, memory=4 * GiB)
+    tiers: Any = [["predicates", "nodeorder"]]
+    without = binds(run_flow(snapshot(nodes, jobs), tiers, ALLOCATE, PLUGINS))
+    assert without == {"web-0-0": "gpu-0", "web-1-0": "gpu-0"}
+
+    nodes = [*gpu_nodes(1), *cpu_nodes(1, cpu=8000)]
+    jobs = one_pod_jobs("web-", 2, 0.0, cpu=6000, memory=4 * GiB)
+    sra = {"name": "sra", "arguments": {"resources": GPU, "weight": 1}}
+    bound = binds(
+        run_flow(snapshot(nodes, jobs), [["predicates", "nodeorder", sra]], ALLOCATE, PLUGINS)
+    )
+    # the first fits the CPU node and goes there; the second no longer fits it: sra only
+    # prefers, so it takes the GPU node rather than waiting
+    assert bound == {"web-0-0": "cpu-0", "web-1-0": "gpu-0"}
+
+
+def test_proportional_keeps_cpu_and_memory_for_idle_gpus() -> None:
+    # a 16-core GPU node with 4 GPUs keeps 3 cores and 8 GB per idle GPU: 12 cores, 32 GB
+    gpu = NodeInfo("gpu-0", res(16000, 64 * 10**9, **{GPU: 4}))
+    nodes = [gpu, *cpu_nodes(1, cpu=8000)]
+    web = one_pod_jobs("web-", 2, 0.0, cpu=6000, memory=GiB)
+    train = one_pod_jobs("train-", 1, 10.0, cpu=3000, memory=GiB, extra={GPU: 1})
+    small = one_pod_jobs("small-", 1, 20.0, cpu=4000, memory=GiB)
+    proportional = {
+        "name": "proportional",
+        "arguments": {
+            "resources": GPU,
+            "resourceProportion": {f"{GPU}.cpu": 3, f"{GPU}.memory": 8},
+        },
+    }
+    ssn = run_flow(
+        snapshot(nodes, [*web, *train, *small]),
+        [["predicates", "nodeorder", proportional]],
+        ALLOCATE,
+        PLUGINS,
+    )
+    bound = binds(ssn)
+    # web-0 fits the CPU node; web-1 would leave the GPU node 10 cores for 4 idle GPUs
+    assert bound["web-0-0"] == "cpu-0"
+    assert "web-1-0" not in bound
+    assert ssn.task_reasons["web-1-0"] == (
+        "0/2 nodes are available: 1 Insufficient cpu, "
+        f"1 proportional of resource {GPU} check failed."
+    )
+    # a GPU pod is not held back; after it 3 GPUs are idle (9 cores kept of 13 idle), so a
+    # 4-core CPU pod now fits beside it
+    assert bound["train-0-0"] == "gpu-0"
+    assert bound["small-0-0"] == "gpu-0"
+
+
+def test_the_same_checks_inside_resource_strategy_fit() -> None:
+    gpu = NodeInfo("gpu-0", res(16000, 64 * 10**9, **{GPU: 4}))
+    nodes = [gpu, *cpu_nodes(1, cpu=8000)]
+    web = one_pod_jobs("web-", 2, 0.0, cpu=6000, memory=GiB)
+    rsf = {
+        "name": "resource-strategy-fit",
+        "arguments": {
+            "proportional": {
+                "enable": True,
+                "resources": GPU,
+                "resourceProportion": {f"{GPU}.cpu": 3, f"{GPU}.memory": 8},
+            },
+        },
+    }
+    ssn = run_flow(snapshot(nodes, web), [["predicates", rsf]], ALLOCATE, PLUGINS)
+    assert binds(ssn) == {"web-0-0": "cpu-0"}
+    assert "proportional of resource" in ssn.task_reasons["web-1-0"]
