@@ -49,6 +49,7 @@ from pumice.plugins._argcheck import (
     resource_names,
     weight,
 )
+from pumice.plugins._capacity import CapacityCache
 
 FloatVector = npt.NDArray[np.float64]
 FloatMatrix = npt.NDArray[np.float64]
@@ -90,14 +91,25 @@ class Sra:
         total = weight(plugin, _join(prefix, "weight"), arguments.get("weight"), 1)
         return cls(total, resources) if enabled and total > 0 else None
 
-    def node_score(self, task: TaskInfo, nodes: NodeTable) -> FloatVector:
+    def node_score(
+        self, task: TaskInfo, nodes: NodeTable, cache: CapacityCache | None = None
+    ) -> FloatVector:
+        """The sra score of every node; it depends on allocatable only, so ``cache`` keeps
+        it per set of requested resources for the session (read-only)."""
+        requested = frozenset(name for name, amount in task.resreq.items() if amount > 0)
+        if cache is None:
+            return self._score(requested, nodes)
+        return cache.derived(nodes, ("sra", requested), lambda: self._score(requested, nodes))
+
+    def _score(self, requested: frozenset[str], nodes: NodeTable) -> FloatVector:
         n = len(nodes)
         allocatable = nodes.allocatable
-        requested = [name for name, amount in task.resreq.items() if amount > 0]
-        req_cols = [nodes.dim(name) for name in requested]
-        if any(col is None for col in req_cols):
-            return np.zeros(n)  # no node has one of the requested resources
-        lacks = (allocatable[:, [c for c in req_cols if c is not None]] <= 0).any(axis=1)
+        lacks = np.zeros(n, dtype=np.bool_)
+        for name in requested:
+            col = nodes.dim(name)
+            if col is None:
+                return np.zeros(n)  # no node has one of the requested resources
+            lacks |= allocatable[:, col] <= 0
         scarce = np.zeros((n, len(self.resources)))
         for i, (name, _) in enumerate(self.resources):
             col = nodes.dim(name)

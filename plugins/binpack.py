@@ -60,6 +60,7 @@ import numpy.typing as npt
 
 from pumice import FIT_TOLERANCE, Arguments, NodeTable, Plugin, TaskInfo, hookimpl
 from pumice.plugins._argcheck import argument_error, is_int, no_unknown_keys, weight
+from pumice.plugins._capacity import Capacity, CapacityCache
 
 log = logging.getLogger("pumice.plugins.binpack")
 
@@ -95,6 +96,7 @@ class BinpackPlugin(Plugin):
         super().__init__(arguments)
         self.weight: int = arguments.get_int(WEIGHT, 1)
         self.shape: Shape | None = None
+        self._capacity = CapacityCache()
         """The shaped (RequestedToCapacityRatio) scoring, when ``shape`` is given."""
         if SHAPE in arguments:
             self.shape = Shape.parse(arguments[SHAPE], arguments.get(SHAPE_RESOURCES))
@@ -115,7 +117,8 @@ class BinpackPlugin(Plugin):
         if self.weight == 0:
             return None
         if self.shape is not None:
-            return self.shape.node_score(task, nodes) * float(SHAPE_SCALE * self.weight)
+            raw = self.shape.node_score(task, nodes, self._capacity)
+            return raw * float(SHAPE_SCALE * self.weight)
         n = len(nodes)
         parts = np.zeros(n)
         fits = np.ones(n, dtype=np.bool_)
@@ -173,66 +176,68 @@ class Shape:
             scores.append(_bounded_int(point, key, "score", MAX_SHAPE_SCORE))
         return cls(tuple(utilization), tuple(scores), _shape_resources(resources))
 
-    def node_score(self, task: TaskInfo, nodes: NodeTable) -> FloatVector:
+    def node_score(
+        self, task: TaskInfo, nodes: NodeTable, cache: CapacityCache | None = None
+    ) -> FloatVector:
         """The raw score (0-10) of every node for ``task``."""
-        n = len(nodes)
-        cols: list[int] = []
+        cache = cache if cache is not None else CapacityCache()
+        used: list[FloatVector] = []
+        capacity: list[Capacity] = []
         requests: list[float] = []
         weights: list[float] = []
         for name, w in self.resources:
             col = nodes.dim(name)
             if col is None or w == 0:
                 continue  # no node has any: it leaves the weight sum everywhere
-            cols.append(col)
+            used.append(nodes.used[:, col])
+            capacity.append(cache.column(nodes, col))
             requests.append(task.resreq[name])
             weights.append(float(w))
-        if not cols:
-            return np.zeros(n)
-        return requested_to_capacity_ratio(
-            nodes.used[:, cols] + np.array(requests),
-            nodes.allocatable[:, cols],
-            np.array(weights),
-            np.array(self.utilization, dtype=np.float64),
-            np.array(self.scores, dtype=np.float64),
-        )
+        if not used:
+            return np.zeros(len(nodes))
+        return requested_to_capacity_ratio(used, capacity, requests, weights, self._xs, self._ys)
+
+    @property
+    def _xs(self) -> FloatVector:
+        return np.array(self.utilization, dtype=np.float64)
+
+    @property
+    def _ys(self) -> FloatVector:
+        return np.array(self.scores, dtype=np.float64)
 
 
-def broken_line(x: FloatMatrix, xs: FloatVector, ys: FloatVector) -> FloatMatrix:
+def broken_line(x: FloatVector, xs: FloatVector, ys: FloatVector) -> FloatVector:
     """The broken line through the points ``(xs, ys)`` (``xs`` ascending) at every ``x``,
-    flat before the first point and after the last, truncated to an integer.
-
-    Computed as ``y0 + (y1 - y0) * (x - x0) / (x1 - x0)`` with the product first, so an
-    interpolated value that is a whole number comes out exactly whole.
-    """
-    if len(xs) == 1:
-        return np.full(x.shape, float(ys[0]))
-    after = np.searchsorted(xs, x, side="right")  # how many points lie at or before x
-    seg = np.clip(after, 1, len(xs) - 1)
-    x0, x1, y0, y1 = xs[seg - 1], xs[seg], ys[seg - 1], ys[seg]
-    value = y0 + (y1 - y0) * (x - x0) / (x1 - x0)
-    value = np.where(after == 0, ys[0], np.where(after >= len(xs), ys[-1], value))
-    out: FloatMatrix = np.floor(value + _TRUNCATION_SLACK)
+    flat before the first point and after the last, truncated to an integer (a slack of
+    ``_TRUNCATION_SLACK`` keeps float noise from dropping a whole point)."""
+    out: FloatVector = np.floor(np.interp(x, xs, ys) + _TRUNCATION_SLACK)
     return out
 
 
 def requested_to_capacity_ratio(
-    requested: FloatMatrix,
-    allocatable: FloatMatrix,
-    weights: FloatVector,
+    used: Sequence[FloatVector],
+    capacity: Sequence[Capacity],
+    requests: Sequence[float],
+    weights: Sequence[float],
     xs: FloatVector,
     ys: FloatVector,
 ) -> FloatVector:
-    """Raw RequestedToCapacityRatio node scores (0-10) over nodes x resources matrices.
+    """Raw RequestedToCapacityRatio node scores (0-10) from each resource's columns.
 
-    ``requested`` is what each node would hold with the task (used + request); resources
-    with no allocatable, or whose shape score is 0, are left out of the weighted mean.
+    ``used`` and ``capacity`` are aligned with ``requests`` and ``weights``; resources a node
+    has no allocatable of, or whose shape score is 0, are left out of its weighted mean.
     """
-    has = allocatable > 0
-    utilization = requested * float(MAX_UTILIZATION) / np.where(has, allocatable, 1.0)
-    raw = broken_line(np.minimum(utilization, float(MAX_UTILIZATION)), xs, ys)
-    counted = np.where(has & (raw > 0), weights, 0.0)
-    total = (raw * counted).sum(axis=1)
-    weight_sum = counted.sum(axis=1)
+    n = len(used[0])
+    total = np.zeros(n)
+    weight_sum = np.zeros(n)
+    for column, cap, request, w in zip(used, capacity, requests, weights, strict=True):
+        utilization = (column + request) * cap.inverse
+        utilization *= float(MAX_UTILIZATION)
+        np.minimum(utilization, float(MAX_UTILIZATION), out=utilization)
+        raw = broken_line(utilization, xs, ys)
+        raw *= cap.present  # no allocatable: left out
+        total += raw * w
+        weight_sum += (raw > 0) * w
     mean = total / np.where(weight_sum > 0, weight_sum, 1.0)
     # math.Round of a non-negative mean: half away from zero (numpy's round is half to even)
     out: FloatVector = np.where(weight_sum > 0, np.floor(mean + 0.5), 0.0)

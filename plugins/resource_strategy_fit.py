@@ -48,22 +48,21 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from pumice import FIT_TOLERANCE, Arguments, NodeTable, Plugin, PredicateResult, TaskInfo, hookimpl
+from pumice import Arguments, NodeTable, Plugin, PredicateResult, TaskInfo, hookimpl
 from pumice.plugins._argcheck import argument_error, mapping, no_unknown_keys, weight
+from pumice.plugins._capacity import Capacity, CapacityCache
 from pumice.plugins._scarce import Proportional, Sra
 
 log = logging.getLogger("pumice.plugins.resource_strategy_fit")
 
 FloatVector = npt.NDArray[np.float64]
-FloatMatrix = npt.NDArray[np.float64]
-BoolVector = npt.NDArray[np.bool_]
 
 NAME = "resource-strategy-fit"
 WEIGHT = "resourceStrategyFitWeight"
@@ -191,26 +190,38 @@ def pod_override(pod: Mapping[str, Any] | None) -> PodOverride | None:
 
 
 def strategy_fit(
-    requested: FloatMatrix,
-    allocatable: FloatMatrix,
-    weights: FloatVector,
-    most: BoolVector,
+    used: Sequence[FloatVector],
+    capacity: Sequence[Capacity],
+    requests: Sequence[float],
+    strategies: Sequence[Strategy],
     weight_sum: float,
 ) -> FloatVector:
-    """Per node, ``sum(w * value) / weight_sum`` over the resources' columns (0..1).
+    """Per node, ``sum(w * value) / weight_sum`` over the task's scored resources (0..1).
 
-    ``requested`` is what each node would hold with the task (used + request); ``value`` is
-    ``requested / allocatable`` for packed resources and ``(allocatable - requested) /
-    allocatable`` for spread ones; a column with no allocatable adds nothing (its weight still
-    counts in ``weight_sum``); a weighted resource that does not fit zeroes the node.
+    ``used`` and ``capacity`` hold each resource's columns over the nodes, aligned with
+    ``requests`` and ``strategies``. ``value`` is ``(used + request) / allocatable`` for packed
+    resources and ``(allocatable - used - request) / allocatable`` for spread ones; a node with
+    no allocatable adds nothing for that resource (the weight still counts in ``weight_sum``,
+    which also holds the resources no node has); a weighted resource that does not fit zeroes
+    the node.
     """
-    has = allocatable > 0
-    safe = np.where(has, allocatable, 1.0)
-    value = np.where(most, requested, allocatable - requested) / safe
-    parts = np.where(has, value, 0.0) @ weights
-    over = has & (weights > 0) & (requested - allocatable > FIT_TOLERANCE)
-    out: FloatVector = np.where(over.any(axis=1), 0.0, parts / weight_sum)
-    return out
+    n = len(used[0])
+    parts = np.zeros(n)
+    over = np.zeros(n, dtype=np.bool_)
+    for column, cap, request, strategy in zip(used, capacity, requests, strategies, strict=True):
+        if strategy.weight == 0:
+            continue
+        after = column + request
+        over |= after > cap.limit
+        ratio = np.multiply(after, cap.inverse, out=after)
+        if not strategy.most:
+            ratio = np.subtract(cap.present, ratio, out=ratio)
+        if strategy.weight != 1:
+            ratio *= float(strategy.weight)
+        parts += ratio
+    parts /= weight_sum
+    parts[over] = 0.0
+    return parts
 
 
 class ResourceStrategyFitPlugin(Plugin):
@@ -225,6 +236,7 @@ class ResourceStrategyFitPlugin(Plugin):
             NAME, mapping(NAME, PROPORTIONAL, arguments.get(PROPORTIONAL)), PROPORTIONAL, False
         )
         self._overrides: dict[str, tuple[Mapping[str, Any] | None, PodOverride | None]] = {}
+        self._capacity = CapacityCache()
 
     def _override(self, task: TaskInfo) -> PodOverride | None:
         cached = self._overrides.get(task.uid)
@@ -241,10 +253,10 @@ class ResourceStrategyFitPlugin(Plugin):
         override = self._override(task)
         if override is not None and not override.valid:
             return np.zeros(n)
-        cols: list[int] = []
+        used: list[FloatVector] = []
+        capacity: list[Capacity] = []
         requests: list[float] = []
-        weights: list[float] = []
-        most: list[bool] = []
+        strategies: list[Strategy] = []
         weight_sum = 0.0
         for name, amount in task.resreq.items():
             if amount <= 0:
@@ -259,19 +271,13 @@ class ResourceStrategyFitPlugin(Plugin):
             col = nodes.dim(name)
             if col is None:
                 continue  # no node has any: scores 0 everywhere but keeps its weight
-            cols.append(col)
+            used.append(nodes.used[:, col])
+            capacity.append(self._capacity.column(nodes, col))
             requests.append(amount)
-            weights.append(float(strategy.weight))
-            most.append(strategy.most)
-        if weight_sum <= 0:
+            strategies.append(strategy)
+        if weight_sum <= 0 or not used:
             return np.zeros(n)
-        share = strategy_fit(
-            nodes.used[:, cols] + np.array(requests),
-            nodes.allocatable[:, cols],
-            np.array(weights),
-            np.array(most, dtype=np.bool_),
-            weight_sum,
-        )
+        share = strategy_fit(used, capacity, requests, strategies, weight_sum)
         return share * float(MAX_NODE_SCORE * self.weight)
 
     @hookimpl
@@ -280,7 +286,7 @@ class ResourceStrategyFitPlugin(Plugin):
             return None
         score = self.fit_score(task, nodes) if self.weight else np.zeros(len(nodes))
         if self.sra is not None:
-            score = score + self.sra.node_score(task, nodes)
+            score = score + self.sra.node_score(task, nodes, self._capacity)
         return score
 
     @hookimpl

@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pumice import Arguments, NodeTable, Plugin, TaskInfo, hookimpl
+from pumice.plugins._capacity import CapacityCache
 from pumice.plugins._scarce import Sra
 
 
@@ -22,9 +23,10 @@ class SraPlugin(Plugin):
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
         self.sra: Sra | None = Sra.parse("sra", arguments)
+        self._cache = CapacityCache()
 
     @hookimpl
     def node_score(self, task: TaskInfo, nodes: NodeTable) -> npt.NDArray[np.float64] | None:
         if self.sra is None:
             return None
-        return self.sra.node_score(task, nodes)
+        return self.sra.node_score(task, nodes, self._cache)
