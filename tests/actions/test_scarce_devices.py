@@ -5,9 +5,12 @@ memory their idle GPUs need through proportional."""
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
-from pumice import JobInfo, NodeInfo, Plugin
+from pumice import ClusterSnapshot, JobInfo, NodeInfo, Plugin, Session
+from pumice.commands.common import load_checked
+from pumice.framework.session import RecordingCommitter
 from pumice.plugins.nodeorder import NodeOrderPlugin
 from pumice.plugins.proportional import ProportionalPlugin
 from pumice.plugins.resource_strategy_fit import ResourceStrategyFitPlugin
@@ -23,18 +26,17 @@ PLUGINS: dict[str, type[Plugin]] = {
     "proportional": ProportionalPlugin,
 }
 
-AI_CLUSTER: dict[str, Any] = {
-    "name": "resource-strategy-fit",
-    "arguments": {
-        "resourceStrategyFitWeight": 10,
-        "resources": {
-            GPU: {"type": "MostAllocated", "weight": 2},
-            "cpu": {"type": "LeastAllocated", "weight": 1},
-        },
-        "sra": {"enable": True, "resources": GPU, "weight": 10},
-    },
-}
-"""The README's AI-cluster configuration of resource-strategy-fit."""
+AI_CONFIG = Path(__file__).parents[2] / "conf" / "examples" / "ai-scheduler.yaml"
+"""The shipped AI-cluster configuration that the README shows."""
+
+
+def run_ai_config(snap: ClusterSnapshot) -> Session:
+    """A session with the shipped AI-cluster config and the plugins found through the entry
+    points, its actions run."""
+    config, host = load_checked(str(AI_CONFIG))
+    session = Session.open(snap, config, host, committer=RecordingCommitter())
+    session.run_actions()
+    return session
 
 
 def gpu_nodes(count: int, prefix: str = "gpu-") -> list[NodeInfo]:
@@ -65,8 +67,7 @@ def placement(bound: dict[str, str], prefix: str) -> Counter[str]:
 
 def test_ai_cluster_packs_gpu_pods_and_spreads_cpu_pods() -> None:
     snap = snapshot([*gpu_nodes(4), *cpu_nodes(4)], interleaved_ai_jobs())
-    ssn = run_flow(snap, [["gang"], ["predicates", AI_CLUSTER]], ALLOCATE, PLUGINS)
-    bound = binds(ssn)
+    bound = binds(run_ai_config(snap))
     assert len(bound) == 12
     # 8 one-GPU pods on 4-GPU nodes: the fewest nodes possible, each one full
     assert placement(bound, "train-") == {"gpu-0": 4, "gpu-1": 4}

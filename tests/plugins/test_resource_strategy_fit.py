@@ -325,3 +325,11 @@ def test_check_config_locates_a_bad_type(tmp_path: Path) -> None:
         f"{path}:10: tiers[0].plugins[1].arguments.resources.cpu.type: "
         "must be one of MostAllocated, LeastAllocated, got 'leastallocated'"
     )
+
+
+def test_one_plugin_scoring_two_tables_uses_each_tables_allocatable() -> None:
+    # allocatable-derived columns are kept per table for the session; another table is new
+    built = plugin({"resourceStrategyFitWeight": 1, "resources": {"cpu": MOST}})
+    task = bare_task("t", 1000)
+    assert built.node_score(task, table(node("a", 4000))).tolist() == [25.0]
+    assert built.node_score(task, table(node("b", 2000), node("c", 8000))).tolist() == [50.0, 12.5]
