@@ -6,7 +6,9 @@ Both are built from the same arguments whether they stand alone (the ``sra`` and
 
 **sra** (scarce-resource avoidance), a node score. Arguments: ``resources`` (the scarce
 resources, comma-separated), ``weight`` (non-negative integer, default 1; 0 switches it off),
-``resourceWeight`` (a map resource -> non-negative integer weight, default 1 each)::
+``resourceWeight`` (a map resource -> non-negative integer weight, default 1 each; Volcano
+turns a negative one into 1 and, inside resource-strategy-fit, defaults ``weight`` to 0, which
+leaves an enabled ``sra`` map without effect)::
 
     score(T, N) = 0        if N has no allocatable of some resource that T requests
                 = (1 - sum(w_r for listed r that N has) / sum(w_r)) * 100 * weight   otherwise
