@@ -1,5 +1,6 @@
 """Cost of one node-score call per task on 5,000 nodes: resource-strategy-fit (with and without
-its sra score), shaped binpack and sra, each against Volcano's binpack, printed as ratios.
+its sra score), shaped binpack and sra, each against Volcano's binpack, printed as ratios (and
+the proportional predicate, for scale).
 
 Half the nodes have 8 GPUs; the tasks alternate between a CPU pod and a one-GPU pod. Each
 plugin scores the same tasks on the same table (best of interleaved rounds) over the same
@@ -16,6 +17,7 @@ from collections.abc import Callable
 
 from pumice import Arguments, ClusterSnapshot, NodeInfo, NodeTable, QueueInfo, Resource, TaskInfo
 from pumice.plugins.binpack import BinpackPlugin
+from pumice.plugins.proportional import ProportionalPlugin
 from pumice.plugins.resource_strategy_fit import ResourceStrategyFitPlugin
 from pumice.plugins.sra import SraPlugin
 
@@ -58,6 +60,9 @@ PLUGINS: dict[str, Callable[[], object]] = {
         )
     ),
     "sra": lambda: SraPlugin(Arguments({"resources": GPU, "weight": 10})),
+    "proportional (predicate)": lambda: ProportionalPlugin(
+        Arguments({"resources": GPU, "resourceProportion": {f"{GPU}.cpu": 4}})
+    ),
 }
 
 
@@ -83,8 +88,8 @@ def tasks(count: int) -> list[TaskInfo]:
 
 
 def per_task(plugin: object, table: NodeTable, work: list[TaskInfo]) -> float:
-    """Seconds per node_score call over ``work``."""
-    score = plugin.node_score  # type: ignore[attr-defined]
+    """Seconds per call of the plugin's hook (node_score, or predicate) over ``work``."""
+    score = getattr(plugin, "node_score", None) or plugin.predicate  # type: ignore[attr-defined]
     start = time.perf_counter()
     for task in work:
         score(task, table)

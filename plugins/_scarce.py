@@ -34,7 +34,7 @@ Both are row-local: a node's answer depends on its own row only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -162,28 +162,38 @@ class Proportional:
         )
         return cls(rates) if enabled and rates else None
 
-    def predicate(self, task: TaskInfo, nodes: NodeTable) -> PredicateResult | None:
+    def predicate(
+        self, task: TaskInfo, nodes: NodeTable, cache: CapacityCache | None = None
+    ) -> PredicateResult | None:
         if any(task.resreq[name] > 0 for name, _, _ in self.rates):
             return None  # the task wants a scarce device itself
-        idle = nodes.idle
-        cpu, memory = nodes.dim("cpu"), nodes.dim("memory")
+        cache = cache if cache is not None else CapacityCache()
         n = len(nodes)
-        idle_cpu = idle[:, cpu] if cpu is not None else np.zeros(n)
-        idle_memory = idle[:, memory] if memory is not None else np.zeros(n)
-        cols = [nodes.dim(name) for name, _, _ in self.rates]
-        devices = np.zeros((n, len(self.rates)))
-        has = np.zeros((n, len(self.rates)), dtype=np.bool_)
-        for i, col in enumerate(cols):
-            if col is not None:
-                devices[:, i] = np.maximum(idle[:, col], 0.0)
-                has[:, i] = nodes.allocatable[:, col] > 0
+        used = nodes.used
+        spare: list[FloatVector] = []
+        for name in ("cpu", "memory"):
+            col = nodes.dim(name)
+            if col is None:
+                spare.append(np.full(n, -task.resreq[name]))
+            else:
+                spare.append(
+                    cache.column(nodes, col).allocatable - used[:, col] - task.resreq[name]
+                )
+        devices: list[FloatVector | None] = []
+        for name, _, _ in self.rates:
+            col = nodes.dim(name)
+            if col is None:
+                devices.append(None)  # no node has any: nothing to keep
+                continue
+            cap = cache.column(nodes, col)
+            idle = np.maximum(cap.allocatable - used[:, col], 0.0)
+            devices.append(np.where(cap.has, idle, np.nan))
         failed = headroom_failures(
-            idle_cpu - task.resreq["cpu"],
-            idle_memory - task.resreq["memory"],
+            spare[0],
+            spare[1],
             devices,
-            has,
-            np.array([c for _, c, _ in self.rates]) * MILLICORES_PER_CORE,
-            np.array([m for _, _, m in self.rates]) * BYTES_PER_GB,
+            [c * MILLICORES_PER_CORE for _, c, _ in self.rates],
+            [m * BYTES_PER_GB for _, _, m in self.rates],
         )
         ok = failed < 0
         if ok.all():
@@ -197,19 +207,26 @@ class Proportional:
 def headroom_failures(
     spare_cpu: FloatVector,
     spare_memory: FloatVector,
-    devices: FloatMatrix,
-    has: npt.NDArray[np.bool_],
-    cpu_per_device: FloatVector,
-    memory_per_device: FloatVector,
+    devices: Sequence[FloatVector | None],
+    cpu_per_device: Sequence[float],
+    memory_per_device: Sequence[float],
 ) -> npt.NDArray[np.intp]:
     """Per node, the index of the first scarce resource whose idle devices would be left
-    without their cpu or memory (-1 where none is). ``spare_*`` is idle minus the request;
-    ``has`` marks the nodes that have each resource at all (others are not checked)."""
-    short = has & (
-        (spare_cpu[:, None] - devices * cpu_per_device < -FIT_TOLERANCE)
-        | (spare_memory[:, None] - devices * memory_per_device < -FIT_TOLERANCE)
-    )
-    first: npt.NDArray[np.intp] = np.where(short.any(axis=1), short.argmax(axis=1), -1)
+    without their cpu or memory (-1 where none is).
+
+    ``spare_*`` is each node's idle amount minus the task's request; ``devices`` holds each
+    resource's idle devices per node, NaN on nodes without the resource (they are not
+    checked), or None when no node has it.
+    """
+    first = np.full(len(spare_cpu), -1, dtype=np.intp)
+    for i, idle in enumerate(devices):
+        if idle is None:
+            continue
+        # NaN compares false: a node without the resource is never short of it
+        short = (spare_cpu - idle * cpu_per_device[i] < -FIT_TOLERANCE) | (
+            spare_memory - idle * memory_per_device[i] < -FIT_TOLERANCE
+        )
+        first[short & (first < 0)] = i
     return first
 
 

@@ -96,8 +96,8 @@ class BinpackPlugin(Plugin):
         super().__init__(arguments)
         self.weight: int = arguments.get_int(WEIGHT, 1)
         self.shape: Shape | None = None
-        self._capacity = CapacityCache()
         """The shaped (RequestedToCapacityRatio) scoring, when ``shape`` is given."""
+        self._capacity = CapacityCache()
         if SHAPE in arguments:
             self.shape = Shape.parse(arguments[SHAPE], arguments.get(SHAPE_RESOURCES))
         elif SHAPE_RESOURCES in arguments:
@@ -195,15 +195,9 @@ class Shape:
             weights.append(float(w))
         if not used:
             return np.zeros(len(nodes))
-        return requested_to_capacity_ratio(used, capacity, requests, weights, self._xs, self._ys)
-
-    @property
-    def _xs(self) -> FloatVector:
-        return np.array(self.utilization, dtype=np.float64)
-
-    @property
-    def _ys(self) -> FloatVector:
-        return np.array(self.scores, dtype=np.float64)
+        xs = np.array(self.utilization, dtype=np.float64)
+        ys = np.array(self.scores, dtype=np.float64)
+        return requested_to_capacity_ratio(used, capacity, requests, weights, xs, ys)
 
 
 def broken_line(x: FloatVector, xs: FloatVector, ys: FloatVector) -> FloatVector:

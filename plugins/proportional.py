@@ -11,6 +11,7 @@ available as the ``proportional:`` map of ``resource-strategy-fit``.
 from __future__ import annotations
 
 from pumice import Arguments, NodeTable, Plugin, PredicateResult, TaskInfo, hookimpl
+from pumice.plugins._capacity import CapacityCache
 from pumice.plugins._scarce import Proportional
 
 
@@ -20,9 +21,10 @@ class ProportionalPlugin(Plugin):
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
         self.proportional: Proportional | None = Proportional.parse("proportional", arguments)
+        self._cache = CapacityCache()
 
     @hookimpl
     def predicate(self, task: TaskInfo, nodes: NodeTable) -> PredicateResult | None:
         if self.proportional is None:
             return None
-        return self.proportional.predicate(task, nodes)
+        return self.proportional.predicate(task, nodes, self._cache)

@@ -293,4 +293,4 @@ class ResourceStrategyFitPlugin(Plugin):
     def predicate(self, task: TaskInfo, nodes: NodeTable) -> PredicateResult | None:
         if self.proportional is None:
             return None
-        return self.proportional.predicate(task, nodes)
+        return self.proportional.predicate(task, nodes, self._capacity)
