@@ -201,3 +201,104 @@ def test_proportional_is_one_vector_over_many_nodes() -> None:
     # 16 - 9 = 7 cores left: nodes with 4 idle GPUs (8 cores) fail, those with 0-3 pass
     expected = np.array([i % 5 < 4 for i in range(200)])
     assert answer.mask.tolist() == expected.tolist()
+
+
+# -- Volcano's own test vectors -----------------------------------------------------------------
+# The clusters and expected scores of Volcano 1.13's sra and proportional unit tests; each pod
+# is scored on empty nodes.
+
+T4, A10 = "nvidia.com/t4", "nvidia.com/a10"
+
+
+def volcano_sra_cluster() -> Any:
+    return table(
+        node("n1", 32000, 64 * GiB),
+        node("n2", 8000, 16 * GiB, extra={T4: 16}),
+        node("n3", 8000, 16 * GiB, extra={A10: 16}),
+        node("n4", 8000, 16 * GiB, extra={T4: 8, A10: 16}),
+    )
+
+
+VOLCANO_PODS = {
+    "p1": bare_task("p1", 1000, GiB),
+    "p2": bare_task("p2", 1500, 0, **{T4: 2}),
+    "p3": bare_task("p3", 2000, 4 * GiB, **{A10: 2}),
+    "p4": bare_task("p4", 3000, 4 * GiB, **{T4: 1, A10: 3}),
+}
+BOTH = {"enable": True, "resources": f"{T4}, {A10}", "weight": 5, "resourceWeight": {T4: 2, A10: 3}}
+STRATEGY = {T4: {"type": "MostAllocated", "weight": 3}, "cpu": {"type": "LeastAllocated"}}
+T4_ONLY = {"enable": True, "resources": T4, "weight": 5, "resourceWeight": {T4: 2}}
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        (  # sra alone over two devices (t4 weight 2, a10 weight 3)
+            {"resourceStrategyFitWeight": 0, "sra": BOTH},
+            {
+                "p1": [500, 300, 200, 0],
+                "p2": [0, 300, 0, 0],
+                "p3": [0, 0, 200, 0],
+                "p4": [0, 0, 0, 0],
+            },
+        ),
+        (  # sra alone over t4
+            {"resourceStrategyFitWeight": 0, "sra": T4_ONLY},
+            {
+                "p1": [500, 0, 500, 0],
+                "p2": [0, 0, 0, 0],
+                "p3": [0, 0, 500, 0],
+                "p4": [0, 0, 0, 0],
+            },
+        ),
+        (  # resource-strategy-fit (t4 packed, cpu spread) with sra at weight 0
+            {
+                "resourceStrategyFitWeight": 8,
+                "resources": STRATEGY,
+                "sra": {**T4_ONLY, "weight": 0},
+            },
+            {
+                "p1": [775, 700, 700, 700],
+                "p2": [190.625, 237.5, 162.5, 312.5],
+                "p3": [750, 600, 600, 600],
+                "p4": [181.25, 162.5, 125, 200],
+            },
+        ),
+        (  # both together
+            {"resourceStrategyFitWeight": 8, "resources": STRATEGY, "sra": T4_ONLY},
+            {
+                "p1": [1275, 700, 1200, 700],
+                "p2": [190.625, 237.5, 162.5, 312.5],
+                "p3": [750, 600, 1100, 600],
+                "p4": [181.25, 162.5, 125, 200],
+            },
+        ),
+    ],
+    ids=["sra-two-devices", "sra-one-device", "fit-with-sra-off", "fit-and-sra"],
+)
+def test_volcano_sra_vectors(arguments: dict[str, Any], expected: dict[str, list[float]]) -> None:
+    built = ResourceStrategyFitPlugin(Arguments(arguments))
+    nodes = volcano_sra_cluster()
+    for pod, want in expected.items():
+        answer = built.node_score(VOLCANO_PODS[pod], nodes)
+        assert answer is not None
+        assert answer.tolist() == pytest.approx(want), pod
+
+
+@pytest.mark.parametrize(
+    ("task", "idle", "passes"),
+    [
+        (bare_task("cpu-small", 4000, 4 * GB), (30000, 30 * GB, 6), True),
+        (bare_task("cpu-big", 10000, 10 * GB), (30000, 30 * GB, 6), False),  # 20 < 6 * 4
+        (bare_task("gpu", 10000, 10 * GB, **{GPU: 1}), (30000, 30 * GB, 6), True),
+        (bare_task("cpu-big", 10000, 10 * GB), (26000, 26 * GB, 2), True),  # 16 >= 2 * 4
+    ],
+)
+def test_volcano_proportional_vectors(
+    task: TaskInfo, idle: tuple[float, float, float], passes: bool
+) -> None:
+    cpu, memory, gpus = idle
+    n = node("n", cpu, memory, extra={GPU: gpus})
+    arguments = {"resources": GPU, "resourceProportion": {f"{GPU}.cpu": 4, f"{GPU}.memory": 4}}
+    answer = verdict(task, n, arguments=arguments)
+    assert (answer is None or answer[0] == [True]) == passes
