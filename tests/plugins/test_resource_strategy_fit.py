@@ -333,3 +333,92 @@ def test_one_plugin_scoring_two_tables_uses_each_tables_allocatable() -> None:
     task = bare_task("t", 1000)
     assert built.node_score(task, table(node("a", 4000))).tolist() == [25.0]
     assert built.node_score(task, table(node("b", 2000), node("c", 8000))).tolist() == [50.0, 12.5]
+
+
+# -- Volcano's own test vectors -----------------------------------------------------------------
+
+
+def strategies(weight: int, cpu: tuple[str, int], memory: tuple[str, int]) -> dict[str, Any]:
+    return {
+        "resourceStrategyFitWeight": weight,
+        "resources": {
+            "cpu": {"type": cpu[0], "weight": cpu[1]},
+            "memory": {"type": memory[0], "weight": memory[1]},
+        },
+    }
+
+
+L, M = "LeastAllocated", "MostAllocated"
+
+
+@pytest.mark.parametrize(
+    ("request_", "used", "allocatable", "arguments", "annotations", "expected"),
+    [
+        ((100, 100), (200, 200), (500, 500), strategies(10, (L, 1), (L, 1)), {}, 400),
+        ((100, 100), (200, 200), (400, 400), strategies(10, (L, 1), (L, 1)), {}, 250),
+        ((100, 100), (200, 200), (500, 500), strategies(10, (M, 1), (M, 1)), {}, 600),
+        ((100, 100), (200, 200), (400, 400), strategies(10, (M, 1), (M, 1)), {}, 750),
+        ((100, 100), (200, 200), (500, 500), strategies(10, (L, 2), (M, 1)), {}, 1400 / 3),
+        ((100, 100), (200, 200), (500, 500), strategies(10, (L, 1), (M, 2)), {}, 1600 / 3),
+        ((0, 100), (200, 200), (500, 500), strategies(10, (L, 1), (M, 2)), {}, 600),
+        ((100, 100), (200, 200), (0, 400), strategies(10, (L, 1), (M, 2)), {}, 500),
+        (
+            (100, 100),
+            (200, 200),
+            (500, 500),
+            {"resources": {"memory": {"type": M, "weight": 2}}},
+            {},
+            600,
+        ),
+        (
+            (100, 100),
+            (200, 200),
+            (500, 500),
+            strategies(10, (L, 1), (L, 1)),
+            override(L, '{"cpu": 2, "memory": 1}'),
+            400,
+        ),
+        (
+            (100, 100),
+            (200, 200),
+            (500, 500),
+            strategies(10, (L, 1), (L, 1)),
+            override(M, '{"cpu": 1, "memory": 2}'),
+            600,
+        ),
+        (
+            (100, 100),
+            (200, 200),
+            (500, 500),
+            strategies(10, (L, 1), (L, 1)),
+            override(L, "invalid-json"),
+            0,
+        ),
+        (
+            (100, 100),
+            (200, 200),
+            (500, 500),
+            strategies(10, (L, 1), (L, 1)),
+            override(L, '{"cpu": 2}'),
+            400,
+        ),
+        ((0, 0), (200, 200), (500, 500), strategies(10, (L, 1), (L, 1)), {}, 0),
+        ((100, 100), (500, 500), (500, 500), strategies(10, (L, 1), (L, 1)), {}, 0),
+        ((100, 100), (200, 200), (500, 500), strategies(10, (L, 3), (M, 1)), {}, 450),
+        ((100, 100), (200, 200), (500, 500), strategies(20, (L, 5), (L, 5)), {}, 800),
+    ],
+)
+def test_volcano_score_vectors(
+    request_: tuple[float, float],
+    used: tuple[float, float],
+    allocatable: tuple[float, float],
+    arguments: dict[str, Any],
+    annotations: dict[str, str],
+    expected: float,
+) -> None:
+    # Volcano 1.13's TestScore: one node with (cpu, memory) used of allocatable
+    n = node("n", *allocatable)
+    running = place(bare_task("used", *used), "n")
+    resreq = {k: v for k, v in zip(("cpu", "memory"), request_, strict=True) if v}
+    task = annotated("p", resreq, annotations)
+    assert scores(task, n, arguments=arguments, tasks=[running]) == [pytest.approx(expected)]
