@@ -8,7 +8,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from pumice import ClusterSnapshot, JobInfo, NodeInfo, Plugin, Session
+import pytest
+
+from pumice import ClusterSnapshot, JobInfo, NodeInfo, Plugin, Session, TaskInfo
 from pumice.commands.common import load_checked
 from pumice.framework.session import RecordingCommitter
 from pumice.plugins.nodeorder import NodeOrderPlugin
@@ -152,3 +154,65 @@ def test_the_same_checks_inside_resource_strategy_fit() -> None:
     ssn = run_flow(snapshot(nodes, web), [["predicates", rsf]], ALLOCATE, PLUGINS)
     assert binds(ssn) == {"web-0-0": "cpu-0"}
     assert "proportional of resource" in ssn.task_reasons["web-1-0"]
+
+
+# -- Volcano 1.13's allocate test of resource-strategy-fit ------------------------------------
+
+
+def volcano_pod(name: str, kind: str, gpus: int = 0, node: str | None = None) -> TaskInfo:
+    """A 1 cpu / 1G pod of the job ``pg1`` selecting nodes labelled ``nodeResourceType``."""
+    requests = {"cpu": "1", "memory": "1G", **({GPU: str(gpus)} if gpus else {})}
+    spec: dict[str, Any] = {
+        "containers": [{"name": "c", "image": "busybox", "resources": {"requests": requests}}],
+        "nodeSelector": {"nodeResourceType": kind},
+    }
+    if node is not None:
+        spec["nodeName"] = node
+    pod = {
+        "metadata": {"name": name, "namespace": "c1", "uid": name},
+        "spec": spec,
+        "status": {"phase": "Running" if node else "Pending"},
+    }
+    return TaskInfo.from_pod(pod)
+
+
+def volcano_nodes() -> list[NodeInfo]:
+    def make(name: str, kind: str, gpus: int) -> NodeInfo:
+        extra = {GPU: gpus} if gpus else {}
+        return NodeInfo(name, res(5000, 10 * GiB, **extra), labels={"nodeResourceType": kind})
+
+    return [
+        make("n1", "gpu", 10),
+        make("n2", "gpu", 10),
+        make("n3", "cpu", 0),
+        make("n4", "cpu", 0),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("pending", "running", "expected"),
+    [
+        # a 2-GPU pod joins the running 2-GPU pod's node: GPUs are packed
+        (volcano_pod("p1", "gpu", 2), volcano_pod("p2", "gpu", 2, node="n2"), "n2"),
+        # a CPU pod avoids the CPU node that already runs one: cpu is spread
+        (volcano_pod("p3", "cpu"), volcano_pod("p4", "cpu", node="n3"), "n4"),
+    ],
+    ids=["gpu-most-allocated", "cpu-least-allocated"],
+)
+def test_volcano_allocate_vectors(pending: TaskInfo, running: TaskInfo, expected: str) -> None:
+    job = JobInfo(uid="c1/pg1", name="pg1", namespace="c1", min_available=1, phase="Inqueue")
+    job.add_task(pending)
+    job.add_task(running)
+    rsf = {
+        "name": "resource-strategy-fit",
+        "arguments": {
+            "resourceStrategyFitWeight": 10,
+            "resources": {
+                GPU: {"type": "MostAllocated", "weight": 2},
+                "cpu": {"type": "LeastAllocated", "weight": 1},
+            },
+        },
+    }
+    tiers: Any = [[rsf, "gang", "proportion", "predicates", "nodeorder"]]
+    ssn = run_flow(snapshot(volcano_nodes(), [job]), tiers, ALLOCATE, PLUGINS)
+    assert binds(ssn) == {pending.name: expected}
