@@ -112,23 +112,28 @@ class Sra:
             if col is None:
                 return np.zeros(n)  # no node has one of the requested resources
             lacks |= allocatable[:, col] <= 0
-        scarce = np.zeros((n, len(self.resources)))
-        for i, (name, _) in enumerate(self.resources):
+        scarce: list[FloatVector] = []
+        weights: list[float] = []
+        for name, w in self.resources:
             col = nodes.dim(name)
-            if col is not None:
-                scarce[:, i] = allocatable[:, col]
-        weights = np.array([float(w) for _, w in self.resources])
+            scarce.append(allocatable[:, col] if col is not None else np.zeros(n))
+            weights.append(float(w))
         share = avoidance(lacks, scarce, weights)
         return share * float(MAX_NODE_SCORE * self.weight)
 
 
-def avoidance(lacks_request: BoolVector, scarce: FloatMatrix, weights: FloatVector) -> FloatVector:
+def avoidance(
+    lacks_request: BoolVector, scarce: Sequence[FloatVector], weights: Sequence[float]
+) -> FloatVector:
     """The sra fraction per node: ``1 - (weight of the scarce resources the node has) /
-    (total weight)``; 0 where the node lacks a requested resource or nothing is weighted."""
-    total = float(weights.sum())
+    (total weight)``, from each scarce resource's allocatable column; 0 where the node lacks
+    a requested resource or nothing is weighted."""
+    total = sum(weights)
     if total <= 0:
         return np.zeros(len(lacks_request))
-    present = (scarce > 0) @ weights
+    present = np.zeros(len(lacks_request))
+    for column, w in zip(scarce, weights, strict=True):
+        present += (column > 0) * w
     out: FloatVector = np.where(lacks_request, 0.0, 1.0 - present / total)
     return out
 
