@@ -54,7 +54,6 @@ from pumice.plugins._argcheck import (
 from pumice.plugins._capacity import CapacityCache
 
 FloatVector = npt.NDArray[np.float64]
-FloatMatrix = npt.NDArray[np.float64]
 BoolVector = npt.NDArray[np.bool_]
 
 MAX_NODE_SCORE = 100
