@@ -60,3 +60,23 @@ def test_dropped_patterns_are_warned_by_name_and_the_config_still_passes(tmp_pat
     assert len(warned) == 2
     assert "pattern 'vendor.*/gpu' dropped" in warned[0]
     assert "pattern '*' dropped" in warned[1]
+
+
+def readme_plugin_examples() -> list[str]:
+    """The YAML examples of one plugin in the README's section on these plugins."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## Packing and spreading by resource", 1)[1].split("\n## ", 1)[0]
+    blocks = [b.split("```", 1)[0] for b in section.split("```yaml\n")[1:]]
+    return [b for b in blocks if b.startswith("- name:")]
+
+
+def test_the_readme_examples_pass_check_config(tmp_path: Path) -> None:
+    examples = readme_plugin_examples()
+    assert len(examples) == 4  # binpack, resource-strategy-fit, sra, proportional
+    plugins = "".join("  " + line + "\n" for b in examples for line in b.splitlines())
+    path = tmp_path / "readme.yaml"
+    path.write_text(f"actions: allocate\ntiers:\n- plugins:\n{plugins}")
+    result = pumice("-v", "check-config", str(path))
+    assert result.returncode == 0, result.stderr
+    assert "ok: 1 actions (allocate), 4 plugins in 1 tiers" in result.stdout
+    assert "resource-strategy-fit" not in result.stderr  # nothing dropped or refused
