@@ -13,6 +13,7 @@ from pumice import Arguments, ClusterSnapshot, ConfigError, QueueInfo, TaskInfo
 from pumice.commands.common import load_checked
 from pumice.plugins.binpack import BinpackPlugin, broken_line
 from support.builders import open_session
+from support.flow import binds, gang, nodes, run_flow, snapshot
 from support.nodes import GiB, MiB, bare_task, node, place, table
 
 FOO = "intel.com/foo"
@@ -220,3 +221,22 @@ def test_check_config_reports_a_bad_shape_with_file_line_and_key(tmp_path: Path)
         f"{path}:10: tiers[0].plugins[0].arguments.resources[0].weight: "
         "must not be negative, got -2"
     )
+
+
+@pytest.mark.parametrize(
+    ("shape", "expected"),
+    [(PACK, {"p-0-0": "n0", "p-1-0": "n0"}), (SPREAD, {"p-0-0": "n0", "p-1-0": "n1"})],
+    ids=["packs", "reversed-spreads"],
+)
+def test_through_a_session_the_shape_packs_or_spreads(
+    shape: list[dict[str, int]], expected: dict[str, str]
+) -> None:
+    jobs = [gang(f"p-{i}", 1, cpu=1000, memory=GiB, created=i) for i in range(2)]
+    binpack = {"name": "binpack", "arguments": {"shape": shape}}
+    ssn = run_flow(
+        snapshot(nodes(2), jobs),
+        [["predicates", binpack]],
+        ["allocate"],
+        {"binpack": BinpackPlugin},
+    )
+    assert binds(ssn) == expected
