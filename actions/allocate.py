@@ -63,6 +63,7 @@ from pumice import (
     FIT_TOLERANCE,
     Action,
     Arguments,
+    Feasibility,
     JobInfo,
     JobInvalid,
     QueueInfo,
@@ -123,11 +124,13 @@ class _Run:
     def _candidates(self) -> Iterator[_JobState]:
         session = self.session
         enqueue_configured = "enqueue" in session.config.actions
-        for job in session.jobs.values():
+        for job in list(session.jobs.values()):
             if job.is_pending():
                 if enqueue_configured:
                     continue
-                job.phase = INQUEUE
+                admit = session.statement()
+                admit.enqueue(job, INQUEUE)
+                admit.commit()
             invalid = session.job_valid(job)
             if invalid is not None:
                 session.job_reasons[job.uid] = describe_invalid(invalid)
@@ -136,9 +139,10 @@ class _Run:
             if queue is None:
                 session.job_reasons[job.uid] = f"queue {job.queue} not found"
                 continue
-            tasks = [t for t in job.tasks_in(TaskStatus.PENDING) if not t.best_effort]
-            if not tasks:
+            if job.count(TaskStatus.PENDING) == job.pending_best_effort_num:
                 continue
+            job = session.job_for_update(job)
+            tasks = [t for t in job.tasks_in(TaskStatus.PENDING) if not t.best_effort]
             worksheet = session.sort_tasks(tasks)
             worksheet.reverse()
             yield _JobState(job, queue, worksheet)
@@ -231,12 +235,11 @@ class _Run:
         session = self.session
         table = session.table
         feasibility = session.predicate(task)
-        request = table.vector(task.resreq)
-        short_future = (request - table.future_idle) > FIT_TOLERANCE
-        feasible = feasibility.mask & ~short_future.any(axis=1)
+        fit_now, fit_future = session.fit(task)
+        feasible = feasibility.mask & fit_future
         if not feasible.any():
-            return feasibility.message(short_future, table.dims)
-        fits_now = feasible & ~((request - table.idle) > FIT_TOLERANCE).any(axis=1)
+            return self._why_not(task, feasibility)
+        fits_now = feasible & fit_now
         now = bool(fits_now.any())
         candidates = fits_now if now else feasible
         rows = np.flatnonzero(candidates)
@@ -245,7 +248,7 @@ class _Run:
         else:
             node = session.best_node(task, session.node_scores(task), candidates)
         if node is None:  # pragma: no cover - best_node names a node whenever one is feasible
-            return feasibility.message(short_future, table.dims)
+            return self._why_not(task, feasibility)
         try:
             if now:
                 statement.allocate(task, node)
@@ -254,3 +257,10 @@ class _Run:
         except StatementError as exc:
             return str(exc)
         return None
+
+    def _why_not(self, task: TaskInfo, feasibility: Feasibility) -> str:
+        """The ``0/N nodes are available`` message, built only for a task that found no node."""
+        table = self.session.table
+        request = table.vector(task.resreq)
+        short_future = (request - table.future_idle) > FIT_TOLERANCE
+        return feasibility.message(short_future, table.dims)

@@ -43,7 +43,7 @@ class BackfillAction(Action):
     def execute(self, session: Session) -> None:
         work: dict[str, list[tuple[JobInfo, list[TaskInfo]]]] = {}
         queues: dict[str, QueueInfo] = {}
-        for job in session.jobs.values():
+        for job in list(session.jobs.values()):
             if job.is_pending():
                 continue
             tasks = [t for t in job.tasks_in(TaskStatus.PENDING) if t.best_effort]
@@ -52,6 +52,8 @@ class BackfillAction(Action):
             queue = session.queues.get(job.queue)
             if queue is None or session.job_valid(job) is not None:
                 continue
+            job = session.job_for_update(job)
+            tasks = [t for t in job.tasks_in(TaskStatus.PENDING) if t.best_effort]
             queues[queue.name] = queue
             work.setdefault(queue.name, []).append((job, tasks))
         for queue in session.sort_queues(queues.values()):

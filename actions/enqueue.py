@@ -2,7 +2,8 @@
 
 Every queue that has Pending jobs (phase Pending or unset) is taken in queue order, and its
 jobs in job order; the queue is put back after each job so that its place is decided again.
-A job is admitted, by setting ``job.phase = "Inqueue"`` in the session, when it has no
+A job is admitted, by a statement that sets its phase to Inqueue in the session (and tells the
+plugins through ``job_enqueued``), when it has no
 ``min_resources`` or when ``session.job_enqueueable(job)`` agrees (the plugins' vote, e.g.
 proportion's "does the queue still have room for its minimum"). A job that is turned down stays
 Pending until the next session, and its reason (when no plugin gave one) is recorded in
@@ -12,8 +13,6 @@ the cycle.
 Differences from Volcano:
 
 * no ``ScheduleStartTimestamp`` is stamped on jobs (pumice keeps no such field);
-* there is no ``JobEnqueued`` hook to call after admission: plugins that track admitted
-  reservations see the phase change instead (see the proportion plugin);
 * jobs whose queue is not in the session are left alone, as Volcano's snapshot drops them.
 """
 
@@ -59,7 +58,9 @@ class EnqueueAction(Action):
                 continue
             job = jobs.pop()
             if self.admit(session, job):
-                job.phase = INQUEUE
+                statement = session.statement()
+                statement.enqueue(job, INQUEUE)
+                statement.commit()
             else:
                 session.job_reasons.setdefault(job.uid, NOT_ADMITTED)
             heapq.heappush(heap, (session.queue_order_key(queue), next(counter), queue))

@@ -2,11 +2,11 @@
 
 Shared by the ``predicates`` and ``nodeorder`` plugins (a private helper, not a plugin).
 
-A pod's scheduling constraints are first turned into hashable *canonical forms* by
-``pod_terms``: requirements ``(key, operator, sorted values)``, terms (their requirements,
-sorted), a nodeSelector (its sorted items), tolerations ``(key, operator, value, effect)``
-(sorted; operator ``""`` read as ``Equal``). Two pods with the same constraints written in a
-different order share every form, so a job of a thousand identical pods costs one evaluation.
+A pod's scheduling constraints come in hashable *canonical forms* from the model
+(``task.terms``, a ``pumice.model.terms.PodTerms`` parsed once per pod object): requirements
+``(key, operator, sorted values)``, terms, a nodeSelector, tolerations ``(key, operator, value,
+effect)``, host ports. Two pods with the same constraints written in a different order share
+every form, so a job of a thousand identical pods costs one evaluation.
 
 ``NodeTerms`` answers questions about those forms for every node of one table at once and
 remembers each answer (a read-only numpy array) under the form, so a distinct requirement, term,
@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +52,16 @@ import numpy as np
 import numpy.typing as npt
 
 from pumice import NodeTable
+from pumice.model.terms import (
+    ALL_ADDRESSES,
+    HostPort,
+    Preferred,
+    Requirement,
+    Selector,
+    Term,
+    Toleration,
+    Tolerations,
+)
 
 BoolVector = npt.NDArray[np.bool_]
 FloatVector = npt.NDArray[np.float64]
@@ -64,101 +74,12 @@ PREFER_NO_SCHEDULE = "PreferNoSchedule"
 HARD_EFFECTS = frozenset({NO_SCHEDULE, NO_EXECUTE})
 UNSCHEDULABLE_TAINT_KEY = "node.kubernetes.io/unschedulable"
 NAME_FIELD = "metadata.name"
-ALL_ADDRESSES = "0.0.0.0"
-
-Requirement = tuple[str, str, tuple[str, ...]]
-"""``(key, operator, sorted values)`` of a matchExpressions or matchFields entry."""
-Term = tuple[tuple[Requirement, ...], tuple[Requirement, ...]]
-"""A node selector term: its sorted (matchExpressions, matchFields); ANDed."""
-Selector = tuple[tuple[tuple[str, str], ...], tuple[Term, ...] | None]
-"""The pod's sorted nodeSelector items and its required terms (ORed; None if not set)."""
-Preferred = tuple[tuple[int, Term], ...]
-"""Preferred scheduling terms: (weight, term), zero weights and empty terms dropped."""
-Toleration = tuple[str, str, str, str]
-"""``(key, operator, value, effect)`` with the operator ``Equal`` or as written."""
-Tolerations = tuple[Toleration, ...]
-HostPort = tuple[str, str, int]
-"""``(hostIP, protocol, hostPort)``."""
 
 _INT64 = re.compile(r"[+-]?[0-9]+")
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
-# -- canonical forms of a pod's constraints ---------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class PodTerms:
-    """A pod's node constraints in canonical, hashable form."""
-
-    selector: Selector | None
-    """Required placement (nodeSelector and required node affinity); None if unconstrained."""
-    preferred: Preferred
-    tolerations: Tolerations
-    host_ports: frozenset[HostPort]
-
-
-NO_TERMS = PodTerms(None, (), (), frozenset())
-
-
-def pod_terms(pod: Mapping[str, Any] | None) -> PodTerms:
-    """The canonical constraints of a plain-dict pod (none at all for ``None``)."""
-    if not pod:
-        return NO_TERMS
-    spec = pod.get("spec") or {}
-    node_affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
-    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
-    node_selector = spec.get("nodeSelector") or {}
-    selector: Selector | None = None
-    if node_selector or required is not None:
-        items = tuple(sorted((str(k), str(v)) for k, v in node_selector.items()))
-        terms = None
-        if required is not None:
-            raw_terms = required.get("nodeSelectorTerms") or ()
-            terms = tuple(sorted({_term(t) for t in raw_terms}))
-        selector = (items, terms)
-    return PodTerms(
-        selector=selector,
-        preferred=_preferred(
-            node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or ()
-        ),
-        tolerations=canonical_tolerations(spec.get("tolerations") or ()),
-        host_ports=pod_host_ports(pod),
-    )
-
-
-def _requirement(raw: Mapping[str, Any]) -> Requirement:
-    values = tuple(sorted(str(v) for v in raw.get("values") or ()))
-    return (str(raw.get("key") or ""), str(raw.get("operator") or ""), values)
-
-
-def _term(raw: Mapping[str, Any] | None) -> Term:
-    raw = raw or {}
-    exprs = tuple(sorted(_requirement(r) for r in raw.get("matchExpressions") or ()))
-    fields = tuple(sorted(_requirement(r) for r in raw.get("matchFields") or ()))
-    return (exprs, fields)
-
-
-def _preferred(raw_terms: Iterable[Mapping[str, Any]]) -> Preferred:
-    out: list[tuple[int, Term]] = []
-    for raw in raw_terms:
-        weight = raw.get("weight")
-        if not isinstance(weight, int) or isinstance(weight, bool) or weight == 0:
-            continue
-        term = _term(raw.get("preference"))
-        if term != ((), ()):
-            out.append((weight, term))
-    return tuple(sorted(out))
-
-
-def canonical_tolerations(raw: Iterable[Mapping[str, Any]]) -> Tolerations:
-    """Sorted, de-duplicated ``(key, operator, value, effect)`` tuples."""
-    out = set()
-    for tol in raw:
-        op = str(tol.get("operator") or "Equal")
-        value = "" if op == "Exists" else str(tol.get("value") or "")
-        out.add((str(tol.get("key") or ""), op, value, str(tol.get("effect") or "")))
-    return tuple(sorted(out))
+# -- taints and ports ----------------------------------------------------------------------
 
 
 def tolerates(toleration: Toleration, key: str, value: str, effect: str) -> bool:
@@ -171,26 +92,6 @@ def tolerates(toleration: Toleration, key: str, value: str, effect: str) -> bool
     if t_op == "Exists":
         return True
     return t_op == "Equal" and t_value == value
-
-
-def pod_host_ports(pod: Mapping[str, Any] | None) -> frozenset[HostPort]:
-    """Host ports the pod's app containers and sidecars bind."""
-    if not pod:
-        return frozenset()
-    spec = pod.get("spec") or {}
-    containers = list(spec.get("containers") or ())
-    containers += [
-        c for c in spec.get("initContainers") or () if c.get("restartPolicy") == "Always"
-    ]
-    ports: set[HostPort] = set()
-    for container in containers:
-        for port in container.get("ports") or ():
-            host_port = port.get("hostPort")
-            if not isinstance(host_port, int) or host_port <= 0:
-                continue
-            ip = str(port.get("hostIP") or ALL_ADDRESSES)
-            ports.add((ip, str(port.get("protocol") or "TCP"), host_port))
-    return frozenset(ports)
 
 
 @dataclass(slots=True)

@@ -51,7 +51,6 @@ from pumice.plugins._argcheck import (
     resource_names,
     weight,
 )
-from pumice.plugins._capacity import CapacityCache
 
 FloatVector = npt.NDArray[np.float64]
 BoolVector = npt.NDArray[np.bool_]
@@ -93,32 +92,45 @@ class Sra:
         return cls(total, resources) if enabled and total > 0 else None
 
     def node_score(
-        self, task: TaskInfo, nodes: NodeTable, cache: CapacityCache | None = None
+        self, task: TaskInfo, nodes: NodeTable, rows: npt.NDArray[np.int64] | None = None
     ) -> FloatVector:
-        """The sra score of every node; it depends on allocatable only, so ``cache`` keeps
-        it per set of requested resources for the session (read-only)."""
-        requested = frozenset(name for name, amount in task.resreq.items() if amount > 0)
-        if cache is None:
-            return self._score(requested, nodes)
-        return cache.derived(nodes, ("sra", requested), lambda: self._score(requested, nodes))
-
-    def _score(self, requested: frozenset[str], nodes: NodeTable) -> FloatVector:
-        n = len(nodes)
-        allocatable = nodes.allocatable
+        """The sra score of every node (of ``rows`` only, when given)."""
+        n = len(nodes) if rows is None else len(rows)
         lacks = np.zeros(n, dtype=np.bool_)
-        for name in requested:
-            col = nodes.dim(name)
-            if col is None:
+        for name, amount in task.resreq.items():
+            if amount <= 0:
+                continue
+            cap = nodes.column("allocatable", name)
+            if cap is None:
                 return np.zeros(n)  # no node has one of the requested resources
-            lacks |= allocatable[:, col] <= 0
+            lacks |= (cap if rows is None else cap[rows]) <= 0
         scarce: list[FloatVector] = []
         weights: list[float] = []
         for name, w in self.resources:
-            col = nodes.dim(name)
-            scarce.append(allocatable[:, col] if col is not None else np.zeros(n))
+            cap = nodes.column("allocatable", name)
+            if cap is None:
+                cap = np.zeros(len(nodes))
+            scarce.append(cap if rows is None else cap[rows])
             weights.append(float(w))
         share = avoidance(lacks, scarce, weights)
         return share * float(MAX_NODE_SCORE * self.weight)
+
+    def score_row(self, task: TaskInfo, nodes: NodeTable, row: int) -> float:
+        """``node_score`` of one row in Python floats, bit-for-bit the vector's."""
+        for name, amount in task.resreq.items():
+            if amount <= 0:
+                continue
+            cap = nodes.column("allocatable", name)
+            if cap is None or not cap[row] > 0:
+                return 0.0
+        total = sum(float(w) for _, w in self.resources)
+        if total <= 0:
+            return 0.0
+        present = 0.0
+        for name, w in self.resources:
+            cap = nodes.column("allocatable", name)
+            present += (1.0 if cap is not None and cap[row] > 0 else 0.0) * float(w)
+        return (1.0 - present / total) * float(MAX_NODE_SCORE * self.weight)
 
 
 def avoidance(
@@ -167,31 +179,28 @@ class Proportional:
         return cls(rates) if enabled and rates else None
 
     def predicate(
-        self, task: TaskInfo, nodes: NodeTable, cache: CapacityCache | None = None
+        self, task: TaskInfo, nodes: NodeTable, rows: npt.NDArray[np.int64] | None = None
     ) -> PredicateResult | None:
+        """Which nodes (of ``rows`` only, when given) keep their idle devices' headroom."""
         if any(task.resreq[name] > 0 for name, _, _ in self.rates):
             return None  # the task wants a scarce device itself
-        cache = cache if cache is not None else CapacityCache()
-        n = len(nodes)
-        used = nodes.used
+        n = len(nodes) if rows is None else len(rows)
+
+        def column(quantity: str, name: str) -> FloatVector | None:
+            values = nodes.column(quantity, name)
+            return values if values is None or rows is None else values[rows]
+
         spare: list[FloatVector] = []
         for name in ("cpu", "memory"):
-            col = nodes.dim(name)
-            if col is None:
-                spare.append(np.full(n, -task.resreq[name]))
-            else:
-                spare.append(
-                    cache.column(nodes, col).allocatable - used[:, col] - task.resreq[name]
-                )
+            idle = column("idle", name)
+            spare.append((idle if idle is not None else np.zeros(n)) - task.resreq[name])
         devices: list[FloatVector | None] = []
         for name, _, _ in self.rates:
-            col = nodes.dim(name)
-            if col is None:
+            cap, idle = column("allocatable", name), column("idle", name)
+            if cap is None or idle is None:
                 devices.append(None)  # no node has any: nothing to keep
                 continue
-            cap = cache.column(nodes, col)
-            idle = np.maximum(cap.allocatable - used[:, col], 0.0)
-            devices.append(np.where(cap.has, idle, np.nan))
+            devices.append(np.where(cap > 0, np.maximum(idle, 0.0), np.nan))
         failed = headroom_failures(
             spare[0],
             spare[1],

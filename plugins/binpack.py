@@ -45,9 +45,9 @@ ones (kube-scheduler counts 100m / 200Mi for a container without a cpu / memory 
 contribution is ``raw * 10 * binpack.weight``, in the 0-100 range of the other plugins.
 kube-scheduler's code multiplies the shape's scores by 10 before interpolating (the worked
 example of the tests scores 60 and 69 there, 50 and 70 here). A nonsense shape or a negative
-weight is a ``ConfigError`` when the plugin is built. Per task, a few numpy operations per
-listed resource over its column; what derives from allocatable is computed once per session
-(``pumice.plugins._capacity``), and every node's score depends on its own row only.
+weight is a ``ConfigError`` when the plugin is built. Per task shape, a few numpy operations
+per listed resource over its column; like Volcano's formula it is row-local (a node's score
+reads only its own row), so after a placement only the changed rows are scored again.
 """
 
 from __future__ import annotations
@@ -62,7 +62,6 @@ import numpy.typing as npt
 
 from pumice import FIT_TOLERANCE, Arguments, NodeTable, Plugin, TaskInfo, hookimpl
 from pumice.plugins._argcheck import argument_error, is_int, no_unknown_keys, weight
-from pumice.plugins._capacity import Capacity, CapacityCache
 
 log = logging.getLogger("pumice.plugins.binpack")
 
@@ -99,7 +98,6 @@ class BinpackPlugin(Plugin):
         self.weight: int = arguments.get_int(WEIGHT, 1)
         self.shape: Shape | None = None
         """The shaped (RequestedToCapacityRatio) scoring, when ``shape`` is given."""
-        self._capacity = CapacityCache()
         if SHAPE in arguments:
             self.shape = Shape.parse(arguments[SHAPE], arguments.get(SHAPE_RESOURCES))
         elif SHAPE_RESOURCES in arguments:
@@ -115,27 +113,32 @@ class BinpackPlugin(Plugin):
         """Resource name -> weight; resources not listed here are ignored."""
 
     @hookimpl
-    def node_score(self, task: TaskInfo, nodes: NodeTable) -> FloatVector | None:
+    def node_score(
+        self, task: TaskInfo, nodes: NodeTable, rows: npt.NDArray[np.int64] | None = None
+    ) -> FloatVector | None:
+        # Row-local: a node's score reads only its own allocatable and used columns.
         if self.weight == 0:
             return None
         if self.shape is not None:
-            raw = self.shape.node_score(task, nodes, self._capacity)
-            return raw * float(SHAPE_SCALE * self.weight)
-        n = len(nodes)
+            return self.shape.node_score(task, nodes, rows) * float(SHAPE_SCALE * self.weight)
+        if rows is not None and len(rows) == 1:
+            return np.array([self._score_row(task, nodes, int(rows[0]))])
+        n = len(nodes) if rows is None else len(rows)
         parts = np.zeros(n)
         fits = np.ones(n, dtype=np.bool_)
         weight_sum = 0
-        allocatable, used = nodes.allocatable, nodes.used
         for name, request in task.resreq.items():
             weight = self.resource_weights.get(name)
             if request <= 0 or weight is None:
                 continue
             weight_sum += weight
-            col = nodes.dim(name)
-            if col is None or weight == 0:
+            cap = nodes.column("allocatable", name)
+            used = nodes.column("used", name)
+            if cap is None or used is None or weight == 0:
                 continue
-            cap = allocatable[:, col]
-            after = used[:, col] + request
+            if rows is not None:
+                cap, used = cap[rows], used[rows]
+            after = used + request
             has = cap > 0
             fits &= ~has | (after - cap <= FIT_TOLERANCE)
             parts += np.where(has, after * weight / np.where(has, cap, 1.0), 0.0)
@@ -143,6 +146,34 @@ class BinpackPlugin(Plugin):
             return np.zeros(n)
         score: FloatVector = parts / weight_sum * float(MAX_NODE_SCORE * self.weight)
         return np.where(fits, score, 0.0)
+
+    def _score_row(self, task: TaskInfo, nodes: NodeTable, row: int) -> float:
+        """The same formula for one row in Python floats (a placement changes one row, and
+        numpy's per-call overhead dominates on one element); IEEE double arithmetic in the
+        same order, so the result is bit-for-bit the vector path's."""
+        parts = 0.0
+        fits = True
+        weight_sum = 0
+        for name, request in task.resreq.items():
+            weight = self.resource_weights.get(name)
+            if request <= 0 or weight is None:
+                continue
+            weight_sum += weight
+            cap_col = nodes.column("allocatable", name)
+            used_col = nodes.column("used", name)
+            if cap_col is None or used_col is None or weight == 0:
+                continue
+            cap = float(cap_col[row])
+            after = float(used_col[row]) + request
+            if cap > 0:
+                fits = fits and after - cap <= FIT_TOLERANCE
+                parts += after * weight / cap
+            else:
+                parts += 0.0
+        if weight_sum == 0:
+            return 0.0
+        score = parts / weight_sum * float(MAX_NODE_SCORE * self.weight)
+        return score if fits else 0.0
 
 
 # -- shaped binpack (RequestedToCapacityRatio) ----------------------------------------------
@@ -179,27 +210,29 @@ class Shape:
         return cls(tuple(utilization), tuple(scores), _shape_resources(resources))
 
     def node_score(
-        self, task: TaskInfo, nodes: NodeTable, cache: CapacityCache | None = None
+        self, task: TaskInfo, nodes: NodeTable, rows: npt.NDArray[np.int64] | None = None
     ) -> FloatVector:
-        """The raw score (0-10) of every node for ``task``."""
-        cache = cache if cache is not None else CapacityCache()
+        """The raw score (0-10) of every node for ``task`` (of ``rows`` only, when given)."""
+        allocatable: list[FloatVector] = []
         used: list[FloatVector] = []
-        capacity: list[Capacity] = []
         requests: list[float] = []
         weights: list[float] = []
         for name, w in self.resources:
-            col = nodes.dim(name)
-            if col is None or w == 0:
+            cap = nodes.column("allocatable", name)
+            use = nodes.column("used", name)
+            if cap is None or use is None or w == 0:
                 continue  # no node has any: it leaves the weight sum everywhere
-            used.append(nodes.used[:, col])
-            capacity.append(cache.column(nodes, col))
+            if rows is not None:
+                cap, use = cap[rows], use[rows]
+            allocatable.append(cap)
+            used.append(use)
             requests.append(task.resreq[name])
             weights.append(float(w))
         if not used:
-            return np.zeros(len(nodes))
+            return np.zeros(len(nodes) if rows is None else len(rows))
         xs = np.array(self.utilization, dtype=np.float64)
         ys = np.array(self.scores, dtype=np.float64)
-        return requested_to_capacity_ratio(used, capacity, requests, weights, xs, ys)
+        return requested_to_capacity_ratio(allocatable, used, requests, weights, xs, ys)
 
 
 def broken_line(x: FloatVector, xs: FloatVector, ys: FloatVector) -> FloatVector:
@@ -211,8 +244,8 @@ def broken_line(x: FloatVector, xs: FloatVector, ys: FloatVector) -> FloatVector
 
 
 def requested_to_capacity_ratio(
+    allocatable: Sequence[FloatVector],
     used: Sequence[FloatVector],
-    capacity: Sequence[Capacity],
     requests: Sequence[float],
     weights: Sequence[float],
     xs: FloatVector,
@@ -220,18 +253,19 @@ def requested_to_capacity_ratio(
 ) -> FloatVector:
     """Raw RequestedToCapacityRatio node scores (0-10) from each resource's columns.
 
-    ``used`` and ``capacity`` are aligned with ``requests`` and ``weights``; resources a node
-    has no allocatable of, or whose shape score is 0, are left out of its weighted mean.
+    ``allocatable`` and ``used`` are aligned with ``requests`` and ``weights``; resources a
+    node has no allocatable of, or whose shape score is 0, are left out of its weighted mean.
     """
     n = len(used[0])
     total = np.zeros(n)
     weight_sum = np.zeros(n)
-    for column, cap, request, w in zip(used, capacity, requests, weights, strict=True):
-        utilization = (column + request) * cap.inverse
-        utilization *= float(MAX_UTILIZATION)
+    for cap, column, request, w in zip(allocatable, used, requests, weights, strict=True):
+        has = cap > 0
+        utilization = np.zeros(n)
+        np.divide((column + request) * float(MAX_UTILIZATION), cap, out=utilization, where=has)
         np.minimum(utilization, float(MAX_UTILIZATION), out=utilization)
         raw = broken_line(utilization, xs, ys)
-        raw *= cap.present  # no allocatable: left out
+        raw[~has] = 0.0  # no allocatable: left out
         total += raw * w
         weight_sum += (raw > 0) * w
     mean = total / np.where(weight_sum > 0, weight_sum, 1.0)

@@ -29,7 +29,8 @@ Hooks:
 * ``session_open`` — computes the totals and initial shares.
 
 Arguments: none. The ``enableHierarchy`` option (hierarchical DRF across queues) is not
-supported: when it is set the plugin logs a warning once per session and behaves as plain DRF.
+supported: when it is set the plugin logs a warning (once per process) and behaves as plain
+DRF.
 """
 
 from __future__ import annotations
@@ -40,7 +41,16 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from pumice import Arguments, JobInfo, Plugin, Resource, Session, TaskInfo, hookimpl
+from pumice import (
+    Arguments,
+    JobInfo,
+    Plugin,
+    Resource,
+    Session,
+    TaskInfo,
+    hookimpl,
+    warn_once,
+)
 
 log = logging.getLogger("pumice.plugins.drf")
 
@@ -111,8 +121,10 @@ class DrfPlugin(Plugin):
             self.allocated[job.uid] = allocated
             self.shares[job.uid] = self.share_of(allocated)
         if any(inst is self and option.hierarchy for _, option, inst in session.plugins):
-            log.warning(
-                "drf: enableHierarchy is not supported by pumice; using plain DRF between jobs"
+            warn_once(
+                log,
+                "enableHierarchy",
+                "drf: enableHierarchy is not supported by pumice; using plain DRF between jobs",
             )
 
     @hookimpl

@@ -47,6 +47,9 @@ non-zero weight): ``podaffinity.weight`` (InterPodAffinity), ``imagelocality.wei
 (ImageLocality), ``podtopologyspread.weight`` (PodTopologySpread). Their Volcano defaults (2,
 1, 2) therefore contribute nothing.
 
+The task's non-zero request and terms come from the model (``task.nonzero_request`` with the
+defaults of ``pumice.NON_ZERO_DEFAULTS``, ``task.terms``), computed once per pod object.
+
 Speed: every scorer is a handful of numpy operations over the whole table; preferred terms and
 toleration sets are evaluated once per distinct form per session (``_k8s_terms.NodeTerms``),
 and their weighted, normalised sum once per distinct (preferred terms, tolerations) pair.
@@ -55,7 +58,7 @@ and their weighted, normalised sum once per distinct (preferred terms, toleratio
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import math
 from typing import Any
 
 import numpy as np
@@ -65,13 +68,13 @@ from pumice import (
     Arguments,
     NodeTable,
     Plugin,
-    QuantityError,
-    Resource,
+    PodTerms,
     TaskInfo,
     hookimpl,
-    pod_requests,
+    warn_once,
 )
-from pumice.plugins._k8s_terms import NodeTerms, PodTerms, Preferred, Tolerations, pod_terms
+from pumice.model.terms import Preferred, Tolerations
+from pumice.plugins._k8s_terms import NodeTerms
 
 log = logging.getLogger("pumice.plugins.nodeorder")
 
@@ -79,8 +82,6 @@ FloatVector = npt.NDArray[np.float64]
 FloatMatrix = npt.NDArray[np.float64]
 
 MAX_NODE_SCORE = 100
-NON_ZERO = {"cpu": 100.0, "memory": 200.0 * 1024 * 1024}
-"""Scoring defaults for a request-less task without a pod (canonical units)."""
 SCORED = ("cpu", "memory")
 
 LEAST_REQUESTED = "leastrequested.weight"
@@ -89,15 +90,6 @@ BALANCED_RESOURCE = "balancedresource.weight"
 NODE_AFFINITY = "nodeaffinity.weight"
 TAINT_TOLERATION = "tainttoleration.weight"
 NOT_IMPLEMENTED = ("podaffinity.weight", "imagelocality.weight", "podtopologyspread.weight")
-
-_warned: set[str] = set()
-
-
-def _warn_once(key: str, message: str) -> None:
-    if key not in _warned:
-        _warned.add(key)
-        log.warning(message)
-
 
 # -- kube-scheduler's formulas, over N x len(SCORED) matrices -------------------------------
 
@@ -172,10 +164,10 @@ class NodeOrderPlugin(Plugin):
         self.taint_weight: int = arguments.get_int(TAINT_TOLERATION, 3)
         for key in NOT_IMPLEMENTED:
             if arguments.get_int(key, 0) != 0:
-                _warn_once(key, f"nodeorder: {key} is set but not implemented in pumice; ignored")
+                warn_once(
+                    log, key, f"nodeorder: {key} is set but not implemented in pumice; ignored"
+                )
         self._terms: NodeTerms | None = None
-        self._pods: dict[str, tuple[Mapping[str, Any] | None, PodTerms]] = {}
-        self._non_zero: dict[str, tuple[Mapping[str, Any] | None, Resource]] = {}
         self._term_scores: dict[tuple[Preferred, Tolerations], FloatVector] = {}
 
     @property
@@ -198,32 +190,23 @@ class NodeOrderPlugin(Plugin):
             self._term_scores.clear()
         return self._terms
 
-    def _pod_terms(self, task: TaskInfo) -> PodTerms:
-        cached = self._pods.get(task.uid)
-        if cached is None or cached[0] is not task.pod:
-            cached = (task.pod, pod_terms(task.pod))
-            self._pods[task.uid] = cached
-        return cached[1]
-
-    def non_zero_request(self, task: TaskInfo) -> Resource:
-        """The task's request for scoring: request-less containers count 100m / 200Mi."""
-        cached = self._non_zero.get(task.uid)
-        if cached is None or cached[0] is not task.pod:
-            cached = (task.pod, _non_zero_request(task))
-            self._non_zero[task.uid] = cached
-        return cached[1]
-
     @hookimpl
-    def node_score(self, task: TaskInfo, nodes: NodeTable) -> FloatVector | None:
+    def node_score(
+        self, task: TaskInfo, nodes: NodeTable, rows: npt.NDArray[np.int64] | None = None
+    ) -> FloatVector | None:
+        # Row-local: resource scores read the node's own row; the label scores are normalised
+        # over every node once per session (labels and taints do not change within one).
         if not self.enabled:
             return None
-        n = len(nodes)
+        if rows is not None and len(rows) == 1:
+            return np.array([self._score_row(task, nodes, int(rows[0]))])
+        n = len(nodes) if rows is None else len(rows)
         score = np.zeros(n)
         if self.least_weight or self.most_weight or self.balanced_weight:
-            allocatable = _columns(nodes, nodes.allocatable)
-            used = _columns(nodes, nodes.used)
+            allocatable = _columns(nodes, "allocatable", rows)
+            used = _columns(nodes, "used", rows)
             if self.least_weight or self.most_weight:
-                non_zero = self.non_zero_request(task)
+                non_zero = task.nonzero_request
                 requested = used + np.array([non_zero[r] for r in SCORED])
                 if self.least_weight:
                     score += self.least_weight * least_allocated(requested, allocatable)
@@ -233,7 +216,44 @@ class NodeOrderPlugin(Plugin):
             if self.balanced_weight and own.any():
                 score += self.balanced_weight * balanced_allocation(used + own, allocatable)
         if self.affinity_weight or self.taint_weight:
-            score += self._label_scores(self._pod_terms(task), nodes)
+            labels = self._label_scores(task.terms, nodes)
+            score += labels if rows is None else labels[rows]
+        return score
+
+    def _score_row(self, task: TaskInfo, nodes: NodeTable, row: int) -> float:
+        """``node_score`` for one row in Python floats: the same operations in the same order
+        as the vector path (IEEE doubles, floor and trunc alike), so bit-for-bit equal, without
+        numpy's per-call overhead on one element."""
+        score = 0.0
+        if self.least_weight or self.most_weight or self.balanced_weight:
+            alloc = [_cell(nodes, "allocatable", r, row) for r in SCORED]
+            used = [_cell(nodes, "used", r, row) for r in SCORED]
+            if self.least_weight or self.most_weight:
+                non_zero = task.nonzero_request
+                requested = [u + non_zero[r] for u, r in zip(used, SCORED, strict=True)]
+                if self.least_weight:
+                    per = [
+                        0.0 if q > a else math.floor((a - q) * MAX_NODE_SCORE / (a if a > 0 else 1))
+                        for q, a in zip(requested, alloc, strict=True)
+                    ]
+                    score += self.least_weight * _combine_one(per, alloc)
+                if self.most_weight:
+                    per = [
+                        math.floor(min(q, a) * MAX_NODE_SCORE / (a if a > 0 else 1))
+                        for q, a in zip(requested, alloc, strict=True)
+                    ]
+                    score += self.most_weight * _combine_one(per, alloc)
+            own = [task.resreq[r] for r in SCORED]
+            if self.balanced_weight and any(own):
+                fractions = [
+                    min((u + o) / (a if a > 0 else 1.0), 1.0)
+                    for u, o, a in zip(used, own, alloc, strict=True)
+                ]
+                both = alloc[0] > 0 and alloc[1] > 0
+                std = abs((fractions[0] - fractions[1]) / 2) if both else 0.0
+                score += self.balanced_weight * float(math.trunc((1.0 - std) * MAX_NODE_SCORE))
+        if self.affinity_weight or self.taint_weight:
+            score += float(self._label_scores(task.terms, nodes)[row])
         return score
 
     def _label_scores(self, pod: PodTerms, nodes: NodeTable) -> FloatVector:
@@ -255,24 +275,28 @@ class NodeOrderPlugin(Plugin):
         return score
 
 
-def _columns(nodes: NodeTable, matrix: FloatMatrix) -> FloatMatrix:
-    """The cpu and memory columns of ``matrix`` (zeros for a dimension the table lacks)."""
-    out = np.zeros((len(nodes), len(SCORED)))
+def _cell(nodes: NodeTable, quantity: str, name: str, row: int) -> float:
+    col = nodes.column(quantity, name)
+    return 0.0 if col is None else float(col[row])
+
+
+def _combine_one(per_resource: list[float], allocatable: list[float]) -> float:
+    """``_combine`` for one node."""
+    total = 0.0
+    count = 0.0
+    for score, alloc in zip(per_resource, allocatable, strict=True):
+        if alloc > 0:
+            total += score
+            count += 1
+    return float(math.floor(total / count)) if count > 0 else 0.0
+
+
+def _columns(nodes: NodeTable, quantity: str, rows: npt.NDArray[np.int64] | None) -> FloatMatrix:
+    """The cpu and memory columns of ``quantity`` over ``rows`` (all when None), zeros for a
+    dimension the table lacks."""
+    out = np.zeros((len(nodes) if rows is None else len(rows), len(SCORED)))
     for i, name in enumerate(SCORED):
-        col = nodes.dim(name)
+        col = nodes.column(quantity, name)
         if col is not None:
-            out[:, i] = matrix[:, col]
+            out[:, i] = col if rows is None else col[rows]
     return out
-
-
-def _non_zero_request(task: TaskInfo) -> Resource:
-    if task.pod is not None:
-        try:
-            return pod_requests(task.pod, non_zero=True)
-        except QuantityError:
-            log.debug("task %s: bad request quantity; scoring with its known request", task.key)
-    values = task.resreq.to_dict()
-    for name, default in NON_ZERO.items():
-        if values.get(name, 0.0) <= 0:
-            values[name] = default
-    return Resource(values)

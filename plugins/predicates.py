@@ -28,7 +28,8 @@ Arguments (bool; Volcano's names):
   ``predicate.VolumeBindingEnable``, ``predicate.DynamicResourceAllocationEnable``,
   ``predicate.CacheEnable`` (its per-node cache is unneeded: every term is cached below).
 
-Speed: the pod's constraints are put in canonical form once per task, and every distinct
+Speed: the pod's constraints are put in canonical form once per pod object (``task.terms``,
+kept by the model from one session to the next), and every distinct
 selector, term and toleration set is evaluated once per session over all nodes
 (``pumice.plugins._k8s_terms.NodeTerms``); a task costs a few numpy operations over the table.
 The ports of the pods on a node are read only for tasks that want host ports, and only for
@@ -38,8 +39,6 @@ nodes that passed the other filters.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -52,15 +51,10 @@ from pumice import (
     PredicateResult,
     TaskInfo,
     hookimpl,
+    warn_once,
 )
-from pumice.plugins._k8s_terms import (
-    HostPort,
-    NodeTerms,
-    PodTerms,
-    PortsInUse,
-    pod_host_ports,
-    pod_terms,
-)
+from pumice.model.terms import HostPort
+from pumice.plugins._k8s_terms import NodeTerms, PortsInUse
 
 log = logging.getLogger("pumice.plugins.predicates")
 
@@ -84,14 +78,6 @@ UNSCHEDULABLE = "node(s) were unschedulable"
 AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
 PORTS_TAKEN = "node(s) didn't have free ports for the requested pod ports"
 
-_warned: set[str] = set()
-
-
-def _warn_once(key: str, message: str) -> None:
-    if key not in _warned:
-        _warned.add(key)
-        log.warning(message)
-
 
 class PredicatesPlugin(Plugin):
     """Pod count, unschedulable, taints, node affinity/selector and host ports (see module)."""
@@ -103,10 +89,10 @@ class PredicatesPlugin(Plugin):
         self.taint_toleration = bool(arguments.get_bool(TAINT_TOLERATION_ENABLE, True))
         for key in NOT_IMPLEMENTED:
             if arguments.get_bool(key, False):
-                _warn_once(key, f"predicates: {key} is set but not implemented in pumice; ignored")
+                warn_once(
+                    log, key, f"predicates: {key} is set but not implemented in pumice; ignored"
+                )
         self._terms: NodeTerms | None = None
-        self._pods: dict[str, tuple[Mapping[str, Any] | None, PodTerms]] = {}
-        self._ports: dict[str, tuple[Mapping[str, Any] | None, frozenset[HostPort]]] = {}
 
     def node_terms(self, nodes: NodeTable) -> NodeTerms:
         """The term cache for ``nodes`` (made again if the table is not the one cached)."""
@@ -114,25 +100,15 @@ class PredicatesPlugin(Plugin):
             self._terms = NodeTerms(nodes)
         return self._terms
 
-    def _pod_terms(self, task: TaskInfo) -> PodTerms:
-        cached = self._pods.get(task.uid)
-        if cached is None or cached[0] is not task.pod:
-            cached = (task.pod, pod_terms(task.pod))
-            self._pods[task.uid] = cached
-        return cached[1]
-
-    def _task_ports(self, task: TaskInfo) -> frozenset[HostPort]:
-        cached = self._ports.get(task.uid)
-        if cached is None or cached[0] is not task.pod:
-            cached = (task.pod, pod_host_ports(task.pod))
-            self._ports[task.uid] = cached
-        return cached[1]
-
     @hookimpl
-    def predicate(self, task: TaskInfo, nodes: NodeTable) -> PredicateResult:
+    def predicate(
+        self, task: TaskInfo, nodes: NodeTable, rows: npt.NDArray[np.int64] | None = None
+    ) -> PredicateResult:
+        # Row-local: each filter reads only the node's own row, labels, taints and pods.
         terms = self.node_terms(nodes)
-        pod = self._pod_terms(task)
-        n = len(nodes)
+        pod = task.terms
+        sel: slice | npt.NDArray[np.int64] = slice(None) if rows is None else rows
+        n = len(nodes) if rows is None else len(rows)
         ok = np.ones(n, dtype=np.bool_)
         failures: list[tuple[BoolVector, str | npt.NDArray[np.object_]]] = []
 
@@ -142,17 +118,20 @@ class PredicatesPlugin(Plugin):
                 failures.append((newly, why))
                 ok[newly] = False
 
-        reject(nodes.pod_count + 1 > nodes.max_pods, TOO_MANY_PODS)
-        unschedulable = nodes.unschedulable
+        reject(nodes.pod_count[sel] + 1 > nodes.max_pods[sel], TOO_MANY_PODS)
+        unschedulable = nodes.unschedulable[sel]
         if unschedulable.any() and not terms.tolerates_unschedulable(pod.tolerations):
             reject(unschedulable, UNSCHEDULABLE)
         if self.taint_toleration:
             tainted, taint_reasons = terms.untolerated(pod.tolerations)
-            reject(tainted, taint_reasons)
+            reject(tainted[sel], taint_reasons[sel])
         if self.node_affinity and pod.selector is not None:
-            reject(~terms.selector(pod.selector), AFFINITY_MISMATCH)
+            reject(~terms.selector(pod.selector)[sel], AFFINITY_MISMATCH)
         if self.node_ports and pod.host_ports and ok.any():
-            reject(self._ports_taken(pod.host_ports, nodes, ok), PORTS_TAKEN)
+            row_ids = np.arange(len(nodes)) if rows is None else rows
+            taken = np.zeros(n, dtype=np.bool_)
+            taken[ok] = self._ports_taken(pod.host_ports, nodes, row_ids[ok])
+            reject(taken, PORTS_TAKEN)
 
         if not failures:
             return PredicateResult(ok, "")
@@ -164,16 +143,16 @@ class PredicatesPlugin(Plugin):
         return PredicateResult(ok, reasons)
 
     def _ports_taken(
-        self, wanted: frozenset[HostPort], nodes: NodeTable, candidates: BoolVector
+        self, wanted: frozenset[HostPort], nodes: NodeTable, candidates: npt.NDArray[np.int64]
     ) -> BoolVector:
-        """Candidate nodes where a pod already binds one of the ``wanted`` host ports."""
-        taken = np.zeros(len(nodes), dtype=np.bool_)
-        for row in np.flatnonzero(candidates):
-            node = nodes.nodes[row]
+        """For each candidate row: does a pod there already bind one of the ``wanted`` ports?"""
+        taken = np.zeros(len(candidates), dtype=np.bool_)
+        for i, row in enumerate(candidates):
+            node = nodes.nodes[int(row)]
             in_use: set[HostPort] = set()
             for other in node.tasks.values():
                 if not other.status & COMPLETED_STATUSES:
-                    in_use |= self._task_ports(other)
+                    in_use |= other.terms.host_ports
             if in_use and PortsInUse.of(in_use).conflicts(wanted):
-                taken[row] = True
+                taken[i] = True
         return taken

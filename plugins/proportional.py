@@ -10,8 +10,10 @@ available as the ``proportional:`` map of ``resource-strategy-fit``.
 
 from __future__ import annotations
 
+import numpy as np
+import numpy.typing as npt
+
 from pumice import Arguments, NodeTable, Plugin, PredicateResult, TaskInfo, hookimpl
-from pumice.plugins._capacity import CapacityCache
 from pumice.plugins._scarce import Proportional
 
 
@@ -21,10 +23,12 @@ class ProportionalPlugin(Plugin):
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
         self.proportional: Proportional | None = Proportional.parse("proportional", arguments)
-        self._cache = CapacityCache()
 
     @hookimpl
-    def predicate(self, task: TaskInfo, nodes: NodeTable) -> PredicateResult | None:
+    def predicate(
+        self, task: TaskInfo, nodes: NodeTable, rows: npt.NDArray[np.int64] | None = None
+    ) -> PredicateResult | None:
+        # Row-local: the headroom check reads only the node's own idle columns.
         if self.proportional is None:
             return None
-        return self.proportional.predicate(task, nodes, self._cache)
+        return self.proportional.predicate(task, nodes, rows)

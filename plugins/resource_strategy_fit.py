@@ -55,9 +55,17 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pumice import Arguments, NodeTable, Plugin, PredicateResult, TaskInfo, hookimpl
+from pumice import (
+    FIT_TOLERANCE,
+    Arguments,
+    NodeTable,
+    Plugin,
+    PredicateResult,
+    TaskInfo,
+    hookimpl,
+    warn_once,
+)
 from pumice.plugins._argcheck import argument_error, mapping, no_unknown_keys, weight
-from pumice.plugins._capacity import Capacity, CapacityCache
 from pumice.plugins._scarce import Proportional, Sra
 
 log = logging.getLogger("pumice.plugins.resource_strategy_fit")
@@ -78,14 +86,6 @@ TYPES = (MOST_ALLOCATED, LEAST_ALLOCATED)
 
 SCORING_TYPE_ANNOTATION = "volcano.sh/resource-strategy-scoring-type"
 WEIGHT_ANNOTATION = "volcano.sh/resource-strategy-weight"
-
-_warned: set[str] = set()
-
-
-def _warn_once(key: str, message: str) -> None:
-    if key not in _warned:
-        _warned.add(key)
-        log.warning(message)
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +146,7 @@ def parse_strategies(value: object) -> tuple[Strategies, list[str]]:
         problem = pattern_problem(key)
         if problem is not None:
             dropped.append(key)
-            _warn_once(key, f"{NAME}: {RESOURCES}: pattern {key!r} dropped: {problem}")
+            warn_once(log, key, "%s: %s: pattern %r dropped: %s", NAME, RESOURCES, key, problem)
             continue
         fields = mapping(NAME, where, spec)
         no_unknown_keys(NAME, where, fields, ("type", "weight"))
@@ -190,15 +190,15 @@ def pod_override(pod: Mapping[str, Any] | None) -> PodOverride | None:
 
 
 def strategy_fit(
+    allocatable: Sequence[FloatVector],
     used: Sequence[FloatVector],
-    capacity: Sequence[Capacity],
     requests: Sequence[float],
     strategies: Sequence[Strategy],
     weight_sum: float,
 ) -> FloatVector:
     """Per node, ``sum(w * value) / weight_sum`` over the task's scored resources (0..1).
 
-    ``used`` and ``capacity`` hold each resource's columns over the nodes, aligned with
+    ``allocatable`` and ``used`` hold each resource's column over the nodes, aligned with
     ``requests`` and ``strategies``. ``value`` is ``(used + request) / allocatable`` for packed
     resources and ``(allocatable - used - request) / allocatable`` for spread ones; a node with
     no allocatable adds nothing for that resource (the weight still counts in ``weight_sum``,
@@ -208,20 +208,54 @@ def strategy_fit(
     n = len(used[0])
     parts = np.zeros(n)
     over = np.zeros(n, dtype=np.bool_)
-    for column, cap, request, strategy in zip(used, capacity, requests, strategies, strict=True):
+    for cap, column, request, strategy in zip(allocatable, used, requests, strategies, strict=True):
         if strategy.weight == 0:
             continue
         after = column + request
-        over |= after > cap.limit
-        ratio = np.multiply(after, cap.inverse, out=after)
-        if not strategy.most:
-            ratio = np.subtract(cap.present, ratio, out=ratio)
-        if strategy.weight != 1:
-            ratio *= float(strategy.weight)
-        parts += ratio
-    parts /= weight_sum
-    parts[over] = 0.0
-    return parts
+        has = cap > 0
+        over |= has & (after - cap > FIT_TOLERANCE)
+        value = after if strategy.most else cap - after
+        part = np.zeros(n)
+        np.divide(value * float(strategy.weight), cap, out=part, where=has)
+        parts += part
+    out: FloatVector = parts / weight_sum
+    out[over] = 0.0
+    return out
+
+
+def strategy_fit_row(
+    allocatable: Sequence[float],
+    used: Sequence[float],
+    requests: Sequence[float],
+    strategies: Sequence[Strategy],
+    weight_sum: float,
+) -> float:
+    """``strategy_fit`` for one node in Python floats: the same operations in the same order,
+    so the result is bit-for-bit the vector's (one changed row is cheaper without numpy)."""
+    parts = 0.0
+    over = False
+    for cap, column, request, strategy in zip(allocatable, used, requests, strategies, strict=True):
+        if strategy.weight == 0:
+            continue
+        after = column + request
+        if cap > 0:
+            over = over or after - cap > FIT_TOLERANCE
+            value = after if strategy.most else cap - after
+            parts += value * float(strategy.weight) / cap
+        else:
+            parts += 0.0
+    return 0.0 if over else parts / weight_sum
+
+
+@dataclass(frozen=True, slots=True)
+class Scoring:
+    """What one task has scored: the requested resources with a strategy that some node has,
+    and the weight sum (which also counts the requested, configured resources no node has)."""
+
+    names: tuple[str, ...]
+    requests: tuple[float, ...]
+    strategies: tuple[Strategy, ...]
+    weight_sum: float
 
 
 class ResourceStrategyFitPlugin(Plugin):
@@ -236,7 +270,6 @@ class ResourceStrategyFitPlugin(Plugin):
             NAME, mapping(NAME, PROPORTIONAL, arguments.get(PROPORTIONAL)), PROPORTIONAL, False
         )
         self._overrides: dict[str, tuple[Mapping[str, Any] | None, PodOverride | None]] = {}
-        self._capacity = CapacityCache()
 
     def _override(self, task: TaskInfo) -> PodOverride | None:
         cached = self._overrides.get(task.uid)
@@ -247,14 +280,12 @@ class ResourceStrategyFitPlugin(Plugin):
             self._overrides[task.uid] = cached
         return cached[1]
 
-    def fit_score(self, task: TaskInfo, nodes: NodeTable) -> FloatVector:
-        """The resource-strategy-fit part of the score (without sra), 0..100 * weight."""
-        n = len(nodes)
+    def scoring(self, task: TaskInfo, nodes: NodeTable) -> Scoring | None:
+        """What ``task`` has scored on ``nodes``; None when it scores 0 everywhere."""
         override = self._override(task)
         if override is not None and not override.valid:
-            return np.zeros(n)
-        used: list[FloatVector] = []
-        capacity: list[Capacity] = []
+            return None
+        names: list[str] = []
         requests: list[float] = []
         strategies: list[Strategy] = []
         weight_sum = 0.0
@@ -268,29 +299,76 @@ class ResourceStrategyFitPlugin(Plugin):
             if strategy is None:
                 continue
             weight_sum += strategy.weight
-            col = nodes.dim(name)
-            if col is None:
+            if nodes.dim(name) is None:
                 continue  # no node has any: scores 0 everywhere but keeps its weight
-            used.append(nodes.used[:, col])
-            capacity.append(self._capacity.column(nodes, col))
+            names.append(name)
             requests.append(amount)
             strategies.append(strategy)
-        if weight_sum <= 0 or not used:
+        if weight_sum <= 0 or not names:
+            return None
+        return Scoring(tuple(names), tuple(requests), tuple(strategies), weight_sum)
+
+    def fit_score(
+        self, task: TaskInfo, nodes: NodeTable, rows: npt.NDArray[np.int64] | None = None
+    ) -> FloatVector:
+        """The resource-strategy-fit part of the score (without sra), 0..100 * weight."""
+        n = len(nodes) if rows is None else len(rows)
+        scoring = self.scoring(task, nodes)
+        if scoring is None:
             return np.zeros(n)
-        share = strategy_fit(used, capacity, requests, strategies, weight_sum)
+        allocatable: list[FloatVector] = []
+        used: list[FloatVector] = []
+        for name in scoring.names:
+            cap, use = nodes.column("allocatable", name), nodes.column("used", name)
+            assert cap is not None and use is not None  # scoring() kept known dims only
+            allocatable.append(cap if rows is None else cap[rows])
+            used.append(use if rows is None else use[rows])
+        share = strategy_fit(
+            allocatable, used, scoring.requests, scoring.strategies, scoring.weight_sum
+        )
         return share * float(MAX_NODE_SCORE * self.weight)
 
-    @hookimpl
-    def node_score(self, task: TaskInfo, nodes: NodeTable) -> FloatVector | None:
-        if self.weight == 0 and self.sra is None:
-            return None
-        score = self.fit_score(task, nodes) if self.weight else np.zeros(len(nodes))
+    def _score_row(self, task: TaskInfo, nodes: NodeTable, row: int) -> float:
+        """The node score of one row in Python floats, bit-for-bit the vector path's."""
+        score = 0.0
+        if self.weight:
+            scoring = self.scoring(task, nodes)
+            if scoring is not None:
+                allocatable, used = [], []
+                for name in scoring.names:
+                    cap, use = nodes.column("allocatable", name), nodes.column("used", name)
+                    assert cap is not None and use is not None
+                    allocatable.append(float(cap[row]))
+                    used.append(float(use[row]))
+                share = strategy_fit_row(
+                    allocatable, used, scoring.requests, scoring.strategies, scoring.weight_sum
+                )
+                score = share * float(MAX_NODE_SCORE * self.weight)
         if self.sra is not None:
-            score = score + self.sra.node_score(task, nodes, self._capacity)
+            score = score + self.sra.score_row(task, nodes, row)
         return score
 
     @hookimpl
-    def predicate(self, task: TaskInfo, nodes: NodeTable) -> PredicateResult | None:
+    def node_score(
+        self, task: TaskInfo, nodes: NodeTable, rows: npt.NDArray[np.int64] | None = None
+    ) -> FloatVector | None:
+        # Row-local: a node's score reads only its own allocatable and used columns (see the
+        # module docstring for pods whose annotations override the strategies).
+        if self.weight == 0 and self.sra is None:
+            return None
+        if rows is not None and len(rows) == 1:
+            return np.array([self._score_row(task, nodes, int(rows[0]))])
+        n = len(nodes) if rows is None else len(rows)
+        score = self.fit_score(task, nodes, rows) if self.weight else np.zeros(n)
+        if self.sra is not None:
+            score = score + self.sra.node_score(task, nodes, rows)
+        return score
+
+    @hookimpl
+    def predicate(
+        self, task: TaskInfo, nodes: NodeTable, rows: npt.NDArray[np.int64] | None = None
+    ) -> PredicateResult | None:
+        # Row-local: the headroom check reads only the node's own idle columns.
         if self.proportional is None:
             return None
-        return self.proportional.predicate(task, nodes, self._capacity)
+        return self.proportional.predicate(task, nodes, rows)

@@ -13,7 +13,6 @@ import numpy as np
 import numpy.typing as npt
 
 from pumice import Arguments, NodeTable, Plugin, TaskInfo, hookimpl
-from pumice.plugins._capacity import CapacityCache
 from pumice.plugins._scarce import Sra
 
 
@@ -23,10 +22,14 @@ class SraPlugin(Plugin):
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
         self.sra: Sra | None = Sra.parse("sra", arguments)
-        self._cache = CapacityCache()
 
     @hookimpl
-    def node_score(self, task: TaskInfo, nodes: NodeTable) -> npt.NDArray[np.float64] | None:
+    def node_score(
+        self, task: TaskInfo, nodes: NodeTable, rows: npt.NDArray[np.int64] | None = None
+    ) -> npt.NDArray[np.float64] | None:
+        # Row-local: a node's score reads only its own allocatable.
         if self.sra is None:
             return None
-        return self.sra.node_score(task, nodes, self._cache)
+        if rows is not None and len(rows) == 1:
+            return np.array([self.sra.score_row(task, nodes, int(rows[0]))])
+        return self.sra.node_score(task, nodes, rows)

@@ -14,6 +14,7 @@ This module is the public API for plugin and action authors: import what you nee
 declared in the package's ``pyproject.toml`` under ``[project.entry-points.pumice]``.
 """
 
+from pumice.errors import PumiceError
 from pumice.framework import (
     Action,
     Arguments,
@@ -29,18 +30,23 @@ from pumice.framework import (
     hookimpl,
 )
 from pumice.model import (
+    NO_TERMS,
+    NON_ZERO_DEFAULTS,
     ClusterSnapshot,
     JobInfo,
     NodeInfo,
     NodeTable,
+    PodTerms,
     QuantityError,
     QueueInfo,
     Resource,
     TaskInfo,
+    TaskShape,
     TaskStatus,
     canonical_amount,
     parse_quantity,
     pod_requests,
+    pod_terms,
 )
 from pumice.model.node import FIT_TOLERANCE
 from pumice.model.status import (
@@ -50,6 +56,7 @@ from pumice.model.status import (
     READY_STATUSES,
     SCHEDULED_STATUSES,
 )
+from pumice.warnonce import warn_once
 
 __version__ = "0.1.0"
 
@@ -57,6 +64,8 @@ __all__ = [
     "ALLOCATED_STATUSES",
     "COMPLETED_STATUSES",
     "FIT_TOLERANCE",
+    "NON_ZERO_DEFAULTS",
+    "NO_TERMS",
     "PREEMPTABLE_STATUSES",
     "READY_STATUSES",
     "SCHEDULED_STATUSES",
@@ -70,7 +79,9 @@ __all__ = [
     "NodeInfo",
     "NodeTable",
     "Plugin",
+    "PodTerms",
     "PredicateResult",
+    "PumiceError",
     "QuantityError",
     "QueueInfo",
     "Resource",
@@ -78,6 +89,7 @@ __all__ = [
     "Statement",
     "StatementError",
     "TaskInfo",
+    "TaskShape",
     "TaskStatus",
     "Vote",
     "__version__",
@@ -85,4 +97,6 @@ __all__ = [
     "hookimpl",
     "parse_quantity",
     "pod_requests",
+    "pod_terms",
+    "warn_once",
 ]

@@ -8,7 +8,7 @@ are skipped. Objects stay plain dicts, returned in file order and grouped by kin
 
 Exception hierarchy::
 
-    ValueError
+    PumiceError, ValueError
       ManifestError     bad input: names the file, the document (1-based), the List item
                         (1-based) when there is one, the line when YAML reports it, and what
                         is wrong
@@ -25,6 +25,8 @@ from typing import Any
 
 import yaml
 
+from pumice.errors import PumiceError
+
 Obj = dict[str, Any]
 
 try:
@@ -33,7 +35,7 @@ except AttributeError:  # pragma: no cover - libyaml missing
     _Loader = yaml.SafeLoader
 
 
-class ManifestError(ValueError):
+class ManifestError(PumiceError, ValueError):
     """A manifest that cannot be used, and where it is."""
 
     def __init__(

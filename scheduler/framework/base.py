@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, ClassVar
 from pumice.framework.arguments import Arguments
 
 if TYPE_CHECKING:
+    from pumice.framework.config import PluginOption
     from pumice.framework.session import Session
 
 
@@ -22,6 +23,8 @@ class Plugin:
 
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments
+        self.option: PluginOption | None = None
+        """This plugin's entry in the configuration (flags, arguments); set by the session."""
 
 
 class Action:

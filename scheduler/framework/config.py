@@ -23,7 +23,7 @@ depends on the plugin packages that the ``scheduler.plugins`` section allows.
 
 Errors::
 
-    ConfigError      (Exception) anything wrong with a configuration: unreadable file, bad YAML,
+    ConfigError      (PumiceError) anything wrong with a configuration: unreadable file, bad YAML,
                      unknown key, wrong type, bad value, unknown plugin or action
 """
 
@@ -37,6 +37,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pumice.errors import PumiceError
 from pumice.framework.arguments import Arguments
 from pumice.framework.yamlsource import YamlSourceError, load_document
 
@@ -104,7 +105,7 @@ DEFAULT_FLAGS: Mapping[str, bool] = types.MappingProxyType(
 TIE_BREAKS = ("deterministic", "random")
 
 
-class ConfigError(Exception):
+class ConfigError(PumiceError):
     """A configuration problem, located by file (``source``), 1-based ``line`` and dotted
     ``key`` path; either may be None when unknown. ``str()`` is one line:
     ``{source}:{line}: {key}: {message}``."""

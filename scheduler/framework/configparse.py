@@ -2,8 +2,8 @@
 
 ``parse_document`` walks the plain values that ``yamlsource`` produced, checks every key, type
 and value, and raises ``ConfigError`` at the first problem with the line of the offending key.
-Also here: the value syntaxes of the ``scheduler:`` section (``parse_duration``,
-``split_host_port``). Use ``pumice.framework.config.parse_config`` rather than this module.
+Also here: the value syntaxes of the ``scheduler:`` section (``split_host_port``; durations
+follow ``pumice.durations``). Use ``pumice.framework.config.parse_config`` rather than this module.
 """
 
 from __future__ import annotations
@@ -14,6 +14,9 @@ import re
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from packaging.utils import canonicalize_name
+
+from pumice.durations import parse_duration
 from pumice.framework.arguments import Arguments
 from pumice.framework.config import (
     FLAG_ALIASES,
@@ -39,30 +42,7 @@ def parse_document(document: Document, source: str) -> SchedulerConfig:
 
 # -- values ----------------------------------------------------------------------------------
 
-_DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
-_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0}
-_DURATION_UNITS.update({"m": 60.0, "h": 3600.0})
 _HOST_LABEL = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
-
-
-def parse_duration(text: str) -> float:
-    """Seconds in a Go-style duration string: ``"1s"``, ``"500ms"``, ``"1m30s"``, ``"1.5h"``,
-    ``"-2s"``; ``"0"`` is the only number allowed without a unit. ValueError if malformed."""
-    body = text.strip()
-    sign = -1.0 if body.startswith("-") else 1.0
-    body = body.lstrip("+-") if body[:1] in "+-" else body
-    if body == "0":
-        return 0.0
-    if not body:
-        raise ValueError(f"bad duration {text!r}")
-    total, pos = 0.0, 0
-    while pos < len(body):
-        match = _DURATION_PART.match(body, pos)
-        if match is None:
-            raise ValueError(f"bad duration {text!r}")
-        total += float(match[1]) * _DURATION_UNITS[match[2]]
-        pos = match.end()
-    return sign * total
 
 
 def split_host_port(address: str) -> tuple[str, int]:
@@ -114,10 +94,6 @@ def _describe(value: object) -> str:
 
 def _seconds(value: float) -> str:
     return f"{value:g}s"
-
-
-def _normalize_package(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 # -- parsing ---------------------------------------------------------------------------------
@@ -408,9 +384,9 @@ class _Parser:
         section = self.mapping(value, path, expected, PACKAGE_KEYS)
         allow = self.package_names(section.get("allow"), f"{path}.allow")
         deny = self.package_names(section.get("deny"), f"{path}.deny")
-        allowed = {_normalize_package(name) for name in allow}
+        allowed = {canonicalize_name(name) for name in allow}
         for index, name in enumerate(deny):
-            if _normalize_package(name) in allowed:
+            if canonicalize_name(name) in allowed:
                 raise self.error(f"{path}.deny[{index}]", f"package {name!r} is allowed and denied")
         return PluginPackages(allow, deny)
 

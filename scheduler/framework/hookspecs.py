@@ -77,10 +77,17 @@ class PluginSpec:
 
     @hookspec
     def predicate(
-        self, task: TaskInfo, nodes: NodeTable
+        self, task: TaskInfo, nodes: NodeTable, rows: npt.NDArray[np.int64] | None
     ) -> PredicateResult | npt.NDArray[np.bool_] | None:
         """Which nodes may take ``task``: a boolean mask over the table's rows, or a
-        ``PredicateResult`` carrying the reason for the nodes it rejects. Once per task.
+        ``PredicateResult`` carrying the reason for the nodes it rejects.
+
+        Row-local plugins accept ``rows``: by doing so a plugin promises that its answer for a
+        node depends only on that node's row and on the task's shape (request and scheduling
+        terms, see ``pumice.framework.evaluation``). The session then evaluates each shape
+        once and, after placements, calls again with ``rows`` = the changed rows, expecting
+        answers for exactly those rows in that order (None: every row). A plugin without
+        ``rows`` is called with every node, once per task.
 
         Combination: AND over every plugin of every tier; for a rejected node the reason of
         the first plugin (tier order) that rejected it is reported. None means "no opinion".
@@ -88,8 +95,12 @@ class PluginSpec:
         """
 
     @hookspec
-    def node_score(self, task: TaskInfo, nodes: NodeTable) -> npt.NDArray[np.float64] | None:
-        """A score for every node (a float vector over the table's rows). Once per task.
+    def node_score(
+        self, task: TaskInfo, nodes: NodeTable, rows: npt.NDArray[np.int64] | None
+    ) -> npt.NDArray[np.float64] | None:
+        """A score for every node (a float vector over the table's rows). Once per task, or,
+        for a row-local plugin (one that accepts ``rows``, as for ``predicate``), once per
+        shape and then for the changed rows only.
 
         Combination: summed over every plugin of every tier. Flag: ``enableNodeOrder``.
         """
@@ -192,6 +203,11 @@ class PluginSpec:
         Combination: every plugin."""
 
     @hookspec
+    def job_enqueued(self, job: JobInfo) -> None:
+        """Synchronously after a statement admits ``job`` (its phase became Inqueue).
+        Combination: every plugin."""
+
+    @hookspec
     def on_deallocate(self, task: TaskInfo) -> None:
         """Synchronously after a statement evicts ``task`` or undoes its allocation.
         Combination: every plugin."""
@@ -217,6 +233,7 @@ HOOK_FLAGS: dict[str, str | None] = {
     "preemptable": "preemptable",
     "reclaimable": "reclaimable",
     "on_allocate": None,
+    "job_enqueued": None,
     "on_deallocate": None,
 }
 """Hook name -> the canonical flag (see ``PluginOption.flags``) that gates it, or None."""
@@ -241,5 +258,6 @@ COMBINATION: dict[str, str] = {
     "preemptable": "intersected in a tier; first non-empty tier wins",
     "reclaimable": "intersected in a tier; first non-empty tier wins",
     "on_allocate": "every plugin",
+    "job_enqueued": "every plugin",
     "on_deallocate": "every plugin",
 }

@@ -19,7 +19,7 @@ Rules:
 
 Errors of this module::
 
-    PluginError
+    PluginError               (PumiceError)
      ├── PluginConflictError   two packages, one name
      └── PluginLoadError       one entry point could not be used (kept in ``failures``)
 """
@@ -28,14 +28,15 @@ from __future__ import annotations
 
 import importlib.metadata
 import logging
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
 import pluggy
+from packaging.utils import canonicalize_name
 
+from pumice.errors import PumiceError
 from pumice.framework.base import Action, Plugin
 from pumice.framework.config import PluginPackages
 from pumice.framework.hookspecs import HOOK_FLAGS, PROJECT, PluginSpec
@@ -47,7 +48,7 @@ BUILTIN_PACKAGE = "pumice"
 """pumice's own package: its built-ins load even under an allow list, unless denied by name."""
 
 
-class PluginError(Exception):
+class PluginError(PumiceError):
     """Base of the plugin host's errors."""
 
 
@@ -109,12 +110,12 @@ class PluginHost:
         entry_points: Iterable[importlib.metadata.EntryPoint],
         packages: PluginPackages | None = None,
     ) -> None:
-        allow = {normalize_package(p) for p in packages.allow} if packages else set()
-        deny = {normalize_package(p) for p in packages.deny} if packages else set()
+        allow = {canonicalize_name(p) for p in packages.allow} if packages else set()
+        deny = {canonicalize_name(p) for p in packages.deny} if packages else set()
         chosen: dict[str, importlib.metadata.EntryPoint] = {}
         for ep in entry_points:
             package = _package_of(ep)
-            key = normalize_package(package)
+            key = canonicalize_name(package)
             allowed = not allow or key in allow or key == BUILTIN_PACKAGE
             if key in deny or not allowed:
                 if package not in self.denied:
@@ -219,11 +220,6 @@ class PluginHost:
     def all(self) -> list[Provided]:
         """Everything registered, actions first, each group sorted by name."""
         return sorted(self._provided.values(), key=lambda p: (p.kind != "action", p.name))
-
-
-def normalize_package(name: str) -> str:
-    """A distribution name as PEP 503 compares them: ``Foo_Bar.baz`` is ``foo-bar-baz``."""
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _package_of(ep: importlib.metadata.EntryPoint) -> str:

@@ -32,12 +32,50 @@ class PredicateResult:
     reasons: str | npt.NDArray[np.object_]
 
 
-@dataclass(frozen=True, slots=True)
-class Feasibility:
-    """Which nodes may take a task, with the first reason for each node that may not."""
+@dataclass(slots=True)
+class PredicatePart:
+    """One predicate plugin's answer over every node: the mask, and the reason for each node
+    it rejects (one string for all, or one per node)."""
 
+    name: str
     mask: npt.NDArray[np.bool_]
-    reasons: npt.NDArray[np.object_]
+    reasons: npt.NDArray[np.object_] | str
+
+
+class Feasibility:
+    """Which nodes may take a task, with the first reason for each node that may not.
+
+    The reasons are worked out from the plugins' parts only when asked for (a task that finds
+    a node never needs them).
+    """
+
+    __slots__ = ("_reasons", "mask", "parts")
+
+    def __init__(
+        self,
+        mask: npt.NDArray[np.bool_],
+        reasons: npt.NDArray[np.object_] | None = None,
+        parts: Sequence[PredicatePart] = (),
+    ) -> None:
+        self.mask = mask
+        self.parts = tuple(parts)
+        self._reasons = reasons
+
+    @property
+    def reasons(self) -> npt.NDArray[np.object_]:
+        """The first failing plugin's reason for every node ('' where every plugin passed)."""
+        if self._reasons is None:
+            n = len(self.mask)
+            reasons = np.full(n, "", dtype=object)
+            undecided = np.ones(n, dtype=np.bool_)
+            for part in self.parts:
+                newly = undecided & ~part.mask
+                if newly.any():
+                    why = part.reasons
+                    reasons[newly] = why if isinstance(why, str) else why[newly]
+                    undecided &= part.mask
+            self._reasons = reasons
+        return self._reasons
 
     @property
     def feasible(self) -> int:

@@ -28,9 +28,10 @@ import numpy.typing as npt
 from pumice.framework.arguments import Arguments
 from pumice.framework.base import Plugin
 from pumice.framework.config import PluginOption, SchedulerConfig
+from pumice.framework.evaluation import ShapeCache
 from pumice.framework.hookspecs import HOOK_FLAGS, PluginSpec
 from pumice.framework.host import PluginHost
-from pumice.framework.results import Feasibility, JobInvalid, PredicateResult, Vote
+from pumice.framework.results import Feasibility, JobInvalid, Vote
 from pumice.framework.statement import Statement
 from pumice.model.objects import JobInfo, QueueInfo, TaskInfo
 from pumice.model.snapshot import ClusterSnapshot
@@ -85,7 +86,7 @@ class Session:
         config: SchedulerConfig,
         host: PluginHost,
         *,
-        committer: Committer | None = None,
+        committer: Committer,
         rng: random.Random | None = None,
     ) -> None:
         self.uid = uuid.uuid4().hex
@@ -96,14 +97,17 @@ class Session:
         self.table = snapshot.table
         self.config = config
         self.host = host
-        self.committer: Committer = committer if committer is not None else RecordingCommitter()
+        self.committer: Committer = committer
         self.tie_break = config.scheduler.tie_break
         self._rng = rng if rng is not None else random.Random()
         self.plugins: list[tuple[int, PluginOption, Plugin]] = []
         # hook -> per tier -> [(plugin name, callable taking the hook's full argument list)]
         self._tiers: dict[str, list[list[tuple[str, Hook]]]] = {h: [] for h in HOOK_FLAGS}
         self._flat: dict[str, list[tuple[str, Hook]]] = {h: [] for h in HOOK_FLAGS}
+        self._row_local: set[tuple[str, str]] = set()
+        """(hook, plugin) pairs whose implementation accepts ``rows`` (see evaluation)."""
         self.is_open = False
+        self._shapes: ShapeCache | None = None
         self.task_reasons: dict[str, str] = {}
         """Why a task was left pending this session (task uid -> message), for conditions."""
         self.job_reasons: dict[str, str] = {}
@@ -118,10 +122,14 @@ class Session:
         config: SchedulerConfig,
         host: PluginHost,
         *,
-        committer: Committer | None = None,
+        committer: Committer,
         rng: random.Random | None = None,
     ) -> Session:
-        """Build every configured plugin, collect its hooks, and call ``session_open``."""
+        """Build every configured plugin, collect its hooks, and call ``session_open``.
+
+        ``committer`` receives the committed binds and evictions: the daemon's binder, a
+        recorder for ``pumice simulate`` and the tests, a logger for dry-run. There is no
+        default, so no caller forgets where decisions go."""
         session = cls(snapshot, config, host, committer=committer, rng=rng)
         session._build_plugins()
         for _, hook in session._flat["session_open"]:
@@ -158,17 +166,27 @@ class Session:
                     instance = provided.cls(option.arguments)
                 except Exception as exc:
                     raise SessionError(f"plugin {option.name!r} failed to start: {exc}") from exc
+                instance.option = option
                 self.plugins.append((tier_index, option, instance))
                 for hook, argnames in provided.hooks.items():
                     flag = HOOK_FLAGS[hook]
                     if flag is not None and not option.enabled(flag):
                         continue
-                    entry = (
-                        option.name,
-                        _adapt(getattr(instance, hook), argnames, SPEC_ARGS[hook]),
-                    )
+                    method = getattr(instance, hook)
+                    if _row_local(hook, method):
+                        call = _adapt_by_name(method, SPEC_ARGS[hook])
+                        self._row_local.add((hook, option.name))
+                    else:
+                        call = _adapt(method, argnames, SPEC_ARGS[hook])
+                    entry = (option.name, call)
                     self._tiers[hook][-1].append(entry)
                     self._flat[hook].append(entry)
+        self._shapes = ShapeCache(
+            self.table,
+            [(n, h, ("predicate", n) in self._row_local) for n, h in self._flat["predicate"]],
+            [(n, h, ("node_score", n) in self._row_local) for n, h in self._flat["node_score"]],
+            _vector,
+        )
 
     def run_actions(self) -> None:
         """Run the configured actions in order, each built from its ``configurations`` entry."""
@@ -213,38 +231,45 @@ class Session:
 
     # -- nodes ------------------------------------------------------------------------------
 
+    @property
+    def shapes(self) -> ShapeCache:
+        if self._shapes is None:
+            raise SessionError("the session is not open")
+        return self._shapes
+
     def predicate(self, task: TaskInfo) -> Feasibility:
-        """Which nodes may take ``task`` (AND of every predicate; first failure's reason)."""
-        n = len(self.table)
-        mask = np.ones(n, dtype=np.bool_)
-        reasons = np.full(n, "", dtype=object)
-        for name, hook in self._flat["predicate"]:
-            answer = hook(task, self.table)
-            if answer is None:
-                continue
-            if isinstance(answer, PredicateResult):
-                passed, why = answer.mask, answer.reasons
-            else:
-                passed, why = answer, f"node(s) rejected by {name}"
-            passed = _vector(name, "predicate", passed, n, np.bool_)
-            newly = mask & ~passed
-            if newly.any():
-                if isinstance(why, str):
-                    reasons[newly] = why
-                else:
-                    reasons[newly] = _vector(name, "predicate reasons", why, n, object)[newly]
-                mask &= passed
-        return Feasibility(mask, reasons)
+        """Which nodes may take ``task`` (AND of every predicate; first failure's reason).
+
+        Evaluated once per task shape and kept current row by row where every predicate
+        plugin is row-local (``pumice.framework.evaluation``). The mask is read-only."""
+        parts, mask = self.shapes.predicate(task)
+        return Feasibility(_read_only(mask), parts=parts)
+
+    def fit(self, task: TaskInfo) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+        """Nodes whose idle, and whose future idle, resources hold the task's request in
+        every dimension (``FIT_TOLERANCE`` of slack); read-only masks, kept per shape."""
+        now, future = self.shapes.fit(task)
+        return _read_only(now), _read_only(future)
 
     def node_scores(self, task: TaskInfo) -> npt.NDArray[np.float64]:
-        """The summed score of every node for ``task``."""
+        """The summed score of every node for ``task`` (read-only).
+
+        Row-local plugins' scores come from the per-shape cache; the others are called."""
         n = len(self.table)
-        total = np.zeros(n)
-        for name, hook in self._flat["node_score"]:
-            answer = hook(task, self.table)
+        total = self.shapes.score_total(task)
+        others = [
+            (name, hook)
+            for name, hook in self._flat["node_score"]
+            if ("node_score", name) not in self._row_local
+        ]
+        if not others:
+            return _read_only(total if total is not None else np.zeros(n))
+        summed = np.zeros(n) if total is None else total.copy()
+        for name, hook in others:
+            answer = hook(task, self.table, None)
             if answer is not None:
-                total += _vector(name, "node_score", answer, n, np.float64)
-        return total
+                summed += _vector(name, "node_score", answer, n, np.float64)
+        return summed
 
     def best_node(
         self,
@@ -255,27 +280,31 @@ class Session:
         """The node for ``task``: the first plugin naming a feasible node, else the top score.
 
         Ties between top scores go to the node with the smallest name (``tieBreak:
-        deterministic``) or to a random one (``random``). None when no node is feasible.
+        deterministic``, by name ranks computed once per table, not string comparisons) or
+        to a random one (``random``). None when no node is feasible.
         """
-        nodes = self.table.nodes
+        table = self.table
+        nodes = table.nodes
         if mask is None:
             mask = np.ones(len(nodes), dtype=np.bool_)
         masked = np.where(mask, scores, -np.inf)
         for name, hook in self._flat["best_node"]:
-            choice = hook(task, masked, self.table)
+            choice = hook(task, masked, table)
             if choice is None:
                 continue
-            if choice in self.table and mask[self.table.row(choice)]:
+            if choice in table and mask[table.row(choice)]:
                 return str(choice)
             log.warning("plugin %s named node %r, which is not feasible; ignored", name, choice)
-        if not mask.any():
+        top_row = int(masked.argmax())
+        top = masked[top_row]
+        if top == -np.inf and not mask[top_row]:
             return None
-        top = np.flatnonzero(masked == masked.max())
-        if len(top) == 1:
-            return nodes[int(top[0])].name
+        ties = np.flatnonzero(masked == top)
+        if len(ties) == 1:
+            return nodes[top_row].name
         if self.tie_break == "random":
-            return nodes[int(self._rng.choice(list(top)))].name
-        return min(nodes[int(i)].name for i in top)
+            return nodes[int(self._rng.choice(list(ties)))].name
+        return nodes[int(ties[table.name_rank[ties].argmin()])].name
 
     # -- queues and jobs --------------------------------------------------------------------
 
@@ -374,6 +403,16 @@ class Session:
                 raise
             told.append(name)
 
+    def fire_job_enqueued(self, job: JobInfo) -> None:
+        """Tell every plugin that ``job`` was admitted."""
+        for _, hook in self._flat["job_enqueued"]:
+            hook(job)
+
+    def job_for_update(self, job: JobInfo) -> JobInfo:
+        """The session's own copy of ``job``, for an action that will place its tasks and
+        ask about it afterwards (statements change only the session's own copies)."""
+        return self.snapshot.writable_job(job.uid)
+
     def fire_deallocate(self, task: TaskInfo) -> None:
         """Tell every plugin that ``task`` gave its resources back."""
         for _, hook in self._flat["on_deallocate"]:
@@ -390,6 +429,29 @@ def _adapt(method: Hook, argnames: Sequence[str], spec_args: Sequence[str]) -> H
         return method(*(args[i] for i in picks))
 
     return call
+
+
+def _row_local(hook: str, method: Hook) -> bool:
+    """Does this implementation of ``predicate`` / ``node_score`` accept ``rows``? (With or
+    without a default: pluggy leaves defaulted arguments out of its argument names.)"""
+    return hook in ("predicate", "node_score") and "rows" in inspect.signature(method).parameters
+
+
+def _adapt_by_name(method: Hook, spec_args: Sequence[str]) -> Hook:
+    """Call an implementation with every hook argument it names, by keyword."""
+    picks = [(name, spec_args.index(name)) for name in inspect.signature(method).parameters]
+
+    def call(*args: Any) -> Any:
+        return method(**{name: args[i] for name, i in picks})
+
+    return call
+
+
+def _read_only(arr: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """A read-only view: callers may keep it, never change the cache behind it."""
+    view = arr.view()
+    view.flags.writeable = False
+    return view
 
 
 def _vector(plugin: str, what: str, value: Any, n: int, dtype: Any) -> npt.NDArray[Any]:

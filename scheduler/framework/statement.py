@@ -32,15 +32,18 @@ class OpKind(enum.Enum):
     ALLOCATE = "allocate"
     PIPELINE = "pipeline"
     EVICT = "evict"
+    ENQUEUE = "enqueue"
 
 
 @dataclass(frozen=True, slots=True)
 class Operation:
     kind: OpKind
-    task: TaskInfo
+    task: TaskInfo | None
     node: str
     reason: str = ""
     previous: TaskStatus = TaskStatus.PENDING
+    job: JobInfo | None = None
+    previous_phase: str = ""
 
 
 class Statement:
@@ -61,9 +64,9 @@ class Statement:
         self._place(task, node, TaskStatus.PIPELINED, OpKind.PIPELINE)
 
     def _place(self, task: TaskInfo, node_name: str, status: TaskStatus, kind: OpKind) -> None:
+        job, task = self._own(task)
         if task.status != TaskStatus.PENDING:
             raise StatementError(f"cannot {kind.value} {task.key}: it is {task.status.name}")
-        job = self._job(task)
         node = self.session.nodes.get(node_name)
         if node is None:
             raise StatementError(f"cannot {kind.value} {task.key}: no node {node_name!r}")
@@ -86,15 +89,27 @@ class Statement:
 
     def evict(self, task: TaskInfo, reason: str) -> None:
         """Mark a bound or running task Releasing; its resources count as releasing."""
+        job, task = self._own(task)
         if not task.status & PREEMPTABLE_STATUSES or task.node_name is None:
             raise StatementError(f"cannot evict {task.key}: it is {task.status.name}")
-        job = self._job(task)
         node = self.session.nodes[task.node_name]
         previous = task.status
         job.update_task_status(task, TaskStatus.RELEASING)
         node.update_task(task)
         self.session.fire_deallocate(task)
         self.operations.append(Operation(OpKind.EVICT, task, node.name, reason, previous))
+
+    def enqueue(self, job: JobInfo, phase: str = "Inqueue") -> None:
+        """Admit a Pending job: its phase becomes ``phase`` in the session, and every plugin's
+        ``job_enqueued`` is told. Undone by ``discard``; the phase is written back by whoever
+        writes PodGroup status after the cycle."""
+        own = self.session.snapshot.writable_job(job.uid)
+        previous = own.phase
+        own.phase = phase
+        self.session.fire_job_enqueued(own)
+        self.operations.append(
+            Operation(OpKind.ENQUEUE, None, "", job=own, previous_phase=previous)
+        )
 
     def merge(self, other: Statement) -> None:
         """Take over ``other``'s operations (which must be on the same session)."""
@@ -108,9 +123,13 @@ class Statement:
     def discard(self) -> None:
         """Undo every operation, last first."""
         for op in reversed(self.operations):
-            if op.kind is OpKind.EVICT:
+            if op.kind is OpKind.ENQUEUE:
+                assert op.job is not None
+                op.job.phase = op.previous_phase
+            elif op.kind is OpKind.EVICT:
                 self._unevict(op)
             else:
+                assert op.task is not None
                 self._unplace(op.task)
         self.operations = []
 
@@ -123,6 +142,8 @@ class Statement:
         failures: list[tuple[Operation, Exception]] = []
         committer = self.session.committer
         for op in self.operations:
+            if op.task is None:  # a phase change: nothing to send
+                continue
             try:
                 if op.kind is OpKind.EVICT:
                     committer.evict(op.task, op.reason)
@@ -151,12 +172,22 @@ class Statement:
         task.node_name = None
 
     def _unevict(self, op: Operation) -> None:
+        assert op.task is not None
         self._job(op.task).update_task_status(op.task, op.previous)
         self.session.nodes[op.node].update_task(op.task)
         try:
             self.session.fire_allocate(op.task)
         except Exception:
             log.exception("a plugin failed while %s was restored", op.task.key)
+
+    def _own(self, task: TaskInfo) -> tuple[JobInfo, TaskInfo]:
+        """The session's own (writable) copies of ``task`` and its job."""
+        try:
+            return self.session.snapshot.writable_task(task)
+        except KeyError as exc:
+            raise StatementError(
+                f"task {task.key} belongs to no job in this session ({task.job})"
+            ) from exc
 
     def _job(self, task: TaskInfo) -> JobInfo:
         job = self.session.jobs.get(task.job)

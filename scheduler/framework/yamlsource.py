@@ -11,7 +11,7 @@ mapping, non-scalar keys, unknown tags and recursive aliases are errors.
 
 Errors::
 
-    YamlSourceError      (ValueError) bad YAML, with ``line`` and, when known, ``key``
+    YamlSourceError      (PumiceError, ValueError) bad YAML, with ``line`` and, when known, ``key``
 """
 
 from __future__ import annotations
@@ -22,12 +22,14 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from pumice.errors import PumiceError
+
 MAP_TAG = "tag:yaml.org,2002:map"
 SEQ_TAG = "tag:yaml.org,2002:seq"
 _DROPPED_TAGS = {"tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:value"}
 
 
-class YamlSourceError(ValueError):
+class YamlSourceError(PumiceError, ValueError):
     """The text is not a YAML document this loader accepts."""
 
     def __init__(self, message: str, line: int | None = None, key: str | None = None) -> None:

@@ -40,28 +40,51 @@ FIT_TOLERANCE = 1e-6
 
 DEFAULT_MAX_PODS = 110
 
+# Status tests as int arithmetic in C: ``status & COMPLETED_STATUSES`` (or even
+# ``int & status``, which Python hands to the enum's reflected operator) builds a new enum
+# member in Python on every call, and these run for every placement.
+_and = int.__and__
+_COMPLETED = int(COMPLETED_STATUSES)
+_NEEDS_IDLE = int(TaskStatus.ALLOCATED | TaskStatus.BINDING)
+
 
 class NodeAccountingError(ValueError):
     """A task cannot be placed on, or taken off, a node as asked."""
 
 
 class NodeTable:
-    """Accounting of every node in columns: rows are nodes, columns are resource dimensions."""
+    """Accounting of every node in columns: rows are nodes, columns are resource dimensions.
+
+    Storage is column-major: each quantity (allocatable, used, releasing, pipelined, and the
+    stored ``idle`` = allocatable - used and ``future_idle`` = idle + releasing - pipelined) is
+    one ``(dims, capacity)`` array, so a resource column over every node is contiguous. The
+    public matrices (``allocatable`` …) are ``(nodes, dims)`` views of it.
+
+    Every change of a row's accounting is logged: ``version`` counts them and
+    ``changed_rows(since)`` lists the rows changed after a version, so a consumer that cached
+    something per row (a predicate mask, a score vector) refreshes only those rows. ``epoch``
+    changes when rows are added, removed or moved, which invalidates any such cache.
+    """
+
+    _MATRICES = ("_alloc", "_used", "_releasing", "_pipelined", "_idle", "_future")
+    _VECTORS = ("_pods", "_max_pods", "_unschedulable")
 
     def __init__(self, dims: Iterable[str] = ("cpu", "memory")) -> None:
         self._dims: list[str] = []
         self._dim_index: dict[str, int] = {}
         self._n = 0
         self._cap = 8
-        self._alloc = np.zeros((self._cap, 0))
-        self._used = np.zeros((self._cap, 0))
-        self._releasing = np.zeros((self._cap, 0))
-        self._pipelined = np.zeros((self._cap, 0))
+        for attr in self._MATRICES:
+            setattr(self, attr, np.zeros((0, self._cap)))
         self._pods = np.zeros(self._cap, dtype=np.int64)
         self._max_pods = np.zeros(self._cap, dtype=np.int64)
         self._unschedulable = np.zeros(self._cap, dtype=np.bool_)
         self.nodes: list[NodeInfo] = []
         self._row_of: dict[str, int] = {}
+        self._vectors: dict[Resource, FloatVector] = {}
+        self._changes: list[int] = []
+        self.epoch = 0
+        self._ranks: tuple[int, IntVector] | None = None
         self.ensure_dims(dims)
 
     # -- shape ------------------------------------------------------------------------------
@@ -98,53 +121,70 @@ class NodeTable:
         for name in new:
             self._dim_index[name] = len(self._dims)
             self._dims.append(name)
-        pad = np.zeros((self._cap, len(new)))
-        self._alloc = np.hstack([self._alloc, pad])
-        self._used = np.hstack([self._used, pad])
-        self._releasing = np.hstack([self._releasing, pad])
-        self._pipelined = np.hstack([self._pipelined, pad])
+        pad = np.zeros((len(new), self._cap))
+        for attr in self._MATRICES:
+            setattr(self, attr, np.vstack([getattr(self, attr), pad]))
+        self._vectors.clear()  # cached vectors are one entry per dimension
 
     def vector(self, resource: Resource) -> FloatVector:
-        """``resource`` as a row vector over this table's dimensions (adding new ones)."""
+        """``resource`` as a vector over this table's dimensions (adding new ones).
+
+        Vectors are cached per distinct resource (a gang's tasks share one) and read-only.
+        """
+        vec = self._vectors.get(resource)
+        if vec is not None:
+            return vec
         self.ensure_dims(k for k, v in resource.items() if v > 0)
         vec = np.zeros(len(self._dims))
         index = self._dim_index
         for k, v in resource.items():
             if v > 0:
                 vec[index[k]] = v
+        vec.flags.writeable = False
+        self._vectors[resource] = vec
         return vec
 
     def resource(self, vec: FloatVector) -> Resource:
-        """A row vector back as a Resource (negative values clipped to zero)."""
+        """A vector over the dimensions back as a Resource (negative values clipped to zero)."""
         return Resource({d: float(v) for d, v in zip(self._dims, vec, strict=True) if v > 0})
 
     # -- columns (read-only views over live rows) ----------------------------------------------
 
     @property
     def allocatable(self) -> FloatMatrix:
-        return self._alloc[: self._n]
+        return self._alloc[:, : self._n].T
 
     @property
     def used(self) -> FloatMatrix:
-        return self._used[: self._n]
+        return self._used[:, : self._n].T
 
     @property
     def releasing(self) -> FloatMatrix:
-        return self._releasing[: self._n]
+        return self._releasing[:, : self._n].T
 
     @property
     def pipelined(self) -> FloatMatrix:
-        return self._pipelined[: self._n]
+        return self._pipelined[:, : self._n].T
 
     @property
     def idle(self) -> FloatMatrix:
-        """Allocatable minus used; negative where a node is overcommitted."""
-        return self.allocatable - self.used
+        """Allocatable minus used; negative where a node is overcommitted (stored, not
+        recomputed)."""
+        return self._idle[:, : self._n].T
 
     @property
     def future_idle(self) -> FloatMatrix:
         """Idle plus releasing minus pipelined: what will be free once releasing pods go."""
-        return self.idle + self.releasing - self.pipelined
+        return self._future[:, : self._n].T
+
+    def column(self, quantity: str, dim: str) -> FloatVector | None:
+        """One contiguous column over every node: ``quantity`` is ``allocatable``, ``used``,
+        ``releasing``, ``pipelined``, ``idle`` or ``future_idle``; None for an unknown dim."""
+        col = self._dim_index.get(dim)
+        if col is None:
+            return None
+        matrix: FloatMatrix = getattr(self, _COLUMN_ATTRS[quantity])
+        return matrix[col, : self._n]
 
     @property
     def pod_count(self) -> IntVector:
@@ -157,6 +197,31 @@ class NodeTable:
     @property
     def unschedulable(self) -> BoolVector:
         return self._unschedulable[: self._n]
+
+    @property
+    def name_rank(self) -> IntVector:
+        """Each row's rank when the nodes are sorted by name (for deterministic tie-breaks
+        without comparing strings per task); computed once per epoch."""
+        if self._ranks is None or self._ranks[0] != self.epoch:
+            order = sorted(range(self._n), key=lambda r: self.nodes[r].name)
+            ranks = np.empty(self._n, dtype=np.int64)
+            ranks[order] = np.arange(self._n)
+            self._ranks = (self.epoch, ranks)
+        return self._ranks[1]
+
+    # -- change log -------------------------------------------------------------------------
+
+    @property
+    def version(self) -> int:
+        """How many row changes have been logged (rows added or removed change ``epoch``)."""
+        return len(self._changes)
+
+    def changed_rows(self, since: int) -> list[int]:
+        """Rows whose accounting changed after ``version`` was ``since`` (may repeat)."""
+        return self._changes[since:]
+
+    def _touch(self, row: int) -> None:
+        self._changes.append(row)
 
     # -- rows -------------------------------------------------------------------------------
 
@@ -178,31 +243,46 @@ class NodeTable:
         node._table, node._row = own, 0
         return node
 
+    def clone(self) -> NodeTable:
+        """An independent copy: arrays copied, every node a new ``NodeInfo`` over the copy
+        (its task dictionaries copied, the tasks themselves shared). The change log starts
+        empty."""
+        other = NodeTable.__new__(NodeTable)
+        other._dims = list(self._dims)
+        other._dim_index = dict(self._dim_index)
+        other._n, other._cap = self._n, self._cap
+        for attr in (*self._MATRICES, *self._VECTORS):
+            setattr(other, attr, getattr(self, attr).copy())
+        other._vectors = dict(self._vectors)
+        other._changes = []
+        other.epoch = 0
+        current = self._ranks is not None and self._ranks[0] == self.epoch
+        other._ranks = (0, self._ranks[1]) if current and self._ranks is not None else None
+        other._row_of = dict(self._row_of)
+        other.nodes = [node._copy_into(other) for node in self.nodes]
+        return other
+
     def _append_row(self, node: NodeInfo) -> int:
         """A new zeroed row for ``node``; returns its index."""
         if self._n == self._cap:
             self._grow()
         r = self._n
-        for arr in (self._alloc, self._used, self._releasing, self._pipelined):
-            arr[r] = 0.0
+        for attr in self._MATRICES:
+            getattr(self, attr)[:, r] = 0.0
         self._pods[r] = self._max_pods[r] = 0
         self._unschedulable[r] = False
         self.nodes.append(node)
         self._row_of[node.name] = r
         self._n += 1
+        self.epoch += 1
         return r
 
     def _copy_row_in(self, node: NodeInfo, src: NodeTable, src_row: int) -> None:
         self.ensure_dims(src._dims)
         r = self._append_row(node)
         cols = [self._dim_index[d] for d in src._dims]
-        for mine, theirs in (
-            (self._alloc, src._alloc),
-            (self._used, src._used),
-            (self._releasing, src._releasing),
-            (self._pipelined, src._pipelined),
-        ):
-            mine[r, cols] = theirs[src_row]
+        for attr in self._MATRICES:
+            getattr(self, attr)[cols, r] = getattr(src, attr)[:, src_row]
         self._pods[r] = src._pods[src_row]
         self._max_pods[r] = src._max_pods[src_row]
         self._unschedulable[r] = src._unschedulable[src_row]
@@ -212,8 +292,9 @@ class NodeTable:
         r = self._row_of.pop(name)
         last = self._n - 1
         if r != last:
-            for arr in (self._alloc, self._used, self._releasing, self._pipelined):
-                arr[r] = arr[last]
+            for attr in self._MATRICES:
+                arr = getattr(self, attr)
+                arr[:, r] = arr[:, last]
             for vec in (self._pods, self._max_pods, self._unschedulable):
                 vec[r] = vec[last]
             moved = self.nodes[last]
@@ -222,20 +303,39 @@ class NodeTable:
             moved._row = r
         self.nodes.pop()
         self._n -= 1
+        self.epoch += 1
 
     def _grow(self) -> None:
         self._cap *= 2
         d = len(self._dims)
-        for attr in ("_alloc", "_used", "_releasing", "_pipelined"):
+        for attr in self._MATRICES:
             old = getattr(self, attr)
-            new = np.zeros((self._cap, d))
-            new[: old.shape[0]] = old
+            new = np.zeros((d, self._cap))
+            new[:, : old.shape[1]] = old
             setattr(self, attr, new)
-        for attr in ("_pods", "_max_pods", "_unschedulable"):
+        for attr in self._VECTORS:
             old = getattr(self, attr)
             new = np.zeros(self._cap, dtype=old.dtype)
             new[: old.shape[0]] = old
             setattr(self, attr, new)
+
+    def _set_allocatable(self, row: int, vec: FloatVector) -> None:
+        """Replace a row's allocatable, keeping the stored idle columns right."""
+        delta = vec - self._alloc[:, row]
+        self._alloc[:, row] = vec
+        self._idle[:, row] += delta
+        self._future[:, row] += delta
+        self._touch(row)
+
+
+_COLUMN_ATTRS = {
+    "allocatable": "_alloc",
+    "used": "_used",
+    "releasing": "_releasing",
+    "pipelined": "_pipelined",
+    "idle": "_idle",
+    "future_idle": "_future",
+}
 
 
 class NodeInfo:
@@ -282,7 +382,10 @@ class NodeInfo:
         self._row = 0
         t = self._table
         t._append_row(self)
-        t._alloc[0] = t.vector(allocatable)
+        vec = t.vector(allocatable)
+        t._alloc[:, 0] = vec
+        t._idle[:, 0] = vec
+        t._future[:, 0] = vec
         t._max_pods[0] = max_pods
         t._unschedulable[0] = unschedulable
 
@@ -310,6 +413,35 @@ class NodeInfo:
             node=node,
         )
 
+    def _copy_into(self, table: NodeTable) -> NodeInfo:
+        """A copy of this node living in ``table`` at the same row (for ``NodeTable.clone``)."""
+        other = NodeInfo.__new__(NodeInfo)
+        other.name = self.name
+        other.allocatable = self.allocatable
+        other.capacity = self.capacity
+        other.labels = self.labels
+        other.taints = self.taints
+        other.node = self.node
+        other.tasks = dict(self.tasks)
+        other._accounted = dict(self._accounted)
+        other._table = table
+        other._row = self._row
+        return other
+
+    def set_spec(self, other: NodeInfo) -> None:
+        """Take ``other``'s allocatable, labels, taints and flags, keeping this node's tasks
+        and their accounting (a Node object was updated)."""
+        t, r = self._table, self._row
+        self.allocatable = other.allocatable
+        self.capacity = other.capacity
+        self.labels = other.labels
+        self.taints = other.taints
+        self.node = other.node
+        t._set_allocatable(r, _padded(t.vector(other.allocatable), len(t._dims)))
+        t._max_pods[r] = other.max_pods
+        t._unschedulable[r] = other.unschedulable
+        t.epoch += 1  # labels, taints or flags may have changed: cached masks are stale
+
     # -- the row ----------------------------------------------------------------------------
 
     @property
@@ -322,27 +454,25 @@ class NodeInfo:
 
     @property
     def used(self) -> Resource:
-        return self._table.resource(self._table._used[self._row])
+        return self._table.resource(self._table._used[:, self._row])
 
     @property
     def releasing(self) -> Resource:
-        return self._table.resource(self._table._releasing[self._row])
+        return self._table.resource(self._table._releasing[:, self._row])
 
     @property
     def pipelined(self) -> Resource:
-        return self._table.resource(self._table._pipelined[self._row])
+        return self._table.resource(self._table._pipelined[:, self._row])
 
     @property
     def idle(self) -> Resource:
         """Allocatable minus used (clipped at zero)."""
-        t, r = self._table, self._row
-        return t.resource(t._alloc[r] - t._used[r])
+        return self._table.resource(self._table._idle[:, self._row])
 
     @property
     def future_idle(self) -> Resource:
         """Idle plus releasing minus pipelined (clipped at zero)."""
-        t, r = self._table, self._row
-        return t.resource(t._alloc[r] - t._used[r] + t._releasing[r] - t._pipelined[r])
+        return self._table.resource(self._table._future[:, self._row])
 
     @property
     def pod_count(self) -> int:
@@ -365,28 +495,33 @@ class NodeInfo:
         status = task.status
         t, r = self._table, self._row
         vec = t.vector(task.resreq)
-        if status & COMPLETED_STATUSES:
+        if _and(status, _COMPLETED):
             pass
         elif status == TaskStatus.PIPELINED:
-            t._pipelined[r] += vec
+            t._pipelined[:, r] += vec
+            t._future[:, r] -= vec
         elif status == TaskStatus.PENDING:
             raise NodeAccountingError(f"pending task {task.key} cannot be added to a node")
         else:
-            if status & (TaskStatus.ALLOCATED | TaskStatus.BINDING):
-                short = vec - (t._alloc[r] - t._used[r]) > FIT_TOLERANCE
+            if _and(status, _NEEDS_IDLE):
+                short = vec - t._idle[:, r] > FIT_TOLERANCE
                 if short.any():
                     names = [t._dims[i] for i in np.flatnonzero(short)]
                     raise NodeAccountingError(
                         f"task {task.key} does not fit node {self.name}: "
                         f"insufficient {', '.join(names)}"
                     )
-            t._used[r] += vec
+            t._used[:, r] += vec
+            t._idle[:, r] -= vec
             if status == TaskStatus.RELEASING:
-                t._releasing[r] += vec
-        if not status & COMPLETED_STATUSES:
+                t._releasing[:, r] += vec
+            else:
+                t._future[:, r] -= vec
+        if not _and(status, _COMPLETED):
             t._pods[r] += 1
         self.tasks[task.uid] = task
         self._accounted[task.uid] = (status, vec)
+        t._touch(r)
 
     def remove_task(self, task: TaskInfo) -> None:
         """Undo the accounting done when the task was added (by the status it had then)."""
@@ -396,17 +531,21 @@ class NodeInfo:
         del self.tasks[task.uid]
         status, vec = entry
         t, r = self._table, self._row
-        if len(vec) < len(t._dims):
-            vec = np.concatenate([vec, np.zeros(len(t._dims) - len(vec))])
-        if status & COMPLETED_STATUSES:
+        vec = _padded(vec, len(t._dims))
+        if _and(status, _COMPLETED):
             return
         t._pods[r] -= 1
+        t._touch(r)
         if status == TaskStatus.PIPELINED:
-            t._pipelined[r] -= vec
+            t._pipelined[:, r] -= vec
+            t._future[:, r] += vec
             return
-        t._used[r] -= vec
+        t._used[:, r] -= vec
+        t._idle[:, r] += vec
         if status == TaskStatus.RELEASING:
-            t._releasing[r] -= vec
+            t._releasing[:, r] -= vec
+        else:
+            t._future[:, r] += vec
 
     def update_task(self, task: TaskInfo) -> None:
         """Re-account a task whose status changed."""
@@ -415,3 +554,10 @@ class NodeInfo:
 
     def __repr__(self) -> str:
         return f"NodeInfo({self.name}, tasks={len(self.tasks)})"
+
+
+def _padded(vec: FloatVector, dims: int) -> FloatVector:
+    """``vec`` extended with zeros to ``dims`` entries (dimensions added since it was made)."""
+    if len(vec) >= dims:
+        return vec
+    return np.concatenate([vec, np.zeros(dims - len(vec))])

@@ -8,12 +8,14 @@ task's status must go through ``JobInfo.update_task_status`` so the index stays 
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from pumice.model.requests import pod_requests
+from pumice.model.quantity import QuantityError
+from pumice.model.requests import pod_requests, with_non_zero_defaults
 from pumice.model.resource import Resource
 from pumice.model.status import (
     ALLOCATED_STATUSES,
@@ -22,6 +24,11 @@ from pumice.model.status import (
     TaskStatus,
     status_of_pod,
 )
+from pumice.model.terms import PodTerms, TaskShape, pod_terms
+
+_ALLOCATED = int(ALLOCATED_STATUSES)
+_and = int.__and__
+"""Status tests as int arithmetic in C (``status & X`` builds a new enum member in Python)."""
 
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
 TASK_SPEC_KEY = "volcano.sh/task-spec"
@@ -37,6 +44,12 @@ def parse_timestamp(value: str | None) -> float:
     return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
 
 
+def lone_pod_job(namespace: str, pod_uid: str) -> str:
+    """The job id of a pod without a PodGroup: ``ns/podgroup-<pod uid>``, never a name a
+    PodGroup could have, so a lone pod never joins a gang that happens to share its name."""
+    return f"{namespace}/podgroup-{pod_uid}"
+
+
 def _label_or_annotation(meta: Mapping[str, Any], key: str) -> str | None:
     annotations = meta.get("annotations") or {}
     labels = meta.get("labels") or {}
@@ -50,6 +63,12 @@ class TaskInfo:
 
     ``resreq`` is the pod's request as Kubernetes computes it (containers, init containers,
     sidecars, overhead), in canonical units. ``job`` is the uid of the job the task belongs to.
+
+    Computed on first use and kept until ``pod`` or ``resreq`` is replaced: ``terms`` (the
+    pod's scheduling constraints, ``pumice.model.terms.PodTerms``), ``nonzero_request`` (the
+    request scoring uses: containers without a cpu / memory request count the defaults of
+    ``pumice.model.requests``) and ``shape`` (a hashable ``TaskShape``: tasks of equal shape
+    get the same predicate masks and scores from the built-in plugins).
     """
 
     uid: str
@@ -65,10 +84,52 @@ class TaskInfo:
     node_name: str | None = None
     creation_timestamp: float = 0.0
     pod: Mapping[str, Any] | None = None
+    # Caches of terms, nonzero_request and shape, valid for the pod and resreq they were made
+    # from (a replaced pod or request makes them stale; they are then made again).
+    _derived_from: tuple[object, object] | None = field(default=None, init=False, repr=False)
+    _terms: PodTerms | None = field(default=None, init=False, repr=False)
+    _nonzero: Resource | None = field(default=None, init=False, repr=False)
+    _shape: TaskShape | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.init_resreq is None:
             self.init_resreq = self.resreq
+
+    def _fresh(self) -> None:
+        """Forget the derived attributes if ``pod`` or ``resreq`` changed since they were made."""
+        derived = self._derived_from
+        if derived is None or derived[0] is not self.pod or derived[1] is not self.resreq:
+            self._derived_from = (self.pod, self.resreq)
+            self._terms = self._nonzero = self._shape = None
+
+    @property
+    def terms(self) -> PodTerms:
+        """The pod's scheduling terms in canonical form (none for a task without a pod)."""
+        self._fresh()
+        terms = self._terms
+        if terms is None:
+            terms = self._terms = pod_terms(self.pod)
+        return terms
+
+    @property
+    def nonzero_request(self) -> Resource:
+        """The request for scoring: per container, an omitted cpu / memory request counts as
+        the default; without a pod (or with a pod whose requests do not parse) the task's
+        request with the defaults where it has no cpu / memory."""
+        self._fresh()
+        nonzero = self._nonzero
+        if nonzero is None:
+            nonzero = self._nonzero = _nonzero_request(self.pod, self.resreq)
+        return nonzero
+
+    @property
+    def shape(self) -> TaskShape:
+        """What the built-in plugins read of this task to filter and score nodes."""
+        self._fresh()
+        shape = self._shape
+        if shape is None:
+            shape = self._shape = TaskShape(self.resreq, self.nonzero_request, self.terms)
+        return shape
 
     @property
     def key(self) -> str:
@@ -94,11 +155,12 @@ class TaskInfo:
             priority = int(override)
         preemptable_value = _label_or_annotation(meta, PREEMPTABLE_KEY)
         resreq = pod_requests(pod)
+        uid = meta.get("uid") or f"{namespace}/{name}"
         return cls(
-            uid=meta.get("uid") or f"{namespace}/{name}",
+            uid=uid,
             name=name,
             namespace=namespace,
-            job=f"{namespace}/{group}" if group else f"{namespace}/{name}",
+            job=f"{namespace}/{group}" if group else lone_pod_job(namespace, uid),
             resreq=resreq,
             role=_label_or_annotation(meta, TASK_SPEC_KEY) or "",
             priority=priority,
@@ -111,6 +173,15 @@ class TaskInfo:
 
     def __repr__(self) -> str:
         return f"TaskInfo({self.key}, {self.status.name}, node={self.node_name})"
+
+
+def _nonzero_request(pod: Mapping[str, Any] | None, resreq: Resource) -> Resource:
+    if pod is not None:
+        try:
+            return pod_requests(pod, non_zero=True)
+        except QuantityError:
+            pass  # a task built in code with a bad pod: score it by its known request
+    return with_non_zero_defaults(resreq)
 
 
 @dataclass(slots=True, eq=False)
@@ -138,6 +209,46 @@ class JobInfo:
     task_status_index: dict[TaskStatus, dict[str, TaskInfo]] = field(default_factory=dict)
     allocated: Resource = field(default_factory=Resource.zero)
     total_request: Resource = field(default_factory=Resource.zero)
+    pending_best_effort_num: int = 0
+    """Pending tasks that request nothing (kept current, so readiness costs O(1))."""
+    owner: object | None = field(default=None, repr=False)
+    """The snapshot that may change this job in place (see ``ClusterSnapshot``)."""
+
+    @classmethod
+    def for_lone_pod(cls, task: TaskInfo, queue: str = DEFAULT_QUEUE) -> JobInfo:
+        """The job of one task for a pod without a PodGroup (its ``task.job`` is the uid)."""
+        job = cls(
+            uid=task.job,
+            name=task.name,
+            namespace=task.namespace,
+            queue=queue,
+            priority=task.priority,
+            min_available=1,
+            creation_timestamp=task.creation_timestamp,
+            preemptable=task.preemptable,
+        )
+        job.add_task(task)
+        return job
+
+    def clone(self, owner: object) -> JobInfo:
+        """A copy that ``owner`` may change: the tasks are copied, everything else shared."""
+        other = copy.copy(self)
+        other.owner = owner
+        other.tasks = {uid: copy.copy(task) for uid, task in self.tasks.items()}
+        other.task_status_index = {
+            status: {uid: other.tasks[uid] for uid in bucket}
+            for status, bucket in self.task_status_index.items()
+        }
+        return other
+
+    def with_metadata_of(self, newer: JobInfo) -> JobInfo:
+        """``newer`` (built from an updated PodGroup) holding this job's tasks and counters."""
+        newer.tasks = self.tasks
+        newer.task_status_index = self.task_status_index
+        newer.allocated = self.allocated
+        newer.total_request = self.total_request
+        newer.pending_best_effort_num = self.pending_best_effort_num
+        return newer
 
     @classmethod
     def from_podgroup(cls, podgroup: Mapping[str, Any], priority: int = 0) -> JobInfo:
@@ -190,8 +301,10 @@ class JobInfo:
 
     def _index(self, task: TaskInfo) -> None:
         self.task_status_index.setdefault(task.status, {})[task.uid] = task
-        if task.status & ALLOCATED_STATUSES:
+        if _and(task.status, _ALLOCATED):
             self.allocated = self.allocated + task.resreq
+        elif task.status == TaskStatus.PENDING and task.best_effort:
+            self.pending_best_effort_num += 1
 
     def _unindex(self, task: TaskInfo) -> None:
         bucket = self.task_status_index.get(task.status)
@@ -199,20 +312,24 @@ class JobInfo:
             bucket.pop(task.uid, None)
             if not bucket:
                 del self.task_status_index[task.status]
-        if task.status & ALLOCATED_STATUSES:
+        if _and(task.status, _ALLOCATED):
             self.allocated = self.allocated.sub(task.resreq, clip=True)
+        elif task.status == TaskStatus.PENDING and task.best_effort:
+            self.pending_best_effort_num -= 1
 
     # -- counters ---------------------------------------------------------------------------
 
     def tasks_in(self, statuses: TaskStatus) -> Iterator[TaskInfo]:
         """Tasks whose status is any of ``statuses`` (a flag combination)."""
+        wanted = int(statuses)
         for status, bucket in self.task_status_index.items():
-            if status & statuses:
+            if _and(status, wanted):
                 yield from bucket.values()
 
     def count(self, statuses: TaskStatus) -> int:
-        """How many tasks have any of ``statuses``."""
-        return sum(len(b) for s, b in self.task_status_index.items() if s & statuses)
+        """How many tasks have any of ``statuses`` (O(number of statuses), not of tasks)."""
+        wanted = int(statuses)
+        return sum(len(b) for s, b in self.task_status_index.items() if _and(s, wanted))
 
     @property
     def ready_task_num(self) -> int:
@@ -225,10 +342,6 @@ class JobInfo:
     @property
     def valid_task_num(self) -> int:
         return self.count(VALID_STATUSES)
-
-    @property
-    def pending_best_effort_num(self) -> int:
-        return sum(1 for t in self.tasks_in(TaskStatus.PENDING) if t.best_effort)
 
     def is_ready(self) -> bool:
         """Enough tasks hold resources for the gang to run."""

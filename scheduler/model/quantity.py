@@ -25,7 +25,7 @@ kube-scheduler; counts keep thousandths so that ``"500m"`` of a device is ``0.5`
 
 Errors::
 
-    ValueError
+    PumiceError, ValueError   (pumice.errors)
     └── QuantityError   the text is not a quantity, or its value is out of range
 """
 
@@ -36,6 +36,8 @@ import math
 import numbers
 import re
 from fractions import Fraction
+
+from pumice.errors import PumiceError
 
 __all__ = [
     "BYTE_RESOURCES",
@@ -65,7 +67,7 @@ _QUANTITY = re.compile(
 _SPLIT = re.compile(r"([+-]*)([0-9.]*)(.*)", re.ASCII | re.DOTALL)
 
 
-class QuantityError(ValueError):
+class QuantityError(PumiceError, ValueError):
     """A value is not a Kubernetes quantity; the message names the value and says why."""
 
 

@@ -11,12 +11,18 @@ Per resource, from the plain-dict pod's ``spec``:
    hugepages-* named there replaces the container aggregate;
 5. plus ``spec.overhead`` (the RuntimeClass overhead).
 
-The sums are exact (``Fraction``); only the pod's total is converted to canonical units, so
-rounding up to a whole millicore or byte happens once, as in kube-scheduler.
+The sums are exact; only the pod's total is converted to canonical units, so rounding up to a
+whole millicore or byte happens once, as in kube-scheduler. On the hot path they are integers:
+every quantity is read as a whole number of nano-units (10⁻⁹ of its Kubernetes unit; every
+suffix down to ``n`` gives one), parsed once per distinct string and remembered. A pod with a
+quantity finer than that (``1e-12``) is summed again with ``Fraction``; both give the same
+result.
 
 ``non_zero=True`` is for scoring only: a container (app, sidecar or init) that omits a cpu
 request counts as 100m and one that omits a memory request as 200Mi; an explicit 0 stays 0.
-Fitting a pod on a node uses the real requests (``non_zero=False``).
+Fitting a pod on a node uses the real requests (``non_zero=False``). These defaults are
+``NON_ZERO_DEFAULTS``, the only place they are written; ``with_non_zero_defaults`` applies them
+to a request known only as a whole (a task without a pod).
 
 The result holds only the resources the pod needs a non-zero amount of. A malformed or negative
 quantity raises ``QuantityError`` naming the container (or pod field) and the resource.
@@ -26,12 +32,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from fractions import Fraction
+from types import MappingProxyType
 from typing import Any
 
-from pumice.model.quantity import QuantityError, canonical_from_fraction, parse_quantity
-from pumice.model.resource import Resource
+from pumice.model.quantity import (
+    QuantityError,
+    canonical_from_fraction,
+    is_byte_resource,
+    parse_quantity,
+)
+from pumice.model.resource import Resource, _wrap
 
-__all__ = ["NON_ZERO_CPU_MILLI", "NON_ZERO_MEMORY_BYTES", "pod_requests"]
+__all__ = [
+    "NON_ZERO_CPU_MILLI",
+    "NON_ZERO_DEFAULTS",
+    "NON_ZERO_MEMORY_BYTES",
+    "pod_requests",
+    "with_non_zero_defaults",
+]
 
 NON_ZERO_CPU_MILLI = 100.0
 """Scoring default for a container that omits its cpu request (millicores)."""
@@ -39,14 +57,201 @@ NON_ZERO_CPU_MILLI = 100.0
 NON_ZERO_MEMORY_BYTES = 200 * 1024 * 1024
 """Scoring default for a container that omits its memory request (bytes)."""
 
+NON_ZERO_DEFAULTS: Mapping[str, float] = MappingProxyType(
+    {"cpu": NON_ZERO_CPU_MILLI, "memory": float(NON_ZERO_MEMORY_BYTES)}
+)
+"""The scoring defaults, in canonical units."""
+
 _NON_ZERO = {"cpu": Fraction(1, 10), "memory": Fraction(NON_ZERO_MEMORY_BYTES)}
 
+_NANO = 10**9
+_NON_ZERO_CPU_NANOS = 10**8  # 100m
+_NON_ZERO_MEMORY_NANOS = NON_ZERO_MEMORY_BYTES * _NANO
+_MILLI_IN_NANOS = 10**6
+
+_nanos_of_text: dict[str, int] = {}
+"""Quantity text -> its exact value in nano-units, for every text seen that has a whole one."""
+_CACHE_LIMIT = 1 << 16
+
 Amounts = dict[str, Fraction]
+Nanos = dict[str, int]
+
+
+class _Inexact(Exception):
+    """A quantity is not a whole number of nano-units: the pod is summed exactly instead."""
 
 
 def pod_requests(pod: Mapping[str, Any], *, non_zero: bool = False) -> Resource:
     """The resources ``pod`` (a plain dict with ``spec``) requests, in canonical units."""
     spec = pod.get("spec") or {}
+    key = _requests_key(spec, non_zero)
+    if key is not None:
+        known = _by_requests.get(key)
+        if known is not None:
+            return known
+    try:
+        result = _pod_requests_nanos(spec, non_zero)
+    except _Inexact:
+        result = _pod_requests_exact(spec, non_zero)
+    if key is not None and _all_text(key[1]):
+        if len(_by_requests) >= _CACHE_LIMIT:
+            _by_requests.clear()
+        _by_requests[key] = result
+    return result
+
+
+_by_requests: dict[tuple[bool, tuple[Any, ...]], Resource] = {}
+"""The answer for pods with app containers only, by each container's request items (a
+Deployment's or a gang's pods repeat the same few): ``Resource`` is immutable, so it is
+shared."""
+
+
+def _requests_key(spec: Mapping[str, Any], non_zero: bool) -> tuple[bool, tuple[Any, ...]] | None:
+    """What the answer depends on, for a pod without init containers, overhead or pod-level
+    resources; None for any other pod."""
+    if spec.get("initContainers") or spec.get("overhead") or spec.get("resources"):
+        return None
+    parts = []
+    for container in spec.get("containers") or ():
+        resources = container.get("resources")
+        requests = resources.get("requests") if resources else None
+        parts.append(tuple(requests.items()) if requests else ())
+    return (non_zero, tuple(parts))
+
+
+def _all_text(parts: tuple[Any, ...]) -> bool:
+    """Only string (or null) quantities: a key equal to such a key is one (``1 == 1.0 ==
+    True`` never meets a string), so a cached answer is never given to a pod it is wrong for."""
+    return all(
+        type(quantity) is str or quantity is None for items in parts for _, quantity in items
+    )
+
+
+def with_non_zero_defaults(request: Resource) -> Resource:
+    """``request`` with cpu and memory at their scoring defaults where they are zero: the
+    non-zero request of a task known only by its total (no pod to read containers from)."""
+    values = request.to_dict()
+    for name, default in NON_ZERO_DEFAULTS.items():
+        if values.get(name, 0.0) <= 0:
+            values[name] = default
+    return Resource(values)
+
+
+# -- the integer path ----------------------------------------------------------------------------
+
+
+def _pod_requests_nanos(spec: Mapping[str, Any], non_zero: bool) -> Resource:
+    running: Nanos = {}  # app containers and sidecars, all running together
+    for container in spec.get("containers") or ():
+        _add_container(running, container, "container", non_zero)
+
+    init_containers = spec.get("initContainers")
+    if init_containers:
+        sidecars: Nanos = {}  # sidecars started so far
+        init_peak: Nanos = {}  # the largest need of any regular init container
+        for container in init_containers:
+            own: Nanos = {}
+            _add_container(own, container, "init container", non_zero)
+            if container.get("restartPolicy") == "Always":
+                _add_nanos(sidecars, own)
+                _add_nanos(running, own)
+            else:
+                need = dict(sidecars)
+                _add_nanos(need, own)
+                _max_nanos(init_peak, need)
+        _max_nanos(running, init_peak)
+
+    total = running
+    pod_level = (spec.get("resources") or {}).get("requests")
+    if pod_level:
+        for name, amount in _nanos_list(pod_level, "spec.resources.requests").items():
+            if name in ("cpu", "memory") or name.startswith("hugepages-"):
+                total[name] = amount
+    overhead = spec.get("overhead")
+    if overhead:
+        _add_nanos(total, _nanos_list(overhead, "spec.overhead"))
+
+    values: dict[str, float] = {}
+    for name, nanos in total.items():
+        if nanos:
+            values[name] = _canonical(name, nanos)
+    return _wrap(values)
+
+
+def _add_container(into: Nanos, container: Mapping[str, Any], kind: str, non_zero: bool) -> None:
+    """Add one container's requests (with the scoring defaults when ``non_zero``)."""
+    resources = container.get("resources")
+    requests = resources.get("requests") if resources else None
+    if requests:
+        for name, quantity in requests.items():
+            if quantity is None:
+                continue
+            nanos = _nanos_of_text.get(quantity) if type(quantity) is str else None
+            if nanos is None:
+                nanos = _nanos(quantity, lambda: f"{kind} {container.get('name', '?')!r}", name)
+            into[name] = into.get(name, 0) + nanos
+    if non_zero:
+        if not requests or requests.get("cpu") is None:
+            into["cpu"] = into.get("cpu", 0) + _NON_ZERO_CPU_NANOS
+        if not requests or requests.get("memory") is None:
+            into["memory"] = into.get("memory", 0) + _NON_ZERO_MEMORY_NANOS
+
+
+def _nanos_list(resource_list: Mapping[str, Any], where: str) -> Nanos:
+    """A resource list (pod level or overhead) in nano-units; null entries left out."""
+    out: Nanos = {}
+    for name, quantity in resource_list.items():
+        if quantity is not None:
+            out[name] = _nanos(quantity, lambda: where, name)
+    return out
+
+
+def _nanos(quantity: object, where: Any, name: str) -> int:
+    """The exact value of a request in nano-units; ``where()`` names its place in errors."""
+    try:
+        value = parse_quantity(quantity)  # type: ignore[arg-type]  # checked at run time
+    except QuantityError as err:
+        raise QuantityError(f"{where()}, resource {name!r}: {err}") from err
+    if value < 0:
+        raise QuantityError(
+            f"{where()}, resource {name!r}: invalid quantity {quantity!r}: negative request"
+        )
+    scaled = value * _NANO
+    if scaled.denominator != 1:
+        raise _Inexact(quantity)
+    nanos = int(scaled.numerator)
+    if type(quantity) is str and len(_nanos_of_text) < _CACHE_LIMIT:
+        _nanos_of_text[quantity] = nanos
+    return nanos
+
+
+def _add_nanos(into: Nanos, more: Nanos) -> None:
+    for name, nanos in more.items():
+        into[name] = into.get(name, 0) + nanos
+
+
+def _max_nanos(into: Nanos, other: Nanos) -> None:
+    for name, nanos in other.items():
+        if nanos > into.get(name, 0):
+            into[name] = nanos
+
+
+def _canonical(name: str, nanos: int) -> float:
+    """A positive total in nano-units as a canonical amount, rounded up to its grain."""
+    try:
+        if name == "cpu":
+            return float(-(-nanos // _MILLI_IN_NANOS))
+        if is_byte_resource(name):
+            return float(-(-nanos // _NANO))
+        return -(-nanos // _MILLI_IN_NANOS) / 1000
+    except OverflowError:
+        raise QuantityError(f"quantity of {name} is too large to represent") from None
+
+
+# -- the exact path (quantities finer than a nano-unit) ------------------------------------------
+
+
+def _pod_requests_exact(spec: Mapping[str, Any], non_zero: bool) -> Resource:
     running: Amounts = {}  # app containers and sidecars, all running together
     for container in spec.get("containers") or ():
         _add(running, _container_requests(container, "container", non_zero))

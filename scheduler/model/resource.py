@@ -38,7 +38,7 @@ pairs). With no dimension on either side, "every" holds and "at least one" does 
 
 Errors::
 
-    ValueError
+    PumiceError, ValueError   (pumice.errors)
     └── ResourceError        a negative or non-finite amount, a bad scale factor or default
         └── ResourceUnderflow  ``a - b`` would take some dimension below zero
 """
@@ -49,6 +49,7 @@ import math
 from collections.abc import ItemsView, Mapping
 from typing import Any, ClassVar, Literal, NoReturn
 
+from pumice.errors import PumiceError
 from pumice.model.quantity import QuantityError, canonical_amount, is_byte_resource
 
 __all__ = [
@@ -70,7 +71,7 @@ _ABS = ABSOLUTE_TOLERANCE
 _REL = RELATIVE_TOLERANCE
 
 
-class ResourceError(ValueError):
+class ResourceError(PumiceError, ValueError):
     """A resource vector or an operation on one is invalid."""
 
 
@@ -222,6 +223,8 @@ class Resource:
         if not isinstance(other, Resource):
             return NotImplemented
         a, b = self._values, other._values
+        if a == b:  # the common case, compared in C
+            return True
         for name, value in a.items():
             if b.get(name, 0.0) != value:
                 return False

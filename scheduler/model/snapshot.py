@@ -1,29 +1,52 @@
-"""A consistent picture of the cluster for one scheduling session.
+"""A consistent picture of the cluster: what the cache keeps current and what a session reads.
 
-``ClusterSnapshot.build`` puts every node into one ``NodeTable`` and accounts each task that
-already has a node (running, bound, releasing …) on that node, so callers only describe the
-cluster; the numbers follow.
+``ClusterSnapshot`` holds nodes (in one ``NodeTable``), jobs with their tasks, and queues, and
+keeps them consistent under incremental updates (``put_*`` / ``remove_*``): a task that has a
+node and a non-pending status is accounted on that node.
+
+``clone()`` gives an independent snapshot cheaply, so the cache can go on applying watch events
+while a session schedules on the clone in another thread, and a discarded session leaves no
+trace. What it copies at once: the node table's arrays, one ``NodeInfo`` per node (sharing its
+tasks), and the dictionaries of jobs, queues and task locations. Jobs and their tasks are
+copied on write: each job records the snapshot that owns it (``JobInfo.owner``); a snapshot
+about to change a job it does not own — the cache applying an event, or a session's statement
+placing a task — first replaces it with its own copy (``writable_job``). ``clone`` gives both
+sides a new identity, so after it neither owns any job and each copies what it changes. A
+session changes few jobs, so a cycle copies only those.
+
+Nothing else may change a job in place: go through ``writable_job`` (statements do).
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from pumice.model.node import NodeInfo, NodeTable
-from pumice.model.objects import JobInfo, QueueInfo
+from pumice.model.objects import JobInfo, QueueInfo, TaskInfo
 from pumice.model.resource import Resource
 from pumice.model.status import TaskStatus
 
 
+class SnapshotError(KeyError):
+    """An update names a job, task or node the snapshot does not have, or cannot apply."""
+
+
 @dataclass(slots=True, eq=False)
 class ClusterSnapshot:
-    """Nodes, jobs and queues that a session schedules over."""
+    """Nodes, jobs and queues that a session schedules over (see the module docstring)."""
 
     nodes: dict[str, NodeInfo] = field(default_factory=dict)
     jobs: dict[str, JobInfo] = field(default_factory=dict)
     queues: dict[str, QueueInfo] = field(default_factory=dict)
     table: NodeTable = field(default_factory=NodeTable)
+    task_jobs: dict[str, str] = field(default_factory=dict)
+    """Task uid -> uid of its job, for every task of every job."""
+    orphans: dict[str, set[str]] = field(default_factory=dict)
+    """Node name -> uids of placed tasks naming that node while it is not in the snapshot;
+    they are accounted when it arrives."""
+    identity: object = field(default_factory=object)
 
     @classmethod
     def build(
@@ -36,6 +59,7 @@ class ClusterSnapshot:
 
         A task naming a node that is not in the snapshot is left off the nodes (it still
         belongs to its job). Unknown queues are not created: a job's queue must be listed.
+        The objects passed in become the snapshot's own.
         """
         snap = cls()
         for node in nodes:
@@ -44,16 +68,158 @@ class ClusterSnapshot:
         for queue in queues:
             snap.queues[queue.name] = queue
         for job in jobs:
+            job.owner = snap.identity
             snap.jobs[job.uid] = job
             for task in job.tasks.values():
-                host = snap.nodes.get(task.node_name or "")
-                if host is None or task.status == TaskStatus.PENDING:
-                    continue
-                if task.uid not in host.tasks:
-                    host.add_task(task)
+                snap.task_jobs[task.uid] = job.uid
+                snap._account(task)
         return snap
 
     @property
     def total_allocatable(self) -> Resource:
         """Sum of allocatable over every node."""
         return self.table.resource(self.table.allocatable.sum(axis=0))
+
+    # -- copies -----------------------------------------------------------------------------
+
+    def clone(self) -> ClusterSnapshot:
+        """An independent snapshot: changing either never changes the other."""
+        for job in self.jobs.values():
+            if job.owner is None:  # added to ``jobs`` directly: it is this side's until now
+                job.owner = self.identity
+        table = self.table.clone()
+        other = ClusterSnapshot(
+            nodes={node.name: node for node in table.nodes},
+            jobs=dict(self.jobs),
+            queues={name: copy.copy(queue) for name, queue in self.queues.items()},
+            table=table,
+            task_jobs=dict(self.task_jobs),
+            orphans={name: set(uids) for name, uids in self.orphans.items()},
+        )
+        self.identity = object()  # the jobs are shared now: this side copies before writing too
+        return other
+
+    def writable_job(self, uid: str) -> JobInfo:
+        """The job ``uid``, copied first if this snapshot does not own it; the copy's tasks
+        replace the old ones on this snapshot's nodes."""
+        job = self.jobs.get(uid)
+        if job is None:
+            raise SnapshotError(f"no job {uid!r} in the snapshot")
+        if job.owner is self.identity:
+            return job
+        if job.owner is None:  # put into ``jobs`` directly and never shared by ``clone``
+            job.owner = self.identity
+            return job
+        job = job.clone(self.identity)
+        self.jobs[uid] = job
+        for task in job.tasks.values():
+            node = self.nodes.get(task.node_name or "")
+            if node is not None and task.uid in node.tasks:
+                node.tasks[task.uid] = task
+        return job
+
+    def writable_task(self, task: TaskInfo) -> tuple[JobInfo, TaskInfo]:
+        """This snapshot's own copy of ``task`` (found by uid) and of its job."""
+        job = self.writable_job(self.task_jobs.get(task.uid, task.job))
+        own = job.tasks.get(task.uid)
+        if own is None:
+            raise SnapshotError(f"task {task.key} is not in job {job.uid}")
+        return job, own
+
+    def task(self, uid: str) -> TaskInfo | None:
+        """The task with this uid, if any job has it."""
+        job = self.jobs.get(self.task_jobs.get(uid, ""))
+        return None if job is None else job.tasks.get(uid)
+
+    # -- incremental updates (the cache's side) ---------------------------------------------
+
+    def put_node(self, node: NodeInfo) -> None:
+        """Add a node, or take an updated node's spec keeping its tasks and accounting."""
+        known = self.nodes.get(node.name)
+        if known is None:
+            self.table.add(node)
+            self.nodes[node.name] = node
+            for uid in self.orphans.pop(node.name, ()):
+                task = self.task(uid)
+                if task is not None:
+                    self._account(task)
+            return
+        known.set_spec(node)
+
+    def remove_node(self, name: str) -> None:
+        """Take a node out; refused while tasks are accounted on it."""
+        node = self.nodes.get(name)
+        if node is None:
+            return
+        if node.tasks:
+            raise SnapshotError(f"node {name} still has {len(node.tasks)} task(s)")
+        self.table.remove(name)
+        del self.nodes[name]
+
+    def put_queue(self, queue: QueueInfo) -> None:
+        self.queues[queue.name] = queue
+
+    def remove_queue(self, name: str) -> None:
+        self.queues.pop(name, None)
+
+    def put_job(self, job: JobInfo) -> None:
+        """Add a job (with any tasks it has), or replace a job's metadata keeping its tasks."""
+        known = self.jobs.get(job.uid)
+        if known is None:
+            job.owner = self.identity
+            self.jobs[job.uid] = job
+            for task in job.tasks.values():
+                self.task_jobs[task.uid] = job.uid
+                self._account(task)
+            return
+        job.owner = self.identity
+        self.jobs[job.uid] = self.writable_job(job.uid).with_metadata_of(job)
+
+    def remove_job(self, uid: str) -> None:
+        """Take a job out with all its tasks."""
+        job = self.jobs.get(uid)
+        if job is None:
+            return
+        for task_uid in list(job.tasks):
+            self.remove_task(task_uid)
+        del self.jobs[uid]
+
+    def put_task(self, task: TaskInfo) -> None:
+        """Add a task to its job (``task.job``, which must exist), or replace the task with the
+        same uid, moving its accounting to its new node and status."""
+        if task.uid in self.task_jobs:
+            self.remove_task(task.uid)
+        if task.job not in self.jobs:
+            raise SnapshotError(f"task {task.key} names job {task.job!r}, not in the snapshot")
+        job = self.writable_job(task.job)
+        job.add_task(task)
+        self.task_jobs[task.uid] = job.uid
+        self._account(task)
+
+    def remove_task(self, uid: str) -> TaskInfo | None:
+        """Take a task out of its job and off its node; the removed task, or None."""
+        job_uid = self.task_jobs.pop(uid, None)
+        if job_uid is None or job_uid not in self.jobs:
+            return None
+        job = self.writable_job(job_uid)
+        task = job.tasks.get(uid)
+        if task is None:
+            return None
+        node = self.nodes.get(task.node_name or "")
+        if node is not None and uid in node.tasks:
+            node.remove_task(task)
+        elif task.node_name in self.orphans:
+            self.orphans[task.node_name].discard(uid)
+        job.delete_task(task)
+        return task
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _account(self, task: TaskInfo) -> None:
+        if not task.node_name or task.status == TaskStatus.PENDING:
+            return
+        host = self.nodes.get(task.node_name)
+        if host is None:
+            self.orphans.setdefault(task.node_name, set()).add(task.uid)
+        elif task.uid not in host.tasks:
+            host.add_task(task)

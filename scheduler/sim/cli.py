@@ -19,6 +19,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
+from pumice.errors import PumiceError
 from pumice.manifests import ManifestError, load_manifests
 from pumice.sim.defaults import (
     DEFAULT_TEMPLATE,
@@ -35,7 +36,7 @@ PROG = "pumice sim-cluster"
 _SEED_ORDER = {"Namespace": 0, "PriorityClass": 1, "Pod": 3}
 
 
-class BadInput(Exception):
+class BadInput(PumiceError):
     """A one-line message for exit code 2."""
 
 

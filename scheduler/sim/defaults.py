@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from pumice.errors import PumiceError
 from pumice.sim.objects import Obj, meta
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -53,7 +54,7 @@ def default_objects() -> list[Obj]:
 DEFAULT_TEMPLATE = "cpu=32,memory=256Gi,pods=110"
 
 
-class TemplateError(ValueError):
+class TemplateError(PumiceError, ValueError):
     """A node template that is neither a Node manifest nor a ``name=amount,...`` spec."""
 
 

@@ -2,7 +2,7 @@
 
 Exception hierarchy::
 
-    ApiError                 one HTTP error response: code + Status body (+ extra headers)
+    ApiError (PumiceError)   one HTTP error response: code + Status body (+ extra headers)
       (built by the helpers below; handlers raise, the router turns it into a response)
 
 Every helper reproduces the reason, message and ``details`` the real API server sends, because
@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from pumice.errors import PumiceError
 from pumice.sim.objects import Obj
 
 
-class ApiError(Exception):
+class ApiError(PumiceError):
     """An error response: HTTP ``code`` and the ``Status`` object sent as its body."""
 
     def __init__(

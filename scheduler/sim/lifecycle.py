@@ -5,7 +5,8 @@ There are no kubelets, so this controller plays their part, driven by store chan
 * a pod bound to an existing node (or created with ``spec.nodeName``) turns Running after
   ``start_delay`` seconds: podIP/hostIP, startTime, Ready conditions, running container
   statuses;
-* a running pod annotated ``pumice.sim/complete-after: <duration>`` ("30s", "1m30s", "2") turns
+* a running pod annotated ``pumice.sim/complete-after: <duration>`` ("30s", "1m30s", "2"; see
+  ``pumice.durations``) turns
   Succeeded after that long, or Failed when ``pumice.sim/exit-code`` is non-zero; its
   containers terminate with that exit code;
 * a pod being deleted gracefully disappears after ``min(grace period, termination_delay)``
@@ -21,13 +22,13 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from pumice.durations import parse_duration
 from pumice.sim.objects import (
     Key,
     Obj,
     get_path,
     meta,
     now_rfc3339,
-    parse_duration,
     parse_time,
     set_condition,
     with_meta,

@@ -3,12 +3,11 @@
 Objects inside the simulated API server are never mutated once stored: every change builds new
 dicts along the changed path (``with_meta``, ``with_path``), so history entries and watch
 events can share structure safely. This module holds that copy-on-write toolbox together with
-the time, uid and duration formats the real server uses.
+the time and uid formats the real server uses (durations: ``pumice.durations``).
 """
 
 from __future__ import annotations
 
-import re
 import time
 import uuid
 from datetime import UTC, datetime
@@ -107,32 +106,6 @@ def set_condition(conditions: list[Any] | None, condition: Obj, at: str) -> list
     if not replaced:
         out.append({"lastTransitionTime": at, **condition})
     return out
-
-
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
-
-
-def parse_duration(text: str) -> float:
-    """Seconds in a Go-style duration ("1m30s", "500ms", "2h") or a bare number of seconds.
-
-    Raises ValueError on anything else.
-    """
-    text = text.strip()
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    pos = 0
-    total = 0.0
-    scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-    for match in _DURATION.finditer(text):
-        if match.start() != pos:
-            break
-        total += float(match.group(1)) * scale[match.group(2)]
-        pos = match.end()
-    if pos != len(text) or not text:
-        raise ValueError(f"not a duration: {text!r}")
-    return total
 
 
 def human_age(seconds: float) -> str:

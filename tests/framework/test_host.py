@@ -13,7 +13,7 @@ from pumice import Action, ClusterSnapshot, NodeInfo, Plugin, Resource, hookimpl
 from pumice.framework.config import FLAG_KEYS, PluginPackages, parse_config
 from pumice.framework.hookspecs import COMBINATION, HOOK_FLAGS, PluginSpec
 from pumice.framework.host import PluginConflictError, PluginHost, PluginLoadError
-from pumice.framework.session import Session, SessionError
+from pumice.framework.session import RecordingCommitter, Session, SessionError
 from support.builders import add_job, cluster, make_config, make_host, make_plugin
 
 
@@ -65,7 +65,12 @@ def test_an_implementation_may_take_a_subset_of_the_arguments() -> None:
 
     snap = cluster(node_count=2)
     task = next(iter(add_job(snap, "j").tasks.values()))
-    ssn = Session.open(snap, make_config([["nodes-only"]]), make_host({"nodes-only": NodesOnly}))
+    ssn = Session.open(
+        snap,
+        make_config([["nodes-only"]]),
+        make_host({"nodes-only": NodesOnly}),
+        committer=RecordingCommitter(),
+    )
     assert ssn.node_scores(task).tolist() == [1.0, 1.0]
     assert seen == [2]
 
@@ -90,7 +95,7 @@ def test_each_session_builds_fresh_instances_with_their_arguments() -> None:
     host = make_host({"a": Counter, "b": make_plugin("B")})
     config = make_config([[{"name": "a", "arguments": {"n": 7}}], ["b"]])
     for _ in range(2):
-        with Session.open(cluster(), config, host):
+        with Session.open(cluster(), config, host, committer=RecordingCommitter()):
             pass
     assert events == [("open", 7, 1), ("close", 7, 1), ("open", 7, 1), ("close", 7, 1)]
 
@@ -106,7 +111,9 @@ def test_open_and_close_reach_every_plugin_in_tier_order() -> None:
         )
 
     host = make_host({"x": opener("x"), "y": opener("y"), "z": opener("z")})
-    ssn = Session.open(cluster(), make_config([["y", "x"], ["z"]]), host)
+    ssn = Session.open(
+        cluster(), make_config([["y", "x"], ["z"]]), host, committer=RecordingCommitter()
+    )
     ssn.close()
     ssn.close()  # idempotent
     assert order == ["open y", "open x", "open z", "close y", "close x", "close z"]
@@ -118,9 +125,16 @@ def test_an_unknown_or_crashing_plugin_stops_the_session_with_its_name() -> None
             raise ValueError("bad weight")
 
     with pytest.raises(SessionError, match="unknown plugin 'ghost' in tier 1"):
-        Session.open(cluster(), make_config([["ghost"]]), PluginHost())
+        Session.open(
+            cluster(), make_config([["ghost"]]), PluginHost(), committer=RecordingCommitter()
+        )
     with pytest.raises(SessionError, match="plugin 'crash' failed to start: bad weight"):
-        Session.open(cluster(), make_config([["crash"]]), make_host({"crash": Crash}))
+        Session.open(
+            cluster(),
+            make_config([["crash"]]),
+            make_host({"crash": Crash}),
+            committer=RecordingCommitter(),
+        )
 
 
 def test_actions_run_in_configured_order_with_their_configuration() -> None:
@@ -142,7 +156,7 @@ def test_actions_run_in_configured_order_with_their_configuration() -> None:
             "configurations": [{"name": "first", "arguments": {"flag": True}}],
         }
     )
-    Session.open(cluster(), parse_config(text), host).run_actions()
+    Session.open(cluster(), parse_config(text), host, committer=RecordingCommitter()).run_actions()
     assert ran == [("second", False), ("first", True)]
 
 
@@ -182,7 +196,7 @@ def test_a_third_party_hook_is_called_in_a_session() -> None:
     )
     ZonePreference.calls.clear()
     CountingAction.seen.clear()
-    ssn = Session.open(snap, config, PluginHost.discover())
+    ssn = Session.open(snap, config, PluginHost.discover(), committer=RecordingCommitter())
     assert ssn.node_scores(task).tolist() == [0.0, 10.0]
     assert ssn.best_node(task, ssn.node_scores(task)) == "b"
     ssn.run_actions()

@@ -64,8 +64,18 @@ def test_status_from_pod_phase(
 
 def test_lone_pod_is_a_job_of_its_own_with_default_priority() -> None:
     t = TaskInfo.from_pod(pod("solo", annotations={"volcano.sh/task-priority": "7"}))
-    assert t.job == "team/solo" and t.priority == 7 and t.preemptable is True
+    assert t.job == "team/podgroup-uid-solo" and t.priority == 7 and t.preemptable is True
     assert TaskInfo.from_pod(pod("plain")).priority == 1
+
+
+def test_lone_pod_never_joins_a_podgroup_of_its_own_name() -> None:
+    grouped = TaskInfo.from_pod(pod("worker", annotations={"scheduling.k8s.io/group-name": "demo"}))
+    lone = TaskInfo.from_pod(pod("demo"))
+    group = JobInfo.from_podgroup({"metadata": {"name": "demo", "namespace": "team"}})
+    assert grouped.job == group.uid == "team/demo"
+    assert lone.job != group.uid
+    job = JobInfo.for_lone_pod(lone)
+    assert job.uid == lone.job and list(job.tasks) == [lone.uid] and job.min_available == 1
 
 
 def test_job_counters_follow_status_changes() -> None:

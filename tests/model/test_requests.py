@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pumice.model.quantity import QuantityError
-from pumice.model.requests import NON_ZERO_CPU_MILLI, NON_ZERO_MEMORY_BYTES, pod_requests
+from pumice.model.quantity import QuantityError, canonical_from_fraction, parse_quantity
+from pumice.model.requests import (
+    NON_ZERO_CPU_MILLI,
+    NON_ZERO_DEFAULTS,
+    NON_ZERO_MEMORY_BYTES,
+    _pod_requests_exact,
+    pod_requests,
+    with_non_zero_defaults,
+)
 from pumice.model.resource import Resource
 
 MI = 2**20
@@ -283,3 +291,77 @@ def test_cpu_matches_a_step_by_step_reading_of_the_rules(
     # the requests never fall below what the app containers alone need
     assert pod_requests(p)["cpu"] >= sum(app)
     assert pod_requests(p, non_zero=True)["cpu"] == float(expected)  # nothing omitted
+
+
+# -- the integer path and its caches ------------------------------------------------------------
+
+RESOURCES = ("cpu", "memory", GPU, "hugepages-2Mi", "ephemeral-storage")
+quantities = st.builds(
+    lambda digits, frac, suffix: f"{digits}{frac}{suffix}",
+    st.integers(0, 5000).map(str),
+    st.sampled_from(["", ".5", ".25", ".001", ".3333"]),
+    st.sampled_from(["", "n", "u", "m", "k", "M", "Ki", "Mi", "Gi", "e-3", "e-11", "E-13", "e2"]),
+)
+request_lists = st.dictionaries(st.sampled_from(RESOURCES), quantities, max_size=3)
+
+
+@given(
+    app=st.lists(request_lists, min_size=1, max_size=4),
+    extra=st.lists(request_lists, max_size=2),
+    non_zero=st.booleans(),
+)
+def test_integer_sums_equal_exact_sums_rounded_once(
+    app: list[dict[str, str]], extra: list[dict[str, str]], non_zero: bool
+) -> None:
+    containers = [c(f"a{i}", **reqs) for i, reqs in enumerate(app)]
+    p = pod(containers)
+    exact: dict[str, Fraction] = {}
+    for reqs in app:
+        for name, text in reqs.items():
+            exact[name] = exact.get(name, Fraction(0)) + parse_quantity(text)
+        if non_zero:
+            exact["cpu"] = exact.get("cpu", Fraction(0)) + (0 if "cpu" in reqs else Fraction(1, 10))
+            exact["memory"] = exact.get("memory", Fraction(0)) + (
+                0 if "memory" in reqs else NON_ZERO_MEMORY_BYTES
+            )
+    expected = Resource({n: canonical_from_fraction(n, v) for n, v in exact.items() if v})
+    assert pod_requests(p, non_zero=non_zero) == expected
+    assert list(pod_requests(p, non_zero=non_zero).items()) == list(
+        _pod_requests_exact(p["spec"], non_zero).items()
+    )
+    # with init containers the pod takes the other path: the same answer, in the same order
+    q = pod(containers, init=[c(f"i{i}", **reqs) for i, reqs in enumerate(extra)] or None)
+    assert list(pod_requests(q, non_zero=non_zero).items()) == list(
+        _pod_requests_exact(q["spec"], non_zero).items()
+    )
+
+
+def test_amounts_below_a_grain_are_summed_before_rounding() -> None:
+    # 0.4m + 0.4m is 0.8m: one millicore, not two
+    assert pod_requests(pod([c("a", cpu="0.4m"), c("b", cpu="0.4m")])) == r(cpu=1)
+    # quantities finer than a nano-unit take the exact path: 3e-12 cores round up to 1m
+    fine = pod([c("a", cpu="1e-12"), c("b", cpu="1e-12"), c("d", cpu="1e-12", memory="0.5")])
+    assert pod_requests(fine) == r(cpu=1, memory=1)
+    assert pod_requests(pod([c("a", memory="0.5"), c("b", memory="0.5")])) == r(memory=1)
+
+
+def test_a_remembered_answer_is_never_given_to_a_pod_it_is_wrong_for() -> None:
+    as_text = pod([c("a", cpu="1", memory="1Gi")])
+    assert pod_requests(as_text) == r(cpu=1000, memory=GI)
+    assert pod_requests(pod([c("a", cpu=1, memory="1Gi")])) == r(cpu=1000, memory=GI)
+    assert pod_requests(pod([c("a", cpu=1.5, memory="1Gi")])) == r(cpu=1500, memory=GI)
+    with pytest.raises(QuantityError, match="boolean"):
+        pod_requests(pod([c("a", cpu=True, memory="1Gi")]))
+    with pytest.raises(QuantityError, match="container 'b'"):
+        pod_requests(pod([c("b", cpu="1", memory="1 Gi")]))
+    # the same requests again give the same (shared, immutable) answer
+    assert pod_requests(pod([c("z", cpu="1", memory="1Gi")])) is pod_requests(as_text)
+    assert pod_requests(as_text, non_zero=True) == r(cpu=1000, memory=GI)
+
+
+def test_non_zero_defaults_live_in_one_place() -> None:
+    assert dict(NON_ZERO_DEFAULTS) == {"cpu": NON_ZERO_CPU_MILLI, "memory": NON_ZERO_MEMORY_BYTES}
+    assert with_non_zero_defaults(r(gpu=1)) == r(
+        cpu=NON_ZERO_CPU_MILLI, memory=NON_ZERO_MEMORY_BYTES, gpu=1
+    )
+    assert with_non_zero_defaults(r(cpu=5, memory=7)) == r(cpu=5, memory=7)

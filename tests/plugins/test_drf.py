@@ -8,6 +8,7 @@ import pytest
 
 from pumice import ClusterSnapshot, NodeInfo, QueueInfo, Resource, TaskStatus
 from pumice.plugins.drf import DrfPlugin
+from pumice.warnonce import forget_warnings
 from support.tier1 import job, names, plugin_of, running, session, snapshot, task
 
 GiB = 2**30
@@ -202,9 +203,10 @@ def test_drf_and_priority_victims_intersect_and_the_flag_removes_drf() -> None:
 # -- hierarchy --------------------------------------------------------------------------------
 
 
-def test_enable_hierarchy_is_warned_about_once_per_session(
+def test_enable_hierarchy_is_warned_about_once_per_process(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    forget_warnings()
     snap = two_nodes()
     job(snap, "a", running("a0", cpu=4000))
     with caplog.at_level(logging.WARNING, logger="pumice.plugins.drf"):
@@ -218,4 +220,5 @@ def test_enable_hierarchy_is_warned_about_once_per_session(
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="pumice.plugins.drf"):
         session(snap, ["drf"]).close()
+        session(snap, [{"name": "drf", "enableHierarchy": True}]).close()
     assert not [r for r in caplog.records if r.name == "pumice.plugins.drf"]

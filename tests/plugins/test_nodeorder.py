@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from pumice import Arguments, ClusterSnapshot, NodeTable, QueueInfo, TaskInfo
-from pumice.plugins import nodeorder
 from pumice.plugins.nodeorder import NodeOrderPlugin
+from pumice.warnonce import forget_warnings
 from support.builders import open_session
 from support.nodes import (
     MiB,
@@ -247,7 +247,7 @@ def test_all_weights_zero_means_no_opinion(anchor: NodeTable) -> None:
 
 
 def test_unimplemented_scorers_warn_once_when_weighted(caplog: pytest.LogCaptureFixture) -> None:
-    nodeorder._warned.clear()
+    forget_warnings()
     with caplog.at_level(logging.WARNING, logger="pumice.plugins.nodeorder"):
         NodeOrderPlugin(Arguments({"podaffinity.weight": 2, "imagelocality.weight": 0}))
         NodeOrderPlugin(Arguments({"podaffinity.weight": 5}))

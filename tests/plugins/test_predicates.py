@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from pumice import Arguments, JobInfo, NodeTable, PredicateResult, TaskInfo, TaskStatus
-from pumice.plugins import predicates
 from pumice.plugins.predicates import PredicatesPlugin
+from pumice.warnonce import forget_warnings
 from support.builders import cluster, open_session
 from support.nodes import (
     bare_task,
@@ -322,11 +322,13 @@ def test_sidecar_host_ports_count_on_both_sides() -> None:
 
 def test_pod_ports_on_nodes_are_read_only_for_tasks_that_want_host_ports() -> None:
     nodes = ports_table(port(8080))
+    placed = {t.uid: t for n in nodes.nodes for t in n.tasks.values()}
     plugin = PredicatesPlugin(Arguments({}))
     plugin.predicate(task_of(pod("no-ports")), nodes)
-    assert plugin._ports == {}
+    # the terms of the pods on the nodes (their ports) are parsed on first use only
+    assert {uid for uid, t in placed.items() if t._terms is not None} == set()
     plugin.predicate(task_of(pod("ports", containers=[container(host_ports=[1])])), nodes)
-    assert set(plugin._ports) == {"uid-user", "uid-plain"}
+    assert {uid for uid, t in placed.items() if t._terms is not None} == {"uid-user", "uid-plain"}
 
 
 def test_host_ports_follow_allocations_made_in_the_session() -> None:
@@ -416,7 +418,7 @@ def test_unschedulable_and_pod_count_cannot_be_switched_off() -> None:
 def test_unimplemented_predicates_warn_once_when_set_true(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    predicates._warned.clear()
+    forget_warnings()
     args = {"predicate.PodAffinityEnable": True, "predicate.VolumeZoneEnable": False}
     with caplog.at_level(logging.WARNING, logger="pumice.plugins.predicates"):
         PredicatesPlugin(Arguments(args))

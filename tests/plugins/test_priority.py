@@ -9,6 +9,7 @@ import pytest
 from pumice import Session, TaskStatus
 from pumice.framework.config import parse_config
 from pumice.framework.host import PluginHost
+from pumice.framework.session import RecordingCommitter
 from pumice.plugins.priority import PriorityPlugin
 from support.builders import make_plugin
 from support.tier1 import BUILTINS, job, names, running, session, snapshot, task
@@ -161,7 +162,7 @@ def test_default_configuration_tier_one_through_the_entry_points() -> None:
     low_job = job(snap, "low", *low, min_available=3, priority=1, created=0)
     dns = running("dns", namespace="kube-system")
     dns_job = job(snap, "dns", dns, namespace="kube-system", priority=1, created=1)
-    ssn = Session.open(snap, config, PluginHost.discover())
+    ssn = Session.open(snap, config, PluginHost.discover(), committer=RecordingCommitter())
     # Tier 1 is priority ∩ conformance: gang's victims are switched off by enablePreemptable:
     # false, or it would keep the whole low gang (3 ready, minAvailable 3).
     assert names(ssn.preemptable(preemptor, [*low, dns])) == ["low-0", "low-1", "low-2"]

@@ -22,6 +22,7 @@ from pumice import (
 from pumice.commands.common import load_checked
 from pumice.plugins import resource_strategy_fit as rsf
 from pumice.plugins.resource_strategy_fit import ResourceStrategyFitPlugin, parse_strategies
+from pumice.warnonce import forget_warnings
 from support.builders import open_session
 from support.nodes import GiB, bare_task, node, place, table
 
@@ -193,9 +194,9 @@ def test_wildcard_matching(patterns: dict[str, int], resource: str, expected: in
     ],
 )
 def test_pattern_validation_warns_naming_the_dropped_pattern(
-    pattern: str, valid: bool, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+    pattern: str, valid: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(rsf, "_warned", set())  # warnings are once per process
+    forget_warnings()  # warnings are once per process
     with caplog.at_level(logging.WARNING, logger="pumice.plugins.resource_strategy_fit"):
         built = plugin({"resources": {pattern: MOST, "cpu": LEAST}})
     assert built.dropped == ([] if valid else [pattern])

@@ -1,0 +1,37 @@
+"""The root of every exception pumice raises on purpose: ``PumiceError``.
+
+Each boundary has its own subclass, defined in the module that owns the boundary (so that its
+name reads well where it is raised, and its old import path keeps working). ``except
+PumiceError`` catches anything pumice raised deliberately; a bare ``Exception`` that is not one
+of these is a bug. Classes that callers have always caught as ``ValueError`` mix it in::
+
+    PumiceError
+    ├── ConfigError                 pumice.framework.config      file, line, key: what is wrong
+    ├── YamlSourceError (ValueError) pumice.framework.yamlsource  text is not YAML we accept
+    ├── ManifestError (ValueError)  pumice.manifests             a manifest that cannot be used
+    ├── QuantityError (ValueError)  pumice.model.quantity        not a Kubernetes quantity
+    ├── ResourceError (ValueError)  pumice.model.resource        bad amount, scale or default
+    │   └── ResourceUnderflow                                    ``a - b`` below zero
+    ├── NodeAccountingError (ValueError)  pumice.model.node      a placement the node refuses
+    ├── DurationError (ValueError)  pumice.durations             not a Go duration
+    ├── PluginError                 pumice.framework.host        the plugin host
+    │   ├── PluginConflictError                                  two packages, one name
+    │   └── PluginLoadError                                      an entry point will not load
+    ├── SessionError                pumice.framework.session     a plugin or action unknown
+    │   └── PluginContractError                                  a plugin broke the contract
+    ├── StatementError              pumice.framework.statement   an operation not applied
+    └── the simulated API server (pumice.sim)
+        ├── ApiError                pumice.sim.errors            one HTTP error + Status body
+        ├── TemplateError (ValueError)  pumice.sim.defaults      a bad node template
+        └── BadInput                pumice.sim.cli               a bad flag or file (exit 2)
+
+This module imports nothing from pumice, so every layer (the model included) can use it.
+"""
+
+from __future__ import annotations
+
+__all__ = ["PumiceError"]
+
+
+class PumiceError(Exception):
+    """Something pumice refuses, with a one-line message naming what and where."""

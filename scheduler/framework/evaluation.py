@@ -1,0 +1,290 @@
+"""Node evaluation once per task shape: predicate masks, resource fit and scores, kept current.
+
+Tasks with the same *shape* — the same request and scheduling terms, as all pods of a gang or
+of a Deployment have — get the same predicate mask and the same scores from plugins that
+depend on the task only through its shape. So the session evaluates a shape once, caches the
+answer, and after placements refreshes only the rows of the ``NodeTable`` whose accounting
+changed (``NodeTable.changed_rows``).
+
+A plugin opts in by accepting a ``rows`` argument in ``predicate`` or ``node_score``: it then
+promises that its answer for a node depends only on that node's row (and on the task's shape),
+and when ``rows`` is not None it returns values for exactly those rows, in that order. Plugins
+that do not accept ``rows`` are called in full for every task, as before. The predicate cache
+is used only when every enabled predicate plugin is row-local (the first failing plugin names a
+node's reason, so the order of all of them matters); scores are summed, so row-local plugins'
+scores are cached and the others' added per task.
+
+A refresh touching more than an eighth of the rows, or a change of the table's rows themselves
+(``NodeTable.epoch``), evaluates the shape in full again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from pumice.framework.results import PredicatePart, PredicateResult
+from pumice.model.node import FIT_TOLERANCE, NodeTable
+from pumice.model.objects import TaskInfo
+
+BoolVector = npt.NDArray[np.bool_]
+FloatVector = npt.NDArray[np.float64]
+ObjectVector = npt.NDArray[np.object_]
+IntVector = npt.NDArray[np.int64]
+Hook = Callable[..., Any]
+
+FULL_REFRESH_FRACTION = 8
+"""Refresh in full when more than 1/8 of the rows changed since the cached evaluation."""
+
+
+def task_shape(task: TaskInfo) -> Hashable:
+    """The task's shape: its ``shape`` attribute where the model provides one, else the request
+    with the identity of the scheduling-relevant parts of its pod spec."""
+    shape = getattr(task, "shape", None)
+    if shape is not None:
+        return shape  # type: ignore[no-any-return]
+    spec = (task.pod or {}).get("spec") or {}
+    containers = spec.get("containers") or ()
+    init = spec.get("initContainers") or ()
+    return (
+        task.resreq,
+        task.init_resreq,
+        _frozen(spec.get("nodeSelector")),
+        _frozen(spec.get("affinity")),
+        _frozen(spec.get("tolerations")),
+        _frozen([c.get("ports") for c in containers]),
+        _frozen([c.get("resources") for c in (*containers, *init)]),
+        _frozen(spec.get("overhead")),
+    )
+
+
+def _frozen(value: Any) -> Hashable:
+    if isinstance(value, dict):
+        return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
+    if isinstance(value, list | tuple):
+        return tuple(_frozen(v) for v in value)
+    return value  # type: ignore[no-any-return]
+
+
+_NO_ROWS = np.zeros(0, dtype=np.int64)
+
+
+def rows_changed(table: NodeTable, since: int) -> IntVector | None:
+    """Distinct rows changed since version ``since``, ascending; None when a full evaluation
+    is due."""
+    if since == table.version:
+        return _NO_ROWS
+    changed = table.changed_rows(since)
+    if len(changed) * FULL_REFRESH_FRACTION > len(table):
+        return None
+    return np.array(sorted(set(changed)), dtype=np.int64)
+
+
+def predicate_part(name: str, answer: Any, n: int, check: Callable[..., Any]) -> PredicatePart:
+    """Normalise a predicate hook's answer (mask or PredicateResult) to a part of length n."""
+    if isinstance(answer, PredicateResult):
+        mask, reasons = answer.mask, answer.reasons
+    else:
+        mask, reasons = answer, f"node(s) rejected by {name}"
+    mask = check(name, "predicate", mask, n, np.bool_)
+    if not isinstance(reasons, str):
+        reasons = check(name, "predicate reasons", reasons, n, object)
+    return PredicatePart(name, mask, reasons)
+
+
+@dataclass(slots=True)
+class ShapeEntry:
+    """What the session knows of one shape; each part records the table version it is
+    current at (all are dropped when the table's epoch changes)."""
+
+    epoch: int
+    task: TaskInfo
+    """The first task of this shape: every plugin call for the shape is made with it, so a
+    plugin's own per-task caches hit on every refresh (the answer depends only on the shape)."""
+    parts: list[PredicatePart] | None = None
+    mask: BoolVector | None = None
+    mask_version: int = 0
+    fit_now: BoolVector | None = None
+    fit_future: BoolVector | None = None
+    fit_version: int = 0
+    scores: dict[str, FloatVector] = field(default_factory=dict)
+    score_total: FloatVector | None = None
+    score_version: int = 0
+
+
+class ShapeCache:
+    """Per-shape predicate masks, fit masks and row-local scores over one ``NodeTable``.
+
+    ``predicates`` and ``scorers`` are ``(plugin name, hook, row_local)``; every hook is called
+    as ``hook(task, table, rows)``.
+    """
+
+    def __init__(
+        self,
+        table: NodeTable,
+        predicates: Sequence[tuple[str, Hook, bool]],
+        scorers: Sequence[tuple[str, Hook, bool]],
+        check: Callable[..., Any],
+    ) -> None:
+        self.table = table
+        self.predicates = predicates
+        self.local_scorers = [(name, hook) for name, hook, local in scorers if local]
+        self.cached_predicates = bool(predicates) and all(local for _, _, local in predicates)
+        self.check = check
+        self.entries: dict[Hashable, ShapeEntry] = {}
+        self._of_task: dict[str, ShapeEntry] = {}
+        """Task uid -> its shape's entry, so a shape key is built once per task."""
+
+    def entry(self, task: TaskInfo) -> ShapeEntry:
+        """The entry of the task's shape (a new one when the table's rows changed)."""
+        entry = self._of_task.get(task.uid)
+        if entry is not None and entry.epoch == self.table.epoch:
+            return entry
+        key = task_shape(task)
+        entry = self.entries.get(key)
+        if entry is None or entry.epoch != self.table.epoch:
+            entry = self.entries[key] = ShapeEntry(self.table.epoch, task)
+        self._of_task[task.uid] = entry
+        return entry
+
+    def _changed(self, version: int) -> IntVector | None:
+        return rows_changed(self.table, version)
+
+    # -- predicates -------------------------------------------------------------------------
+
+    def predicate(self, task: TaskInfo) -> tuple[list[PredicatePart], BoolVector]:
+        """Every predicate plugin's part and their AND, from the cache where allowed."""
+        table = self.table
+        if not self.cached_predicates:
+            return self._evaluate_predicates(task)
+        entry = self.entry(task)
+        task = entry.task
+        if entry.parts is not None and entry.mask is not None:
+            rows = self._changed(entry.mask_version)
+            entry.mask_version = table.version
+            if rows is None or (len(rows) and not self._refresh_predicates(task, entry, rows)):
+                entry.parts = None
+        if entry.parts is None or entry.mask is None:
+            entry.parts, entry.mask = self._evaluate_predicates(task)
+            entry.mask_version = table.version
+        return entry.parts, entry.mask
+
+    def _evaluate_predicates(self, task: TaskInfo) -> tuple[list[PredicatePart], BoolVector]:
+        n = len(self.table)
+        parts = [
+            predicate_part(name, answer, n, self.check)
+            for name, hook, _ in self.predicates
+            if (answer := hook(task, self.table, None)) is not None
+        ]
+        mask = np.ones(n, dtype=np.bool_)
+        for part in parts:
+            mask &= part.mask
+        return parts, mask
+
+    def _refresh_predicates(self, task: TaskInfo, entry: ShapeEntry, rows: IntVector) -> bool:
+        """Re-evaluate ``rows``; False when a plugin's opinion appeared or vanished (then the
+        shape must be evaluated in full)."""
+        assert entry.parts is not None and entry.mask is not None
+        by_name = {part.name: part for part in entry.parts}
+        combined = np.ones(len(rows), dtype=np.bool_)
+        for name, hook, _ in self.predicates:
+            answer = hook(task, self.table, rows)
+            part = by_name.get(name)
+            if (answer is None) != (part is None):
+                return False
+            if answer is None or part is None:
+                continue
+            fresh = predicate_part(name, answer, len(rows), self.check)
+            if isinstance(part.reasons, str) and fresh.reasons != part.reasons:
+                part.reasons = np.full(len(self.table), part.reasons, dtype=object)
+            if not part.mask.flags.writeable:
+                part.mask = part.mask.copy()
+            part.mask[rows] = fresh.mask
+            if not isinstance(part.reasons, str):
+                part.reasons[rows] = fresh.reasons
+            combined &= fresh.mask
+        entry.mask[rows] = combined
+        return True
+
+    # -- resource fit -----------------------------------------------------------------------
+
+    def fit(self, task: TaskInfo) -> tuple[BoolVector, BoolVector]:
+        """Rows where the request fits the idle and the future-idle resources."""
+        table = self.table
+        entry = self.entry(task)
+        request = table.vector(entry.task.resreq)
+        rows = None
+        if entry.fit_now is not None:
+            rows = self._changed(entry.fit_version)
+        if entry.fit_now is None or entry.fit_future is None or rows is None:
+            entry.fit_now = _fits(table, request, "idle", None)
+            entry.fit_future = _fits(table, request, "future_idle", None)
+        elif len(rows):
+            entry.fit_now[rows] = _fits(table, request, "idle", rows)
+            entry.fit_future[rows] = _fits(table, request, "future_idle", rows)
+        entry.fit_version = table.version
+        return entry.fit_now, entry.fit_future
+
+    # -- scores -----------------------------------------------------------------------------
+
+    def scores(self, task: TaskInfo) -> dict[str, FloatVector]:
+        """Each row-local scorer's vector for the task's shape (empty if there are none).
+
+        The vectors are the cache's own: read them, never change them.
+        """
+        if not self.local_scorers:
+            return {}
+        table = self.table
+        entry = self.entry(task)
+        task = entry.task
+        rows = None if entry.score_total is None else self._changed(entry.score_version)
+        if rows is not None and len(rows) and not self._refresh_scores(task, entry, rows):
+            rows = None
+        if rows is None:
+            entry.scores = {}
+            for name, hook in self.local_scorers:
+                answer = hook(task, table, None)
+                if answer is not None:
+                    vec = np.array(self.check(name, "node_score", answer, len(table), np.float64))
+                    entry.scores[name] = vec
+            entry.score_total = sum(entry.scores.values(), np.zeros(len(table)))
+        entry.score_version = table.version
+        return entry.scores
+
+    def _refresh_scores(self, task: TaskInfo, entry: ShapeEntry, rows: IntVector) -> bool:
+        assert entry.score_total is not None
+        total = np.zeros(len(rows))
+        for name, hook in self.local_scorers:
+            answer = hook(task, self.table, rows)
+            vec = entry.scores.get(name)
+            if (answer is None) != (vec is None):
+                return False
+            if answer is not None and vec is not None:
+                vec[rows] = self.check(name, "node_score", answer, len(rows), np.float64)
+                total += vec[rows]
+        # summed in the same order as a full evaluation, so ties stay exact ties
+        entry.score_total[rows] = total
+        return True
+
+    def score_total(self, task: TaskInfo) -> FloatVector | None:
+        """The sum of the row-local scorers' vectors, or None if there are none (the cache's
+        own vector: read it, never change it)."""
+        self.scores(task)
+        return self.entry(task).score_total if self.local_scorers else None
+
+
+def _fits(table: NodeTable, request: FloatVector, quantity: str, rows: IntVector | None) -> Any:
+    """Where ``request`` fits ``quantity`` (idle or future_idle), column by column."""
+    n = len(table) if rows is None else len(rows)
+    fits = np.ones(n, dtype=np.bool_)
+    for index, dim in enumerate(table.dims):
+        # every dimension: a node overcommitted in one the task does not ask for fits nothing
+        column = table.column(quantity, dim)
+        assert column is not None
+        values = column if rows is None else column[rows]
+        fits &= values >= request[index] - FIT_TOLERANCE
+    return fits
