@@ -46,7 +46,7 @@ from pumice import (
     JobInfo,
     Plugin,
     Resource,
-    Session,
+    SessionView,
     TaskInfo,
     hookimpl,
     warn_once,
@@ -65,7 +65,7 @@ class DrfPlugin(Plugin):
 
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
-        self.session: Session | None = None
+        self.session: SessionView | None = None
         self.dims: tuple[str, ...] = ()
         """The resources the cluster has (total > 0), in a fixed order."""
         self.total: FloatVector = np.zeros(0)
@@ -111,7 +111,7 @@ class DrfPlugin(Plugin):
     # -- session ----------------------------------------------------------------------------
 
     @hookimpl
-    def session_open(self, session: Session) -> None:
+    def session_open(self, session: SessionView) -> None:
         self.session = session
         total = session.snapshot.total_allocatable
         self.dims = tuple(sorted(name for name, amount in total.items() if amount > 0))
@@ -120,7 +120,7 @@ class DrfPlugin(Plugin):
             allocated = self.vector(job.allocated)
             self.allocated[job.uid] = allocated
             self.shares[job.uid] = self.share_of(allocated)
-        if any(inst is self and option.hierarchy for _, option, inst in session.plugins):
+        if self.option is not None and self.option.hierarchy:
             warn_once(
                 log,
                 "enableHierarchy",

@@ -53,7 +53,7 @@ from pumice import (
     JobInfo,
     JobInvalid,
     Plugin,
-    Session,
+    SessionView,
     TaskInfo,
     TaskStatus,
     Vote,
@@ -115,12 +115,12 @@ class GangPlugin(Plugin):
 
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
-        self.session: Session | None = None
+        self.session: SessionView | None = None
         self.last_placement: dict[str, TaskStatus] = {}
         """Task uid -> Allocated or Pipelined: how the task was last placed this session."""
 
     @hookimpl
-    def session_open(self, session: Session) -> None:
+    def session_open(self, session: SessionView) -> None:
         self.session = session
 
     # -- validity, readiness ----------------------------------------------------------------
@@ -197,13 +197,13 @@ class GangPlugin(Plugin):
             self.last_placement[task.uid] = task.status
 
     @hookimpl
-    def session_close(self, session: Session) -> None:
+    def session_close(self, session: SessionView) -> None:
         for job in session.jobs.values():
             if not job.tasks or job.is_ready() or _releasing_keeps_gang(job):
                 continue
             session.job_reasons[job.uid] = self.unready_message(session, job)
 
-    def unready_message(self, session: Session, job: JobInfo) -> str:
+    def unready_message(self, session: SessionView, job: JobInfo) -> str:
         """Volcano's "x/y tasks in gang unschedulable: …" for a job that is not ready."""
         last = self.last_placement
         pending = list(job.tasks_in(TaskStatus.PENDING))
@@ -221,7 +221,7 @@ class GangPlugin(Plugin):
         text += self._origin(session, job)
         return f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {text}"
 
-    def _origin(self, session: Session, job: JobInfo) -> str:
+    def _origin(self, session: SessionView, job: JobInfo) -> str:
         recorded = session.job_reasons.get(job.uid)
         if recorded:
             return f". Origin reason is: {recorded}"

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from pumice import Arguments, JobInfo, Plugin, Session, TaskInfo, hookimpl
+from pumice import Arguments, JobInfo, Plugin, SessionView, TaskInfo, hookimpl
 
 log = logging.getLogger("pumice.plugins.priority")
 
@@ -33,10 +33,10 @@ class PriorityPlugin(Plugin):
 
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
-        self.session: Session | None = None
+        self.session: SessionView | None = None
 
     @hookimpl
-    def session_open(self, session: Session) -> None:
+    def session_open(self, session: SessionView) -> None:
         self.session = session
 
     @hookimpl

@@ -78,7 +78,7 @@ from pumice import (
     Plugin,
     QueueInfo,
     Resource,
-    Session,
+    SessionView,
     TaskInfo,
     TaskStatus,
     Vote,
@@ -175,13 +175,13 @@ class ProportionPlugin(Plugin):
         self.attributes: dict[str, QueueAttributes] = {}
         """Queue name -> its attributes, for the queues that have jobs in this session."""
         self.total = Resource.zero()
-        self._session: Session | None = None
+        self._session: SessionView | None = None
         self._promised: tuple[JobInfo, QueueAttributes, Resource] | None = None
 
     # -- session ----------------------------------------------------------------------------
 
     @hookimpl
-    def session_open(self, session: Session) -> None:
+    def session_open(self, session: SessionView) -> None:
         self._session = session
         self.total = session.snapshot.total_allocatable
         attributes = self.attributes

@@ -9,6 +9,7 @@ from pumice.framework.host import PluginConflictError, PluginError, PluginHost
 from pumice.framework.results import Feasibility, JobInvalid, PredicateResult, Vote
 from pumice.framework.session import RecordingCommitter, Session, SessionError
 from pumice.framework.statement import Statement, StatementError
+from pumice.framework.view import SessionView
 
 __all__ = [
     "Action",
@@ -25,6 +26,7 @@ __all__ = [
     "SchedulerConfig",
     "Session",
     "SessionError",
+    "SessionView",
     "Statement",
     "StatementError",
     "Vote",

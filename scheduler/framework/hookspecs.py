@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from pumice.framework.results import JobInvalid, PredicateResult, Vote
-    from pumice.framework.session import Session
+    from pumice.framework.view import SessionView
     from pumice.model.node import NodeTable
     from pumice.model.objects import JobInfo, QueueInfo, TaskInfo
 
@@ -41,7 +41,7 @@ class PluginSpec:
     """Hooks of scheduling plugins."""
 
     @hookspec
-    def session_open(self, session: Session) -> None:
+    def session_open(self, session: SessionView) -> None:
         """Once per session, after every plugin of every tier is built, in tier order.
 
         Keep the session if you need it later; compute per-session state here.
@@ -49,7 +49,7 @@ class PluginSpec:
         """
 
     @hookspec
-    def session_close(self, session: Session) -> None:
+    def session_close(self, session: SessionView) -> None:
         """Once per session after the last action, in tier order. Combination: every plugin."""
 
     @hookspec

@@ -33,6 +33,7 @@ from pumice.framework.hookspecs import HOOK_FLAGS, PluginSpec
 from pumice.framework.host import PluginHost
 from pumice.framework.results import Feasibility, JobInvalid, Vote
 from pumice.framework.statement import Statement
+from pumice.framework.view import SessionView
 from pumice.model.objects import JobInfo, QueueInfo, TaskInfo
 from pumice.model.snapshot import ClusterSnapshot
 
@@ -107,6 +108,8 @@ class Session:
         self._row_local: set[tuple[str, str]] = set()
         """(hook, plugin) pairs whose implementation accepts ``rows`` (see evaluation)."""
         self.is_open = False
+        self.view = SessionView(self)
+        """What plugins are given of this session."""
         self._shapes: ShapeCache | None = None
         self.task_reasons: dict[str, str] = {}
         """Why a task was left pending this session (task uid -> message), for conditions."""
@@ -133,7 +136,7 @@ class Session:
         session = cls(snapshot, config, host, committer=committer, rng=rng)
         session._build_plugins()
         for _, hook in session._flat["session_open"]:
-            hook(session)
+            hook(session.view)
         session.is_open = True
         return session
 
@@ -144,7 +147,7 @@ class Session:
         self.is_open = False
         for name, hook in self._flat["session_close"]:
             try:
-                hook(self)
+                hook(self.view)
             except Exception:
                 log.exception("plugin %s failed in session_close", name)
 

@@ -68,6 +68,12 @@ class NodeTable:
 
     _MATRICES = ("_alloc", "_used", "_releasing", "_pipelined", "_idle", "_future")
     _VECTORS = ("_pods", "_max_pods", "_unschedulable")
+    _alloc: FloatMatrix
+    _used: FloatMatrix
+    _releasing: FloatMatrix
+    _pipelined: FloatMatrix
+    _idle: FloatMatrix
+    _future: FloatMatrix
 
     def __init__(self, dims: Iterable[str] = ("cpu", "memory")) -> None:
         self._dims: list[str] = []
