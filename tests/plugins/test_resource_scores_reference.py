@@ -1,6 +1,7 @@
 """The vectorised scores against plain per-node references written from the formulas, on
 random clusters: resource-strategy-fit in floats, shaped binpack in exact fractions (so float
-noise in the vector code can never drop a whole point of the shape's scale)."""
+noise in the vector code can never drop a whole point of the shape's scale); and the answers
+for some rows (the row-local refresh) against the full evaluation."""
 
 from __future__ import annotations
 
@@ -9,13 +10,16 @@ import math
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pumice import Arguments, Resource, TaskInfo
+from pumice import Arguments, PredicateResult, Resource, TaskInfo
 from pumice.plugins.binpack import BinpackPlugin
+from pumice.plugins.proportional import ProportionalPlugin
 from pumice.plugins.resource_strategy_fit import ResourceStrategyFitPlugin
+from pumice.plugins.sra import SraPlugin
 from support.nodes import node, place, table
 
 GPU = "nvidia.com/gpu"
@@ -166,3 +170,70 @@ def test_shaped_binpack_matches_the_documented_method_exactly(
     assert answer is not None
     expected = [10.0 * shape_reference(resreq, row, points, weights) for row in rows(nodes)]
     assert answer.tolist() == expected
+
+
+# -- row-local answers ---------------------------------------------------------------------------
+
+ROW_LOCAL_SCORERS: dict[str, Any] = {
+    "resource-strategy-fit": lambda: ResourceStrategyFitPlugin(
+        Arguments(
+            {
+                "resources": {
+                    GPU: {"type": "MostAllocated", "weight": 3},
+                    "cpu": {"type": "LeastAllocated"},
+                    "memory": {"type": "MostAllocated", "weight": 2},
+                },
+                "sra": {"enable": True, "resources": GPU, "weight": 4},
+            }
+        )
+    ),
+    "sra": lambda: SraPlugin(Arguments({"resources": GPU, "weight": 3})),
+    "binpack (shape)": lambda: BinpackPlugin(
+        Arguments(
+            {
+                "shape": [{"utilization": 20, "score": 1}, {"utilization": 90, "score": 9}],
+                "resources": [{"name": GPU, "weight": 2}, {"name": "cpu"}, {"name": "memory"}],
+            }
+        )
+    ),
+}
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.tuples(node_shapes, usage), min_size=2, max_size=8),
+    st.tuples(amounts, amounts, amounts),
+    st.data(),
+)
+def test_row_answers_equal_the_full_vector_bit_for_bit(
+    layout: list[Any], request: tuple[int, int, int], data: st.DataObject
+) -> None:
+    # A row-local plugin is asked again for the changed rows only; one row takes a Python
+    # float path. Both must give exactly the full evaluation's values.
+    nodes = cluster([a for a, _ in layout], [u for _, u in layout])
+    resreq = {k: float(v) for k, v in zip(NAMES, request, strict=True) if v}
+    task = TaskInfo(uid="t", name="t", resreq=Resource(resreq))
+    rows = np.array(
+        data.draw(st.lists(st.integers(0, len(layout) - 1), min_size=1, unique=True)),
+        dtype=np.int64,
+    )
+    for make in ROW_LOCAL_SCORERS.values():
+        plugin = make()
+        full = plugin.node_score(task, nodes)
+        assert full is not None
+        some = plugin.node_score(task, nodes, rows)
+        assert some is not None and some.tolist() == full[rows].tolist()
+        for row in rows:
+            one = plugin.node_score(task, nodes, np.array([row], dtype=np.int64))
+            assert one is not None and one.tolist() == [full[row]]
+    answer = ProportionalPlugin(Arguments(PROPORTION)).predicate(task, nodes)
+    some_answer = ProportionalPlugin(Arguments(PROPORTION)).predicate(task, nodes, rows)
+    if answer is None:
+        assert some_answer is None
+    else:
+        assert isinstance(answer, PredicateResult) and isinstance(some_answer, PredicateResult)
+        assert some_answer.mask.tolist() == answer.mask[rows].tolist()
+
+
+PROPORTION = {"resources": GPU, "resourceProportion": {f"{GPU}.cpu": 0.004, f"{GPU}.memory": 0}}
+"""Rates small enough for the random clusters' tiny amounts (4 millicores per idle GPU)."""
