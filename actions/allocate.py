@@ -246,7 +246,7 @@ class _Run:
         if len(rows) == 1:
             node: str | None = table.nodes[int(rows[0])].name
         else:
-            node = session.best_node(task, session.node_scores(task), candidates)
+            node = session.best_node(task, session.node_scores(task, candidates), candidates)
         if node is None:  # pragma: no cover - best_node names a node whenever one is feasible
             return self._why_not(task, feasibility)
         try:

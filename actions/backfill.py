@@ -83,7 +83,7 @@ class BackfillAction(Action):
         mask = feasibility.mask & ~overcommitted.any(axis=1)
         if not mask.any():
             return feasibility.message(overcommitted, table.dims)
-        node = session.best_node(task, session.node_scores(task), mask)
+        node = session.best_node(task, session.node_scores(task, mask), mask)
         if node is None:  # pragma: no cover - best_node names a node whenever one is feasible
             return f"0/{len(table)} nodes are available."
         try:

@@ -68,9 +68,12 @@ def to_model(w: workload.Workload) -> ClusterSnapshot:
     return ClusterSnapshot.build(nodes=nodes, jobs=jobs.values(), queues=queues)
 
 
+HOST = PluginHost.discover()  # every plugin imported up front, as a daemon does at start
+
+
 def run_session(snap: ClusterSnapshot) -> tuple[Session, float]:
     config = load_default_config()
-    host = PluginHost.discover()
+    host = HOST
     start = time.perf_counter()
     session = Session.open(snap, config, host, committer=RecordingCommitter())
     session.run_actions()

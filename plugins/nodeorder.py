@@ -1,7 +1,10 @@
 """``nodeorder``: kube-scheduler's node scores, each times its weight, summed.
 
-Hook: ``node_score(task, nodes)`` — one float per node of the table (None when every scorer
-has weight 0). Scores are in kube-scheduler units (0..100 per scorer, ``MAX_NODE_SCORE``) with
+Hooks: ``node_score(task, nodes, rows)`` — the resource scores, row-local (a node's score reads
+only its own row); ``normalized_score(task, nodes, mask)`` — node affinity and taint toleration,
+normalised over the candidate nodes ``mask`` as kube-scheduler normalises over the nodes that
+passed filtering. Each is None when its scorers all have weight 0. Scores are in
+kube-scheduler units (0..100 per scorer, ``MAX_NODE_SCORE``) with
 kube-scheduler's integer arithmetic (truncating divisions), then multiplied by the weight.
 
 Arguments (integers; Volcano's names and defaults; a weight of 0 switches a scorer off):
@@ -17,7 +20,10 @@ Arguments (integers; Volcano's names and defaults; a weight of 0 switches a scor
 ``balancedresource.weight`` 1       NodeResourcesBalancedAllocation: fractions
                                     ``f = min(req / alloc, 1)`` of cpu and memory,
                                     ``int((1 - |f_cpu - f_mem| / 2) * 100)`` (100 with fewer
-                                    than two resources with ``alloc > 0``).
+                                    than two resources with ``alloc > 0``); for a task that
+                                    requests ``nvidia.com/gpu``, on nodes that have GPUs, the
+                                    three fractions' standard deviation replaces
+                                    ``|f_cpu - f_mem| / 2``, as Volcano configures it.
 ``nodeaffinity.weight``    2        NodeAffinity: the sum of the weights of the pod's
                                     preferred terms each node matches, normalised to 0..100
                                     (``100 * s // max``; all 0 when the maximum is 0).
@@ -37,8 +43,6 @@ Deviations, on purpose:
 
 * The node side of least/most is the real requests of the pods on the node (the table's
   ``used``); kube-scheduler counts request-less pods already on a node as 100m / 200Mi.
-* Normalisation (node affinity, taint toleration) runs over every node of the table, not only
-  over the nodes that passed the predicates, because the hook is not told which passed.
 * A preferred term that is invalid (e.g. ``Gt`` with a non-integer) matches no node;
   kube-scheduler fails the pod's scoring instead.
 
@@ -50,9 +54,10 @@ non-zero weight): ``podaffinity.weight`` (InterPodAffinity), ``imagelocality.wei
 The task's non-zero request and terms come from the model (``task.nonzero_request`` with the
 defaults of ``pumice.NON_ZERO_DEFAULTS``, ``task.terms``), computed once per pod object.
 
-Speed: every scorer is a handful of numpy operations over the whole table; preferred terms and
-toleration sets are evaluated once per distinct form per session (``_k8s_terms.NodeTerms``),
-and their weighted, normalised sum once per distinct (preferred terms, tolerations) pair.
+Speed: the resource scores are evaluated once per task shape and refreshed on the changed rows
+(in Python floats for one row); preferred terms and toleration sets are evaluated once per
+distinct form per session (``_k8s_terms.NodeTerms``), and when no node matches a preferred
+term or has a counted taint the label scores are one constant vector, whatever the mask.
 """
 
 from __future__ import annotations
@@ -68,7 +73,6 @@ from pumice import (
     Arguments,
     NodeTable,
     Plugin,
-    PodTerms,
     TaskInfo,
     hookimpl,
     warn_once,
@@ -83,6 +87,7 @@ FloatMatrix = npt.NDArray[np.float64]
 
 MAX_NODE_SCORE = 100
 SCORED = ("cpu", "memory")
+GPU = "nvidia.com/gpu"
 
 LEAST_REQUESTED = "leastrequested.weight"
 MOST_REQUESTED = "mostrequested.weight"
@@ -143,9 +148,55 @@ def balanced_allocation(requested: FloatMatrix, allocatable: FloatMatrix) -> Flo
     return np.trunc((1.0 - std) * float(MAX_NODE_SCORE))
 
 
-def normalize(scores: FloatVector, *, reverse: bool = False) -> FloatVector:
-    """kube-scheduler's ``DefaultNormalizeScore`` to 0..100 (integer division)."""
-    top = float(scores.max()) if len(scores) else 0.0
+def _with_gpu(
+    balanced: FloatVector,
+    nodes: NodeTable,
+    rows: npt.NDArray[np.int64] | None,
+    requested: FloatMatrix,
+    allocatable: FloatMatrix,
+    gpu_request: float,
+) -> FloatVector:
+    """Balanced allocation over cpu, memory and ``nvidia.com/gpu`` where the node has GPUs
+    (Volcano's nodeorder lists the GPU among the balanced resources; kube-scheduler skips an
+    extended resource the node lacks): the standard deviation of the three fractions."""
+    gpu_alloc = _columns_of(nodes, "allocatable", GPU, rows)
+    gpu_used = _columns_of(nodes, "used", GPU, rows)
+    counted = (allocatable[:, 0] > 0) & (allocatable[:, 1] > 0) & (gpu_alloc > 0)
+    if not counted.any():
+        return balanced
+    safe = np.where(counted, gpu_alloc, 1.0)
+    fractions = np.column_stack(
+        [
+            np.minimum(
+                requested[:, i] / np.where(allocatable[:, i] > 0, allocatable[:, i], 1.0), 1.0
+            )
+            for i in range(2)
+        ]
+        + [np.minimum((gpu_used + gpu_request) / safe, 1.0)]
+    )
+    mean = fractions.sum(axis=1) / 3
+    std = np.sqrt(((fractions - mean[:, None]) ** 2).sum(axis=1) / 3)
+    three = np.trunc((1.0 - std) * float(MAX_NODE_SCORE))
+    return np.where(counted, three, balanced)
+
+
+def _columns_of(
+    nodes: NodeTable, quantity: str, name: str, rows: npt.NDArray[np.int64] | None
+) -> FloatVector:
+    col = nodes.column(quantity, name)
+    n = len(nodes) if rows is None else len(rows)
+    if col is None:
+        return np.zeros(n)
+    return col if rows is None else col[rows]
+
+
+def normalize(
+    scores: FloatVector, mask: npt.NDArray[np.bool_] | None = None, *, reverse: bool = False
+) -> FloatVector:
+    """kube-scheduler's ``DefaultNormalizeScore`` to 0..100 (integer division), the maximum
+    taken over the candidate nodes in ``mask`` (every node when None)."""
+    candidates = scores if mask is None else scores[mask]
+    top = float(candidates.max()) if len(candidates) else 0.0
     if top <= 0:
         return np.full(len(scores), float(MAX_NODE_SCORE) if reverse else 0.0)
     out = _int_div(scores * MAX_NODE_SCORE, top)
@@ -168,7 +219,12 @@ class NodeOrderPlugin(Plugin):
                     log, key, f"nodeorder: {key} is set but not implemented in pumice; ignored"
                 )
         self._terms: NodeTerms | None = None
-        self._term_scores: dict[tuple[Preferred, Tolerations], FloatVector] = {}
+        self._raw_labels: dict[
+            tuple[Preferred, Tolerations], tuple[FloatVector | None, FloatVector | None]
+        ] = {}
+        """Per distinct (preferred terms, tolerations): the raw affinity sums and soft-taint
+        counts over every node, None where all are 0."""
+        self._flat: FloatVector | None = None
 
     @property
     def enabled(self) -> bool:
@@ -187,7 +243,8 @@ class NodeOrderPlugin(Plugin):
         """The term cache for ``nodes`` (made again if the table is not the one cached)."""
         if self._terms is None or not self._terms.fits(nodes):
             self._terms = NodeTerms(nodes)
-            self._term_scores.clear()
+            self._raw_labels.clear()
+            self._flat = None
         return self._terms
 
     @hookimpl
@@ -198,7 +255,8 @@ class NodeOrderPlugin(Plugin):
         # over every node once per session (labels and taints do not change within one).
         if not self.enabled:
             return None
-        if rows is not None and len(rows) == 1:
+        gpu = task.resreq[GPU]
+        if rows is not None and len(rows) == 1 and not gpu:
             return np.array([self._score_row(task, nodes, int(rows[0]))])
         n = len(nodes) if rows is None else len(rows)
         score = np.zeros(n)
@@ -214,10 +272,10 @@ class NodeOrderPlugin(Plugin):
                     score += self.most_weight * most_allocated(requested, allocatable)
             own = np.array([task.resreq[r] for r in SCORED])
             if self.balanced_weight and own.any():
-                score += self.balanced_weight * balanced_allocation(used + own, allocatable)
-        if self.affinity_weight or self.taint_weight:
-            labels = self._label_scores(task.terms, nodes)
-            score += labels if rows is None else labels[rows]
+                balanced = balanced_allocation(used + own, allocatable)
+                if gpu:
+                    balanced = _with_gpu(balanced, nodes, rows, used + own, allocatable, gpu)
+                score += self.balanced_weight * balanced
         return score
 
     def _score_row(self, task: TaskInfo, nodes: NodeTable, row: int) -> float:
@@ -252,27 +310,47 @@ class NodeOrderPlugin(Plugin):
                 both = alloc[0] > 0 and alloc[1] > 0
                 std = abs((fractions[0] - fractions[1]) / 2) if both else 0.0
                 score += self.balanced_weight * float(math.trunc((1.0 - std) * MAX_NODE_SCORE))
-        if self.affinity_weight or self.taint_weight:
-            score += float(self._label_scores(task.terms, nodes)[row])
         return score
 
-    def _label_scores(self, pod: PodTerms, nodes: NodeTable) -> FloatVector:
-        """Weighted node affinity plus taint toleration scores, computed once per distinct
-        pair of preferred terms and tolerations."""
+    @hookimpl
+    def normalized_score(
+        self, task: TaskInfo, nodes: NodeTable, mask: npt.NDArray[np.bool_]
+    ) -> FloatVector | None:
+        """Node affinity and taint toleration, normalised over the candidate nodes as
+        kube-scheduler normalises them over the nodes that passed filtering."""
+        if not (self.affinity_weight or self.taint_weight):
+            return None
         terms = self.node_terms(nodes)
+        pod = task.terms
         key = (pod.preferred, pod.tolerations)
-        cached = self._term_scores.get(key)
-        if cached is not None:
-            return cached
+        raw = self._raw_labels.get(key)
+        if raw is None:
+            affinity = (
+                terms.preferred(pod.preferred) if self.affinity_weight and pod.preferred else None
+            )
+            taints = terms.prefer_no_schedule_counts(pod.tolerations) if self.taint_weight else None
+            raw = self._raw_labels[key] = (
+                None if affinity is None or not affinity.any() else affinity,
+                None if taints is None or not taints.any() else taints,
+            )
+        affinity, taints = raw
+        if affinity is None and taints is None:
+            # nothing to normalise: the scores are the same on every node, whatever the mask
+            return self._constant(len(nodes))
         score = np.zeros(len(nodes))
-        if self.affinity_weight and pod.preferred:
-            score += self.affinity_weight * normalize(terms.preferred(pod.preferred))
+        if self.affinity_weight and affinity is not None:
+            score += self.affinity_weight * normalize(affinity, mask)
         if self.taint_weight:
-            counts = terms.prefer_no_schedule_counts(pod.tolerations)
-            score += self.taint_weight * normalize(counts, reverse=True)
-        score.flags.writeable = False
-        self._term_scores[key] = score
+            counts = taints if taints is not None else np.zeros(len(nodes))
+            score += self.taint_weight * normalize(counts, mask, reverse=True)
         return score
+
+    def _constant(self, n: int) -> FloatVector:
+        """The label scores when no node matches a preferred term or has a counted taint."""
+        if self._flat is None or len(self._flat) != n:
+            self._flat = np.full(n, float(self.taint_weight * MAX_NODE_SCORE))
+            self._flat.flags.writeable = False
+        return self._flat
 
 
 def _cell(nodes: NodeTable, quantity: str, name: str, row: int) -> float:

@@ -3,8 +3,10 @@
 ``sim`` is a ``SimHandle``: the base URL, a kubeconfig path, the store and registry for direct
 seeding (``sim.create(manifest)``), the fault controls (``sim.faults``), the write log
 (``sim.writes``), a kubernetes_asyncio client factory (``sim.client()``) and a kubectl runner
-(``sim.kubectl(...)``). ``make_sim(**SimConfig fields)`` starts more servers or servers with
-other settings; every server is stopped when the test ends.
+(``sim.kubectl(...)``); both take ``account="ns/name"`` to act as a ServiceAccount, which
+``make_sim(authorization="rbac")`` then holds to the seeded RBAC rules.
+``make_sim(**SimConfig fields)`` starts more servers or servers with other settings; every
+server is stopped when the test ends.
 """
 
 from __future__ import annotations
@@ -56,19 +58,29 @@ class SimHandle:
         """Store a manifest directly (namespace created if missing); returns the object."""
         return copy.deepcopy(self.server.registry.create_object(manifest))
 
-    async def client(self) -> k8s_client.ApiClient:
-        """A kubernetes_asyncio ApiClient configured from this server's kubeconfig."""
+    def kubeconfig_for(self, account: str) -> Path:
+        """A kubeconfig acting as the ServiceAccount ``account`` ("namespace/name"), created
+        if missing; with ``make_sim(authorization="rbac")`` its requests are authorized."""
+        namespace, _, name = account.partition("/")
+        path = self.workdir / f"kubeconfig-{namespace}-{name}"
+        return self.server.write_kubeconfig_for(namespace, name, path)
+
+    async def client(self, account: str | None = None) -> k8s_client.ApiClient:
+        """A kubernetes_asyncio ApiClient: the admin, or the ServiceAccount ``account``."""
+        kubeconfig = self.kubeconfig if account is None else self.kubeconfig_for(account)
         configuration = k8s_client.Configuration()
         await k8s_config.load_kube_config(
-            config_file=str(self.kubeconfig), client_configuration=configuration
+            config_file=str(kubeconfig), client_configuration=configuration
         )
         return k8s_client.ApiClient(configuration=configuration)
 
     async def kubectl(
-        self, *args: str, stdin: str | None = None, timeout: float = 60
+        self, *args: str, stdin: str | None = None, timeout: float = 60, account: str | None = None
     ) -> KubectlResult:
-        """Run the installed kubectl against this server (loopback only)."""
-        return await run_kubectl(self.kubeconfig, self.workdir, *args, stdin=stdin, timeout=timeout)
+        """Run the installed kubectl against this server (loopback only), as the admin or as
+        the ServiceAccount ``account`` ("namespace/name")."""
+        kubeconfig = self.kubeconfig if account is None else self.kubeconfig_for(account)
+        return await run_kubectl(kubeconfig, self.workdir, *args, stdin=stdin, timeout=timeout)
 
 
 MakeSim = Callable[..., Awaitable[SimHandle]]

@@ -106,6 +106,17 @@ class PluginSpec:
         """
 
     @hookspec
+    def normalized_score(
+        self, task: TaskInfo, nodes: NodeTable, mask: npt.NDArray[np.bool_]
+    ) -> npt.NDArray[np.float64] | None:
+        """Scores that are normalised over the candidate nodes, as kube-scheduler's
+        NormalizeScore does (e.g. node affinity: ``100 * s // max`` over the nodes the task
+        may go to). ``mask`` marks those candidates (every predicate passed and the request
+        fits); values for other nodes are ignored. Called once per task, never cached.
+        Combination: summed with every ``node_score``. Flag: ``enableNodeOrder``.
+        """
+
+    @hookspec
     def best_node(
         self, task: TaskInfo, scores: npt.NDArray[np.float64], nodes: NodeTable
     ) -> str | None:
@@ -221,6 +232,7 @@ HOOK_FLAGS: dict[str, str | None] = {
     "task_order_key": "task_order",
     "predicate": "predicate",
     "node_score": "node_order",
+    "normalized_score": "node_order",
     "best_node": "best_node",
     "overused": "overused",
     "allocatable": "allocatable",
@@ -246,6 +258,7 @@ COMBINATION: dict[str, str] = {
     "task_order_key": "first plugin that distinguishes decides",
     "predicate": "all must pass; first failure gives the reason",
     "node_score": "summed",
+    "normalized_score": "summed",
     "best_node": "first plugin naming a node wins",
     "overused": "any true",
     "allocatable": "all must agree",

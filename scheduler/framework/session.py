@@ -254,10 +254,14 @@ class Session:
         now, future = self.shapes.fit(task)
         return _read_only(now), _read_only(future)
 
-    def node_scores(self, task: TaskInfo) -> npt.NDArray[np.float64]:
+    def node_scores(
+        self, task: TaskInfo, mask: npt.NDArray[np.bool_] | None = None
+    ) -> npt.NDArray[np.float64]:
         """The summed score of every node for ``task`` (read-only).
 
-        Row-local plugins' scores come from the per-shape cache; the others are called."""
+        Row-local plugins' ``node_score`` comes from the per-shape cache; the other plugins
+        are called; ``normalized_score`` hooks are called with ``mask``, the candidate nodes
+        (every node when None)."""
         n = len(self.table)
         total = self.shapes.score_total(task)
         others = [
@@ -265,13 +269,20 @@ class Session:
             for name, hook in self._flat["node_score"]
             if ("node_score", name) not in self._row_local
         ]
-        if not others:
+        normalized = self._flat["normalized_score"]
+        if not others and not normalized:
             return _read_only(total if total is not None else np.zeros(n))
         summed = np.zeros(n) if total is None else total.copy()
         for name, hook in others:
             answer = hook(task, self.table, None)
             if answer is not None:
                 summed += _vector(name, "node_score", answer, n, np.float64)
+        if normalized:
+            candidates = mask if mask is not None else np.ones(n, dtype=np.bool_)
+            for name, hook in normalized:
+                answer = hook(task, self.table, candidates)
+                if answer is not None:
+                    summed += _vector(name, "normalized_score", answer, n, np.float64)
         return summed
 
     def best_node(

@@ -69,7 +69,8 @@ SYSTEM_PRIORITY_CLASSES = {
 
 
 def name_problems(rtype: ResourceType, name: str) -> list[Problem]:
-    if rtype.plural == "events":
+    # events and RBAC objects (``system:basic-user``) only need to be a valid path segment
+    if rtype.plural == "events" or rtype.group == "rbac.authorization.k8s.io":
         if name in (".", "..") or "/" in name or "%" in name:
             return [
                 (

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from pumice.errors import PumiceError
 from pumice.manifests import ManifestError, load_manifests
+from pumice.sim.access import MODES
 from pumice.sim.defaults import (
     DEFAULT_TEMPLATE,
     TemplateError,
@@ -56,6 +57,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--kubeconfig-out",
         metavar="PATH",
         help="where to write the kubeconfig (default: a temporary file removed on exit)",
+    )
+    parser.add_argument(
+        "--authorization",
+        choices=MODES,
+        default="none",
+        help="none: every request is allowed; rbac: requests are checked against the seeded "
+        "Roles, ClusterRoles and bindings, and the server listens on HTTPS (kubectl sends "
+        "tokens only over TLS) (default: none)",
+    )
+    parser.add_argument(
+        "--kubeconfig-out-for",
+        metavar="NAMESPACE/NAME=PATH",
+        action="append",
+        default=[],
+        help="also write a kubeconfig acting as ServiceAccount NAMESPACE/NAME (created if "
+        "missing) to PATH; repeatable. The --kubeconfig-out one stays cluster-admin",
     )
     parser.add_argument("--nodes", type=int, default=0, metavar="N", help="generate N more nodes")
     parser.add_argument(
@@ -94,6 +111,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="start without the default namespaces, system PriorityClasses and default Queue",
     )
+
+
+def _identity_outputs(specs: list[str]) -> list[tuple[str, str, Path]]:
+    """``NAMESPACE/NAME=PATH`` flags as (namespace, name, path)."""
+    out = []
+    for spec in specs:
+        account, sep, path = spec.partition("=")
+        namespace, slash, name = account.partition("/")
+        if not sep or not slash or not namespace or not name or not path or "/" in name:
+            raise BadInput(f"--kubeconfig-out-for {spec!r}: expected NAMESPACE/NAME=PATH")
+        out.append((namespace, name, Path(path)))
+    return out
+
+
+def _write_identities(server: SimServer, outputs: list[tuple[str, str, Path]]) -> None:
+    for namespace, name, path in outputs:
+        flag = f"--kubeconfig-out-for {namespace}/{name}={path}"
+        try:
+            written = server.write_kubeconfig_for(namespace, name, path)
+        except ApiError as exc:
+            raise BadInput(f"{flag}: {exc.message}") from None
+        except OSError as exc:
+            raise BadInput(f"{flag}: {exc.strerror or exc}") from None
+        print(f"kubeconfig for ServiceAccount {namespace}/{name}: {written}", flush=True)
 
 
 def _template(text: str) -> Obj:
@@ -175,8 +216,10 @@ async def _serve(args: argparse.Namespace) -> int:
             bookmark_interval=args.bookmark_interval,
             history_size=args.history_size,
             defaults=not args.no_defaults,
+            authorization=args.authorization,
         )
     )
+    identities = _identity_outputs(args.kubeconfig_out_for)
     counts = _seed(server, args)
     try:
         await server.start(args.port)
@@ -198,6 +241,7 @@ async def _serve(args: argparse.Namespace) -> int:
         print(f"{PROG}: serving {server.url} ({summary})", flush=True)
         print(f"kubeconfig: {kubeconfig}", flush=True)
         print(f"admin: {server.url}/sim/faults", flush=True)
+        _write_identities(server, identities)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

@@ -35,6 +35,7 @@ _SUBRESOURCE_KINDS = {
     "eviction": ("Eviction", "policy", "v1", ("create",)),
     "status": ("", "", "", ("get", "patch", "update")),
     "finalize": ("", "", "", ("update",)),
+    "token": ("TokenRequest", "authentication.k8s.io", "v1", ("create",)),
 }
 
 

@@ -32,6 +32,7 @@ from pumice.sim.errors import (
     stale,
     uid_precondition,
 )
+from pumice.sim.managedfields import stamp_create, stamp_update
 from pumice.sim.objects import Key, Obj, meta, new_uid, now_rfc3339, with_meta
 from pumice.sim.patch import apply_patch
 from pumice.sim.pods import delete_pod
@@ -215,6 +216,7 @@ class Registry:
         if rtype.from_view is not None:
             obj["apiVersion"], obj["kind"] = "v1", "Event"
         obj = self.admission.on_create(rtype, obj, seeding)
+        obj = stamp_create(rtype, obj)  # managedFields of the request's field manager
         key = (ns, name)
         if key in table:
             raise already_exists(rtype.plural, rtype.group, name)
@@ -348,6 +350,8 @@ class Registry:
             merged["metadata"] = m
             self.admission.on_update(rtype, old, merged, subresource)
         m["resourceVersion"] = old_m.get("resourceVersion")
+        if subresource != "status":
+            merged = stamp_update(rtype, old, merged)  # managedFields kept, writer recorded
         if merged == old:
             return old
         key = (str(old_m.get("namespace") or ""), str(old_m.get("name")))

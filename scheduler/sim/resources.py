@@ -281,6 +281,94 @@ QUEUES = ResourceType(
     ("status",),
 )
 
+# -- identities and RBAC (see pumice.sim.rbac and pumice.sim.access) ------------------------
+RBAC_GROUP = "rbac.authorization.k8s.io"
+SERVICE_ACCOUNTS = ResourceType(
+    "serviceaccounts",
+    "ServiceAccount",
+    "",
+    "v1",
+    True,
+    "serviceaccount",
+    ("sa",),
+    ("token",),
+    merge_keys={**_META_KEYS, ("secrets",): "name"},
+    generation=False,
+)
+ROLES = ResourceType(
+    "roles", "Role", RBAC_GROUP, "v1", True, "role", merge_keys=_META_KEYS, generation=False
+)
+CLUSTER_ROLES = ResourceType(
+    "clusterroles",
+    "ClusterRole",
+    RBAC_GROUP,
+    "v1",
+    False,
+    "clusterrole",
+    merge_keys=_META_KEYS,
+    generation=False,
+)
+ROLE_BINDINGS = ResourceType(
+    "rolebindings",
+    "RoleBinding",
+    RBAC_GROUP,
+    "v1",
+    True,
+    "rolebinding",
+    merge_keys=_META_KEYS,
+    generation=False,
+)
+CLUSTER_ROLE_BINDINGS = ResourceType(
+    "clusterrolebindings",
+    "ClusterRoleBinding",
+    RBAC_GROUP,
+    "v1",
+    False,
+    "clusterrolebinding",
+    merge_keys=_META_KEYS,
+    generation=False,
+)
+SELF_SUBJECT_ACCESS_REVIEWS = ResourceType(
+    "selfsubjectaccessreviews",
+    "SelfSubjectAccessReview",
+    "authorization.k8s.io",
+    "v1",
+    False,
+    "selfsubjectaccessreview",
+    verbs=("create",),
+    generation=False,
+)
+SELF_SUBJECT_REVIEWS = ResourceType(
+    "selfsubjectreviews",
+    "SelfSubjectReview",
+    "authentication.k8s.io",
+    "v1",
+    False,
+    "selfsubjectreview",
+    verbs=("create",),
+    generation=False,
+)
+SELF_SUBJECT_RULES_REVIEWS = ResourceType(
+    "selfsubjectrulesreviews",
+    "SelfSubjectRulesReview",
+    "authorization.k8s.io",
+    "v1",
+    False,
+    "selfsubjectrulesreview",
+    verbs=("create",),
+    generation=False,
+)
+REVIEWS = (SELF_SUBJECT_ACCESS_REVIEWS, SELF_SUBJECT_RULES_REVIEWS, SELF_SUBJECT_REVIEWS)
+"""Answered, never stored (``pumice.sim.access``)."""
+RBAC_TYPES = (
+    SERVICE_ACCOUNTS,
+    ROLES,
+    CLUSTER_ROLES,
+    ROLE_BINDINGS,
+    CLUSTER_ROLE_BINDINGS,
+    *REVIEWS,
+)
+
 ALL_TYPES: tuple[ResourceType, ...] = (
     NAMESPACES,
     NODES,
@@ -292,6 +380,7 @@ ALL_TYPES: tuple[ResourceType, ...] = (
     PRIORITY_CLASSES,
     PODGROUPS,
     QUEUES,
+    *RBAC_TYPES,
 )
 
 # (group, version, plural) -> type
@@ -300,7 +389,7 @@ _BY_PATH: dict[tuple[str, str, str], ResourceType] = {
 }
 # (apiVersion, kind) -> the type that stores objects of that kind
 _BY_KIND: dict[tuple[str, str], ResourceType] = {
-    (t.api_version, t.kind): t for t in ALL_TYPES if t is not BINDINGS
+    (t.api_version, t.kind): t for t in ALL_TYPES if t is not BINDINGS and t not in REVIEWS
 }
 # kind alone -> type, for manifests whose apiVersion differs (e.g. events.k8s.io vs v1)
 _KIND_ONLY: dict[str, ResourceType] = {}

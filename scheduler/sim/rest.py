@@ -18,7 +18,8 @@ import orjson
 from aiohttp import web
 from multidict import MultiMapping
 
-from pumice.sim import pods, tables
+from pumice.sim import pods, protobuf, tables
+from pumice.sim.apply import is_apply, server_side_apply
 from pumice.sim.errors import ApiError, bad_request, method_not_allowed, no_such_path
 from pumice.sim.objects import Obj
 from pumice.sim.registry import Registry
@@ -121,6 +122,8 @@ async def read_json(request: web.BaseRequest, required: bool = True) -> Any:
         if required:
             raise bad_request("the body of the request was empty")
         return None
+    if protobuf.is_protobuf(request.headers.get("Content-Type", "")):
+        return protobuf.decode_object(raw)
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -212,6 +215,13 @@ class ResourceApi:
         if verb == "update":
             body = await read_json(request)
             return json_response(self.registry.update(rtype, ns, name, body, sub))
+        if verb == "patch" and is_apply(request.headers.get("Content-Type", "")):
+            if sub:
+                raise method_not_allowed()
+            obj, code = server_side_apply(
+                self.registry, rtype, ns, name, await request.read(), query, dry_run
+            )
+            return json_response(obj, code)
         if verb == "patch":
             body = await read_json(request)
             content_type = request.headers.get("Content-Type", "")

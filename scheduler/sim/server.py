@@ -3,7 +3,9 @@
 It wires the store, the registry (API verbs), watches, the KWOK-like lifecycle, fault
 injection, the write log and the admin endpoint into one aiohttp application with a single
 catch-all route (one dispatch function is cheaper than aiohttp's router and mirrors the real
-server's request-info parsing). It listens on 127.0.0.1 only. Use it in-process::
+server's request-info parsing). It listens on 127.0.0.1 only (HTTPS with a throw-away CA when
+``authorization="rbac"``, whose requests ``pumice.sim.access`` authenticates and authorizes).
+Use it in-process::
 
     server = SimServer(SimConfig(pod_start_delay=0.05))
     server.seed(objects)            # or server.registry.create_object(manifest)
@@ -16,6 +18,7 @@ server's request-info parsing). It listens on 127.0.0.1 only. Use it in-process:
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import time
 from collections.abc import Iterable
@@ -27,16 +30,20 @@ import yaml
 from aiohttp import web
 
 from pumice.sim import discovery
+from pumice.sim.access import ADMIN_TOKEN, AccessControl
 from pumice.sim.admin import MUTATING_METHODS, WriteLog, WriteRecord, handle_admin
 from pumice.sim.defaults import default_objects
 from pumice.sim.errors import ApiError, internal, no_such_path
 from pumice.sim.faults import Faults
 from pumice.sim.lifecycle import Lifecycle, LifecycleConfig
+from pumice.sim.managedfields import writing
 from pumice.sim.objects import Obj
+from pumice.sim.rbac import bootstrap_policy
 from pumice.sim.registry import Registry
 from pumice.sim.resources import ALL_TYPES
 from pumice.sim.rest import ResourceApi, error_response, json_response, parse_path, verb_of
 from pumice.sim.store import Store
+from pumice.sim.tls import ServingCert, make_serving_cert
 from pumice.sim.watch import WatchHub
 
 log = logging.getLogger("pumice.sim")
@@ -61,6 +68,8 @@ class SimConfig:
     defaults: bool = True
     """Start with the default namespaces, system PriorityClasses and Volcano's default Queue."""
     max_body: int = 16 * 1024 * 1024
+    authorization: str = "none"
+    """``none`` (everyone may do everything) or ``rbac`` (see ``pumice.sim.access``)."""
 
 
 class SimServer:
@@ -87,6 +96,12 @@ class SimServer:
         self.port = 0
         if self.config.defaults:
             self.seed(default_objects())
+        self.access = AccessControl(self.registry, self.config.authorization)
+        # identities need HTTPS: kubectl sends no token to an http:// server (pumice.sim.tls)
+        self.tls: ServingCert | None = None
+        if self.config.authorization == "rbac":
+            self.seed(bootstrap_policy())
+            self.tls = make_serving_cert(HOST)
 
     # -- seeding -------------------------------------------------------------------------
 
@@ -110,7 +125,7 @@ class SimServer:
 
     @property
     def url(self) -> str:
-        return f"http://{HOST}:{self.port}"
+        return f"{'https' if self.tls else 'http'}://{HOST}:{self.port}"
 
     async def start(self, port: int = 0) -> None:
         # aiohttp's low-level server: one handler, no router or middleware on the hot path
@@ -138,7 +153,8 @@ class SimServer:
 
     async def _listen(self, port: int) -> None:
         assert self._runner is not None
-        site = web.TCPSite(self._runner, HOST, port)
+        context = self.tls.server_context() if self.tls is not None else None
+        site = web.TCPSite(self._runner, HOST, port, ssl_context=context)
         await site.start()
         self._site = site
         self.port = int(self._runner.addresses[0][1])
@@ -151,20 +167,26 @@ class SimServer:
             await self._runner.cleanup()
             self._runner = None
 
-    def kubeconfig(self) -> str:
+    def kubeconfig(
+        self, user: str = "pumice-sim", token: str = ADMIN_TOKEN, namespace: str = "default"
+    ) -> str:
+        """A kubeconfig for this server; by default the admin's (``system:masters``)."""
+        cluster: Obj = {"server": self.url}
+        if self.tls is not None:
+            cluster["certificate-authority-data"] = base64.b64encode(self.tls.ca_pem).decode()
         return yaml.safe_dump(
             {
                 "apiVersion": "v1",
                 "kind": "Config",
-                "clusters": [{"name": "pumice-sim", "cluster": {"server": self.url}}],
-                "users": [{"name": "pumice-sim", "user": {"token": "pumice-sim"}}],
+                "clusters": [{"name": "pumice-sim", "cluster": cluster}],
+                "users": [{"name": user, "user": {"token": token}}],
                 "contexts": [
                     {
                         "name": "pumice-sim",
                         "context": {
                             "cluster": "pumice-sim",
-                            "user": "pumice-sim",
-                            "namespace": "default",
+                            "user": user,
+                            "namespace": namespace,
                         },
                     }
                 ],
@@ -178,6 +200,14 @@ class SimServer:
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(self.kubeconfig())
+        return target
+
+    def write_kubeconfig_for(self, namespace: str, name: str, path: str | Path) -> Path:
+        """A kubeconfig acting as the ServiceAccount ``namespace/name`` (created if missing)."""
+        token = self.access.token_for(namespace, name)
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(self.kubeconfig(f"{namespace}-{name}", token, namespace))
         return target
 
     def state(self) -> Obj:
@@ -240,7 +270,12 @@ class SimServer:
             if info is None:
                 resp = self._non_resource(request, path)
             else:
-                resp = await self.api.handle(request, info, verb)
+                user = self.access.check(request, info, verb)
+                if self.access.serves(info):
+                    resp = await self.access.handle(request, info, verb, user)
+                else:
+                    with writing(request.query.get("fieldManager", "")):
+                        resp = await self.api.handle(request, info, verb)
         except ApiError as exc:
             resp = error_response(exc)
         except (asyncio.CancelledError, ConnectionError):

@@ -126,7 +126,7 @@ def test_cached_evaluation_equals_full_recomputation(
             probe = group[-1]
             feasibility = session.predicate(probe)
             now, future = session.fit(probe)
-            scores = session.node_scores(probe)
+            scores = session.shapes.score_total(probe)
             mask, reasons, full_now, full_future, total = full(session, probe)
             assert np.array_equal(feasibility.mask, mask)
             assert list(feasibility.reasons) == list(reasons)

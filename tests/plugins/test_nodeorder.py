@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import pytest
 
 from pumice import Arguments, ClusterSnapshot, NodeTable, QueueInfo, TaskInfo
@@ -40,10 +42,22 @@ def only(scorer: str, weight: int = 1) -> dict[str, int]:
     return {**OFF, f"{scorer}.weight": weight}
 
 
-def scores(task: TaskInfo, nodes: NodeTable, arguments: dict[str, Any]) -> list[float]:
-    answer = NodeOrderPlugin(Arguments(arguments)).node_score(task, nodes)
-    assert answer is not None
-    return [float(x) for x in answer]
+def scores(
+    task: TaskInfo,
+    nodes: NodeTable,
+    arguments: dict[str, Any],
+    mask: npt.NDArray[np.bool_] | None = None,
+) -> list[float]:
+    """Both hooks' scores summed, normalised over ``mask`` (every node by default)."""
+    plugin = NodeOrderPlugin(Arguments(arguments))
+    candidates = np.ones(len(nodes), dtype=np.bool_) if mask is None else mask
+    resource = plugin.node_score(task, nodes)
+    labels = plugin.normalized_score(task, nodes, candidates)
+    total = np.zeros(len(nodes))
+    for part in (resource, labels):
+        if part is not None:
+            total += part
+    return [float(x) for x in total]
 
 
 # -- resource scorers -------------------------------------------------------------------------
@@ -150,6 +164,25 @@ def test_preferred_affinity_normalised_to_100(labelled: NodeTable) -> None:
     )
     # raw 15, 5, 0 -> 100, 100*5//15 = 33, 0; times the default weight 2
     assert scores(task, labelled, only("nodeaffinity", 2)) == [200.0, 66.0, 0.0]
+
+
+def test_normalisation_runs_over_the_candidate_nodes_only(labelled: NodeTable) -> None:
+    task = task_of(
+        pod(preferred=[(10, term(expr("zone", "In", "a"))), (5, term(expr("gen", "Exists")))])
+    )
+    # n0 (raw 15) cannot take the task: n1's raw 5 is now the maximum -> 100
+    not_n0 = np.array([False, True, True])
+    assert scores(task, labelled, only("nodeaffinity"), not_n0)[1:] == [100.0, 0.0]
+
+
+def test_balanced_allocation_counts_gpus_on_gpu_nodes() -> None:
+    nodes = table(
+        node("cpu-only", 4000, 10000),
+        node("gpu", 4000, 10000, extra={"nvidia.com/gpu": 4}),
+    )
+    task = bare_task("t", 2000, 5000, **{"nvidia.com/gpu": 1})
+    # cpu-only: fractions 0.5, 0.5 -> 100; gpu: 0.5, 0.5, 0.25 -> std 0.1178... -> 88
+    assert scores(task, nodes, only("balancedresource")) == [100.0, 88.0]
 
 
 def test_preferred_affinity_details(labelled: NodeTable) -> None:
@@ -272,7 +305,7 @@ def test_preferred_terms_and_tolerations_are_evaluated_once(labelled: NodeTable)
     tols = [toleration("a", "Exists"), toleration("b", "Exists")]
     for i in range(4):
         task = task_of(pod(f"p{i}", preferred=prefs[:: 1 if i % 2 else -1], tolerations=tols))
-        answer = plugin.node_score(task, labelled)
+        answer = plugin.normalized_score(task, labelled, np.ones(3, dtype=np.bool_))
         assert answer is not None
         assert answer[2] < answer[1] < answer[0]
     assert plugin.node_terms(labelled).evaluations == {
@@ -288,6 +321,7 @@ def test_a_new_table_gets_fresh_term_scores() -> None:
     task = task_of(pod(preferred=[(4, term(expr("zone", "In", "a")))]))
     first = table(node("n0", labels={"zone": "a"}), node("n1"))
     second = table(node("m0"), node("m1"), node("m2", labels={"zone": "a"}))
-    assert plugin.node_score(task, first).tolist() == [100.0, 0.0]
-    assert plugin.node_score(task, second).tolist() == [0.0, 0.0, 100.0]
-    assert plugin.node_score(task, second).tolist() == [0.0, 0.0, 100.0]
+    every = np.ones(3, dtype=np.bool_)
+    assert scores(task, first, only("nodeaffinity")) == [100.0, 0.0]
+    assert plugin.normalized_score(task, second, every).tolist() == [0.0, 0.0, 100.0]
+    assert plugin.normalized_score(task, second, every).tolist() == [0.0, 0.0, 100.0]
