@@ -1,8 +1,9 @@
 """``resource-strategy-fit``: pack some resources, spread others (Volcano 1.13).
 
-Hooks: ``node_score(task, nodes)`` and, when its ``proportional:`` map is enabled,
-``predicate(task, nodes)``. With GPUs MostAllocated and cpu LeastAllocated, GPU pods pack onto
-as few GPU nodes as possible while CPU pods spread.
+Hooks: ``node_score`` (row-local), ``normalized_score`` (pods with override annotations only)
+and, when its ``proportional:`` map is enabled, ``predicate`` (row-local). With GPUs
+MostAllocated and cpu LeastAllocated, GPU pods pack onto as few GPU nodes as possible while CPU
+pods spread.
 
 Arguments (Volcano's names):
 
@@ -41,12 +42,13 @@ scores an unknown type 0 too; it would use a negative weight as it is).
 
 Speed: row-local (``rows``): a node's score reads only its own allocatable and used columns, so
 the session scores a task shape once and then only the rows a placement changed (one changed
-row in Python floats, bit-for-bit the vector's). Per call, a few numpy operations over the
-requested resources' columns; each resource name's strategy is looked up once per session and
-each pod's annotations parsed once. Known gap: the session's shape of a task does not include
-the two annotations yet, so a pod that overrides the strategies is scored like an earlier pod
-of the same request and scheduling terms (``tests/actions/test_scarce_devices.py`` holds the
-expected-to-fail case).
+row in Python floats, bit-for-bit the vector's). The pod annotations are not part of a task's
+shape, so ``node_score`` scores by the configured strategies only, and the per-pod override
+comes from ``normalized_score`` (called for every task, never cached): the pod's own fit score
+minus the configured one, so the two add up to the pod's own score. Pods without the
+annotations cost one dictionary look-up there. Per call, a few numpy operations over the
+requested resources' columns; each resource name's strategy is looked up once per session
+and each pod's annotations parsed once.
 """
 
 from __future__ import annotations
@@ -285,9 +287,11 @@ class ResourceStrategyFitPlugin(Plugin):
             self._overrides[task.uid] = cached
         return cached[1]
 
-    def scoring(self, task: TaskInfo, nodes: NodeTable) -> Scoring | None:
-        """What ``task`` has scored on ``nodes``; None when it scores 0 everywhere."""
-        override = self._override(task)
+    def scoring(
+        self, task: TaskInfo, nodes: NodeTable, override: PodOverride | None = None
+    ) -> Scoring | None:
+        """What ``task`` has scored on ``nodes`` by the configured strategies, or by
+        ``override`` when given; None when it scores 0 everywhere."""
         if override is not None and not override.valid:
             return None
         names: list[str] = []
@@ -314,11 +318,16 @@ class ResourceStrategyFitPlugin(Plugin):
         return Scoring(tuple(names), tuple(requests), tuple(strategies), weight_sum)
 
     def fit_score(
-        self, task: TaskInfo, nodes: NodeTable, rows: npt.NDArray[np.int64] | None = None
+        self,
+        task: TaskInfo,
+        nodes: NodeTable,
+        rows: npt.NDArray[np.int64] | None = None,
+        override: PodOverride | None = None,
     ) -> FloatVector:
-        """The resource-strategy-fit part of the score (without sra), 0..100 * weight."""
+        """The resource-strategy-fit part of the score (without sra), 0..100 * weight, by the
+        configured strategies or by ``override``."""
         n = len(nodes) if rows is None else len(rows)
-        scoring = self.scoring(task, nodes)
+        scoring = self.scoring(task, nodes, override)
         if scoring is None:
             return np.zeros(n)
         allocatable: list[FloatVector] = []
@@ -357,8 +366,8 @@ class ResourceStrategyFitPlugin(Plugin):
     def node_score(
         self, task: TaskInfo, nodes: NodeTable, rows: npt.NDArray[np.int64] | None = None
     ) -> FloatVector | None:
-        # Row-local: a node's score reads only its own allocatable and used columns (see the
-        # module docstring for pods whose annotations override the strategies).
+        # Row-local: a node's score reads only its own allocatable and used columns, and the
+        # task only through its shape (the pod's annotations are normalized_score's part).
         if self.weight == 0 and self.sra is None:
             return None
         if rows is not None and len(rows) == 1:
@@ -368,6 +377,22 @@ class ResourceStrategyFitPlugin(Plugin):
         if self.sra is not None:
             score = score + self.sra.node_score(task, nodes, rows)
         return score
+
+    @hookimpl
+    def normalized_score(
+        self, task: TaskInfo, nodes: NodeTable, mask: npt.NDArray[np.bool_]
+    ) -> FloatVector | None:
+        """The per-pod part, called for every task and never cached: for a pod whose
+        annotations override the strategies, its own fit score minus the configured one that
+        ``node_score`` gave its shape (None for every other pod)."""
+        if self.weight == 0:
+            return None
+        override = self._override(task)
+        if override is None:
+            return None
+        own = self.fit_score(task, nodes, override=override)
+        correction: FloatVector = own - self.fit_score(task, nodes)
+        return correction
 
     @hookimpl
     def predicate(

@@ -238,14 +238,9 @@ def annotated_pod(name: str, annotations: dict[str, str], created: float) -> Job
     return job
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the session caches row-local scores per task shape, and TaskShape does not include "
-    "the resource-strategy annotations: a pod that overrides them gets the scores of an "
-    "earlier pod of the same request (needs the two annotations in the model's TaskShape)",
-)
 def test_a_pod_overriding_the_strategy_is_scored_by_its_own_annotations() -> None:
-    # cpu is packed by the config; the second pod asks for LeastAllocated and should spread
+    # cpu is packed by the config; the second pod, of the same shape (the session evaluates
+    # the shape once), asks for LeastAllocated and spreads
     packed = annotated_pod("packed", {}, 0.0)
     spread = annotated_pod(
         "spread",

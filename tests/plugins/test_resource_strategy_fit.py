@@ -8,6 +8,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from pumice import (
@@ -36,9 +37,15 @@ def plugin(arguments: dict[str, Any] | None = None) -> ResourceStrategyFitPlugin
 
 
 def scores(task: TaskInfo, *nodes: Any, arguments: Any = None, tasks: Any = ()) -> list[float]:
-    answer = plugin(arguments).node_score(task, table(*nodes, tasks=tasks))
+    """What a session adds up for ``task``: the (shape's) node score and the per-pod part."""
+    return total(plugin(arguments), task, table(*nodes, tasks=tasks))
+
+
+def total(built: ResourceStrategyFitPlugin, task: TaskInfo, nodes: Any) -> list[float]:
+    answer = built.node_score(task, nodes)
     assert answer is not None
-    return answer.tolist()
+    own = built.normalized_score(task, nodes, np.ones(len(nodes), dtype=np.bool_))
+    return (answer if own is None else answer + own).tolist()
 
 
 def annotated(name: str, resreq: dict[str, float], annotations: dict[str, str]) -> TaskInfo:
@@ -268,9 +275,12 @@ def test_annotations_are_read_again_when_the_pod_changes() -> None:
     built = plugin({"resources": {"cpu": MOST}})
     nodes = table(node("n"))
     task = annotated("p", {"cpu": 1000}, {})
-    assert built.node_score(task, nodes).tolist() == [250.0]
+    assert total(built, task, nodes) == [250.0]
+    assert built.normalized_score(task, nodes, np.ones(1, dtype=np.bool_)) is None
     task.pod = annotated("p", {"cpu": 1000}, override("LeastAllocated", '{"cpu": 1}')).pod
-    assert built.node_score(task, nodes).tolist() == [750.0]
+    assert total(built, task, nodes) == [750.0]
+    # node_score is the shape's (configured) part; the pod's own part comes on top
+    assert built.node_score(task, nodes).tolist() == [250.0]
 
 
 # -- arguments ----------------------------------------------------------------------------------
