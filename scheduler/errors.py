@@ -13,6 +13,7 @@ of these is a bug. Classes that callers have always caught as ``ValueError`` mix
     ├── ResourceError (ValueError)  pumice.model.resource        bad amount, scale or default
     │   └── ResourceUnderflow                                    ``a - b`` below zero
     ├── NodeAccountingError (ValueError)  pumice.model.node      a placement the node refuses
+    ├── SnapshotError (KeyError)    pumice.model.snapshot        an update the snapshot cannot apply
     ├── DurationError (ValueError)  pumice.durations             not a Go duration
     ├── PluginError                 pumice.framework.host        the plugin host
     │   ├── PluginConflictError                                  two packages, one name
@@ -20,6 +21,9 @@ of these is a bug. Classes that callers have always caught as ``ValueError`` mix
     ├── SessionError                pumice.framework.session     a plugin or action unknown
     │   └── PluginContractError                                  a plugin broke the contract
     ├── StatementError              pumice.framework.statement   an operation not applied
+    ├── KubeError                   pumice.kube.errors           a failed API request (typed
+    │                                                            by status: NotFound, Conflict,
+    │                                                            Gone, TooManyRequests, ...)
     └── the simulated API server (pumice.sim)
         ├── ApiError                pumice.sim.errors            one HTTP error + Status body
         ├── TemplateError (ValueError)  pumice.sim.defaults      a bad node template

@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from pumice.model.quantity import QuantityError
-from pumice.model.requests import pod_requests, with_non_zero_defaults
+from pumice.model.requests import non_zero_request, pod_requests
 from pumice.model.resource import Resource
 from pumice.model.status import (
     ALLOCATED_STATUSES,
@@ -119,7 +118,7 @@ class TaskInfo:
         self._fresh()
         nonzero = self._nonzero
         if nonzero is None:
-            nonzero = self._nonzero = _nonzero_request(self.pod, self.resreq)
+            nonzero = self._nonzero = non_zero_request(self.pod, self.resreq)
         return nonzero
 
     @property
@@ -173,15 +172,6 @@ class TaskInfo:
 
     def __repr__(self) -> str:
         return f"TaskInfo({self.key}, {self.status.name}, node={self.node_name})"
-
-
-def _nonzero_request(pod: Mapping[str, Any] | None, resreq: Resource) -> Resource:
-    if pod is not None:
-        try:
-            return pod_requests(pod, non_zero=True)
-        except QuantityError:
-            pass  # a task built in code with a bad pod: score it by its known request
-    return with_non_zero_defaults(resreq)
 
 
 @dataclass(slots=True, eq=False)

@@ -47,6 +47,7 @@ __all__ = [
     "NON_ZERO_CPU_MILLI",
     "NON_ZERO_DEFAULTS",
     "NON_ZERO_MEMORY_BYTES",
+    "non_zero_request",
     "pod_requests",
     "with_non_zero_defaults",
 ]
@@ -86,7 +87,10 @@ def pod_requests(pod: Mapping[str, Any], *, non_zero: bool = False) -> Resource:
     spec = pod.get("spec") or {}
     key = _requests_key(spec, non_zero)
     if key is not None:
-        known = _by_requests.get(key)
+        try:
+            known = _by_requests.get(key)
+        except TypeError:  # an unhashable quantity (a list, say): reported below
+            known = key = None
         if known is not None:
             return known
     try:
@@ -125,6 +129,18 @@ def _all_text(parts: tuple[Any, ...]) -> bool:
     return all(
         type(quantity) is str or quantity is None for items in parts for _, quantity in items
     )
+
+
+def non_zero_request(pod: Mapping[str, Any] | None, request: Resource) -> Resource:
+    """The request scoring uses for a task: ``pod_requests(pod, non_zero=True)``, or, for a
+    task without a pod (or with one whose requests do not parse: a task built in code),
+    ``with_non_zero_defaults(request)``."""
+    if pod is not None:
+        try:
+            return pod_requests(pod, non_zero=True)
+        except QuantityError:
+            pass
+    return with_non_zero_defaults(request)
 
 
 def with_non_zero_defaults(request: Resource) -> Resource:

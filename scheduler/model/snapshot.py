@@ -23,13 +23,14 @@ import copy
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from pumice.errors import PumiceError
 from pumice.model.node import NodeInfo, NodeTable
 from pumice.model.objects import JobInfo, QueueInfo, TaskInfo
 from pumice.model.resource import Resource
 from pumice.model.status import TaskStatus
 
 
-class SnapshotError(KeyError):
+class SnapshotError(PumiceError, KeyError):
     """An update names a job, task or node the snapshot does not have, or cannot apply."""
 
 

@@ -117,13 +117,13 @@ def pod_terms(pod: Mapping[str, Any] | None) -> PodTerms:
         canonical_tolerations(tolerations) if tolerations else (),
         host_ports,
     )
-    terms = _interned.get(key)
-    if terms is None:
-        terms = PodTerms(*key)
+    interned = _interned.get(key)
+    if interned is None:
+        interned = PodTerms(*key)
         if len(_interned) >= _INTERN_LIMIT:
             _interned.clear()
-        _interned[key] = terms
-    return terms
+        _interned[key] = interned
+    return interned
 
 
 def _requirement(raw: Mapping[str, Any]) -> Requirement:

@@ -354,6 +354,8 @@ def test_a_remembered_answer_is_never_given_to_a_pod_it_is_wrong_for() -> None:
         pod_requests(pod([c("a", cpu=True, memory="1Gi")]))
     with pytest.raises(QuantityError, match="container 'b'"):
         pod_requests(pod([c("b", cpu="1", memory="1 Gi")]))
+    with pytest.raises(QuantityError, match=r"container 'l'.*not list"):
+        pod_requests(pod([c("l", cpu=["1"])]))
     # the same requests again give the same (shared, immutable) answer
     assert pod_requests(pod([c("z", cpu="1", memory="1Gi")])) is pod_requests(as_text)
     assert pod_requests(as_text, non_zero=True) == r(cpu=1000, memory=GI)

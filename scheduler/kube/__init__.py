@@ -1,0 +1,75 @@
+"""pumice.kube: the Kubernetes API boundary, and the only importer of kubernetes_asyncio.
+
+Objects are plain dicts parsed with orjson; failures are the typed errors of
+``pumice.kube.errors``. See ``client`` (connection, QPS limit), ``informer`` (list + watch),
+``binder`` (Binder, Evictor), ``status`` (events, conditions, PodGroup/Queue status),
+``resources`` (the kinds and their paths), ``lease`` (leader election).
+"""
+
+from pumice.kube.binder import Binder, BindOutcome, BindResult, Evictor, EvictOutcome
+from pumice.kube.client import Kube, KubeSettings, connect
+from pumice.kube.errors import (
+    Conflict,
+    Forbidden,
+    Gone,
+    Invalid,
+    KubeConfigError,
+    KubeError,
+    NotFound,
+    ServerError,
+    TooManyRequests,
+    Unreachable,
+)
+from pumice.kube.events import EventRecorder
+from pumice.kube.informer import Informer, InformerHandler, InformerStats
+from pumice.kube.lease import LeaderElector
+from pumice.kube.resources import (
+    CORE_EVENTS,
+    EVENTS,
+    LEASES,
+    NODES,
+    PODGROUPS,
+    PODS,
+    PRIORITYCLASSES,
+    QUEUES,
+    Kind,
+    served,
+)
+from pumice.kube.status import StatusWriter
+
+__all__ = [
+    "CORE_EVENTS",
+    "EVENTS",
+    "LEASES",
+    "NODES",
+    "PODGROUPS",
+    "PODS",
+    "PRIORITYCLASSES",
+    "QUEUES",
+    "BindOutcome",
+    "BindResult",
+    "Binder",
+    "Conflict",
+    "EventRecorder",
+    "EvictOutcome",
+    "Evictor",
+    "Forbidden",
+    "Gone",
+    "Informer",
+    "InformerHandler",
+    "InformerStats",
+    "Invalid",
+    "Kind",
+    "Kube",
+    "KubeConfigError",
+    "KubeError",
+    "KubeSettings",
+    "LeaderElector",
+    "NotFound",
+    "ServerError",
+    "StatusWriter",
+    "TooManyRequests",
+    "Unreachable",
+    "connect",
+    "served",
+]

@@ -1,0 +1,204 @@
+"""Binder and Evictor: the two pod writes whose outcome the cache must know exactly.
+
+**Binding** (``POST pods/{name}/binding``) carries the pod's uid as a precondition, so a pod
+deleted and recreated under the same name is never bound by a decision made for its
+predecessor. The answer is a ``Status``, not a Binding: we check the HTTP status ourselves
+(kubernetes_asyncio's generated call raises on that body although the bind succeeded). A 409
+may hide a bind that did succeed (its response was lost and this is the retry), so it is
+resolved by reading the pod::
+
+    201                                  BOUND
+    409, pod on our node                 BOUND            (the earlier attempt landed)
+    409, pod on another node             BOUND_ELSEWHERE  (someone else won; node = theirs)
+    404, or 409 and the pod is gone,
+      has another uid or is terminating  GONE
+    anything else                        FAILED           (error says why; the caller
+                                                           forgets and requeues with backoff)
+
+**Eviction** (``policy/v1`` Eviction, uid precondition) answers 429 while a
+PodDisruptionBudget forbids it; that is retried with capped, jittered backoff (at least the
+server's Retry-After) up to ``max_attempts``, then reported BLOCKED so the preemptor keeps
+waiting instead of the evictor spinning.
+
+Both bound their concurrency; the client's QPS bucket paces them further.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from pumice.kube.client import Kube
+from pumice.kube.errors import Conflict, KubeError, NotFound, TooManyRequests
+from pumice.kube.ratelimit import Backoff
+from pumice.kube.resources import PODS
+
+log = logging.getLogger("pumice.kube.binder")
+
+
+class BindOutcome(enum.Enum):
+    BOUND = "bound"
+    BOUND_ELSEWHERE = "bound-elsewhere"
+    GONE = "gone"
+    FAILED = "failed"
+
+
+@dataclass
+class BindResult:
+    outcome: BindOutcome
+    node: str | None
+    """The node the pod is bound to (ours or the other one), None when not bound."""
+    error: KubeError | None = None
+
+
+@dataclass
+class WriteStats:
+    """Outcomes so far, by name (``bound``, ``gone``, ...), and the peak concurrency."""
+
+    outcomes: dict[str, int] = field(default_factory=dict)
+    peak_inflight: int = 0
+
+    def count(self, outcome: enum.Enum) -> None:
+        self.outcomes[outcome.value] = self.outcomes.get(outcome.value, 0) + 1
+
+
+class _Slots:
+    """A semaphore that also records how many holders it had at most."""
+
+    def __init__(self, limit: int, stats: WriteStats) -> None:
+        self._semaphore = asyncio.Semaphore(max(1, limit))
+        self._stats = stats
+        self.inflight = 0
+
+    async def __aenter__(self) -> None:
+        await self._semaphore.acquire()
+        self.inflight += 1
+        self._stats.peak_inflight = max(self._stats.peak_inflight, self.inflight)
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.inflight -= 1
+        self._semaphore.release()
+
+
+def _meta(obj: dict[str, Any]) -> dict[str, Any]:
+    value = obj.get("metadata")
+    return value if isinstance(value, dict) else {}
+
+
+class Binder:
+    def __init__(self, kube: Kube, *, concurrency: int = 64) -> None:
+        self.kube = kube
+        self.stats = WriteStats()
+        self._slots = _Slots(concurrency, self.stats)
+
+    async def bind(self, namespace: str, name: str, uid: str, node: str) -> BindResult:
+        """Bind one pod to ``node``; never raises KubeError (see the outcome table above)."""
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": name, "namespace": namespace, "uid": uid},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        async with self._slots:
+            try:
+                await self.kube.request("POST", PODS.path(namespace, name, "binding"), body=body)
+                result = BindResult(BindOutcome.BOUND, node)
+            except NotFound as exc:
+                result = BindResult(BindOutcome.GONE, None, exc)
+            except Conflict as exc:
+                result = await self._resolve_conflict(namespace, name, uid, node, exc)
+            except KubeError as exc:
+                result = BindResult(BindOutcome.FAILED, None, exc)
+        self.stats.count(result.outcome)
+        if result.outcome is BindOutcome.FAILED:
+            log.info("bind %s/%s to %s failed: %s", namespace, name, node, result.error)
+        return result
+
+    async def _resolve_conflict(
+        self, namespace: str, name: str, uid: str, node: str, conflict: Conflict
+    ) -> BindResult:
+        try:
+            pod = await self.kube.request("GET", PODS.path(namespace, name))
+        except NotFound as exc:
+            return BindResult(BindOutcome.GONE, None, exc)
+        except KubeError as exc:
+            return BindResult(BindOutcome.FAILED, None, exc)
+        metadata = _meta(pod)
+        if metadata.get("uid") != uid or metadata.get("deletionTimestamp"):
+            return BindResult(BindOutcome.GONE, None, conflict)
+        bound = (pod.get("spec") or {}).get("nodeName") or None
+        if bound == node:
+            return BindResult(BindOutcome.BOUND, node)
+        if bound:
+            return BindResult(BindOutcome.BOUND_ELSEWHERE, bound, conflict)
+        # not bound at all: scheduling gates, or a conflict we cannot explain; try again later
+        return BindResult(BindOutcome.FAILED, None, conflict)
+
+
+class EvictOutcome(enum.Enum):
+    EVICTED = "evicted"
+    GONE = "gone"
+    BLOCKED = "blocked"
+    FAILED = "failed"
+
+
+class Evictor:
+    def __init__(
+        self,
+        kube: Kube,
+        *,
+        concurrency: int = 16,
+        max_attempts: int = 5,
+        backoff_initial: float = 1.0,
+        backoff_cap: float = 10.0,
+    ) -> None:
+        self.kube = kube
+        self.max_attempts = max(1, max_attempts)
+        self.backoff_initial = backoff_initial
+        self.backoff_cap = backoff_cap
+        self.stats = WriteStats()
+        self._slots = _Slots(concurrency, self.stats)
+
+    async def evict(self, namespace: str, name: str, uid: str) -> EvictOutcome:
+        """Evict one pod through the Eviction API; never raises KubeError."""
+        body = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+            "deleteOptions": {"preconditions": {"uid": uid}},
+        }
+        path = PODS.path(namespace, name, "eviction")
+        backoff = Backoff(self.backoff_initial, self.backoff_cap)
+        outcome = EvictOutcome.BLOCKED
+        async with self._slots:
+            for attempt in range(1, self.max_attempts + 1):
+                try:
+                    # 429 here means a PodDisruptionBudget said no: paced below, not by the client
+                    await self.kube.request("POST", path, body=body, max_retries=0)
+                    outcome = EvictOutcome.EVICTED
+                except (NotFound, Conflict):
+                    # gone, or the name now belongs to another pod (uid precondition failed)
+                    outcome = EvictOutcome.GONE
+                except TooManyRequests as exc:
+                    if attempt == self.max_attempts:
+                        log.info(
+                            "evict %s/%s: still refused after %d attempts: %s",
+                            namespace,
+                            name,
+                            attempt,
+                            exc,
+                        )
+                        outcome = EvictOutcome.BLOCKED
+                        break
+                    delay = max(backoff.next(), min(exc.retry_after or 0.0, self.backoff_cap))
+                    await asyncio.sleep(delay)
+                    continue
+                except KubeError as exc:
+                    log.info("evict %s/%s failed: %s", namespace, name, exc)
+                    outcome = EvictOutcome.FAILED
+                break
+        self.stats.count(outcome)
+        return outcome

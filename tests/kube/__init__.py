@@ -1,0 +1,1 @@
+"""Tests of pumice.kube, through its real client against pumice.sim on loopback."""
