@@ -68,6 +68,7 @@ from pumice import (
     NodeTable,
     Plugin,
     PredicateResult,
+    Resource,
     TaskInfo,
     hookimpl,
     warn_once,
@@ -277,6 +278,7 @@ class ResourceStrategyFitPlugin(Plugin):
             NAME, mapping(NAME, PROPORTIONAL, arguments.get(PROPORTIONAL)), PROPORTIONAL, False
         )
         self._overrides: dict[str, tuple[Mapping[str, Any] | None, PodOverride | None]] = {}
+        self._scorings: dict[str, tuple[tuple[Resource, Sequence[str]], Scoring | None]] = {}
 
     def _override(self, task: TaskInfo) -> PodOverride | None:
         cached = self._overrides.get(task.uid)
@@ -291,7 +293,21 @@ class ResourceStrategyFitPlugin(Plugin):
         self, task: TaskInfo, nodes: NodeTable, override: PodOverride | None = None
     ) -> Scoring | None:
         """What ``task`` has scored on ``nodes`` by the configured strategies, or by
-        ``override`` when given; None when it scores 0 everywhere."""
+        ``override`` when given; None when it scores 0 everywhere. The configured answer is
+        kept per task (for its request and the table's dimensions): a gang's shape is scored
+        again after every placement."""
+        if override is not None:
+            return self._scoring(task, nodes, override)
+        key = (task.resreq, nodes.dims)
+        cached = self._scorings.get(task.uid)
+        if cached is None or cached[0] != key:
+            cached = (key, self._scoring(task, nodes, None))
+            self._scorings[task.uid] = cached
+        return cached[1]
+
+    def _scoring(
+        self, task: TaskInfo, nodes: NodeTable, override: PodOverride | None
+    ) -> Scoring | None:
         if override is not None and not override.valid:
             return None
         names: list[str] = []
