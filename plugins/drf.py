@@ -70,7 +70,12 @@ class DrfPlugin(Plugin):
         """The resources the cluster has (total > 0), in a fixed order."""
         self.total: FloatVector = np.zeros(0)
         self.allocated: dict[str, FloatVector] = {}
-        """Job uid -> what the job holds, over ``dims``."""
+        """Job uid -> what the job holds, over ``dims``, for the jobs whose holding changed
+        or was asked for this session (see ``holding``)."""
+        self._opened: dict[str, Resource] = {}
+        """Job uid -> what it held when the session opened (Resources are immutable, so this
+        costs a reference per job; vectors are made only for jobs that are looked at)."""
+        self._share_cache: dict[Resource, float] = {}
         self.shares: dict[str, float] = {}
         """Job uid -> current dominant share."""
         self._vectors: dict[Resource, FloatVector] = {}
@@ -97,13 +102,24 @@ class DrfPlugin(Plugin):
             return 0.0
         return max(0.0, float(np.max(allocated / self.total)))
 
+    def holding(self, job: str) -> FloatVector | None:
+        """What ``job`` holds now, over ``dims`` (None for a job this session does not know);
+        the vector is this plugin's own, kept current by the allocate events."""
+        allocated = self.allocated.get(job)
+        if allocated is None:
+            opened = self._opened.get(job)
+            if opened is None:
+                return None
+            allocated = self.allocated[job] = self.vector(opened)
+        return allocated
+
     def share(self, job: str) -> float:
         """The current share of job ``job`` (0.0 for a job this session does not know)."""
         return self.shares.get(job, 0.0)
 
     def dominant_resource(self, job: str) -> str | None:
         """The resource that gives ``job`` its share; None when it holds nothing."""
-        allocated = self.allocated.get(job)
+        allocated = self.holding(job)
         if allocated is None or not self.dims or self.shares.get(job, 0.0) <= 0.0:
             return None
         return self.dims[int(np.argmax(allocated / self.total))]
@@ -116,10 +132,14 @@ class DrfPlugin(Plugin):
         total = session.snapshot.total_allocatable
         self.dims = tuple(sorted(name for name, amount in total.items() if amount > 0))
         self.total = np.array([total[d] for d in self.dims], dtype=np.float64)
+        cache = self._share_cache
         for job in session.jobs.values():
-            allocated = self.vector(job.allocated)
-            self.allocated[job.uid] = allocated
-            self.shares[job.uid] = self.share_of(allocated)
+            held = job.allocated
+            self._opened[job.uid] = held
+            share = cache.get(held)
+            if share is None:  # jobs holding the same (lone pods of one Deployment) share it
+                share = cache[held] = self.share_of(self.vector(held))
+            self.shares[job.uid] = share
         if self.option is not None and self.option.hierarchy:
             warn_once(
                 log,
@@ -141,7 +161,7 @@ class DrfPlugin(Plugin):
         self._change(task, -1.0)
 
     def _change(self, task: TaskInfo, sign: float) -> None:
-        allocated = self.allocated.get(task.job)
+        allocated = self.holding(task.job)
         if allocated is None:
             log.debug("drf: task %s belongs to no job of this session", task.key)
             return
@@ -153,7 +173,7 @@ class DrfPlugin(Plugin):
 
     @hookimpl
     def preemptable(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
-        own = self.allocated.get(preemptor.job)
+        own = self.holding(preemptor.job)
         if own is None:
             log.warning("drf: preemptor %s belongs to no job of this session", preemptor.key)
             return []
@@ -163,7 +183,7 @@ class DrfPlugin(Plugin):
         for candidate in candidates:
             left = remaining.get(candidate.job)
             if left is None:
-                held = self.allocated.get(candidate.job)
+                held = self.holding(candidate.job)
                 if held is None:
                     log.warning(
                         "drf: candidate %s belongs to no job of this session", candidate.key

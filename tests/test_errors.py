@@ -9,10 +9,15 @@ from pumice.durations import DurationError
 from pumice.errors import PumiceError
 from pumice.framework.config import ConfigError, parse_config
 from pumice.framework.host import PluginConflictError, PluginError, PluginLoadError
+from pumice.framework.session import PluginContractError, SessionError
+from pumice.framework.statement import StatementError
 from pumice.framework.yamlsource import YamlSourceError
+from pumice.kube.errors import KubeError
 from pumice.manifests import ManifestError
+from pumice.model.node import NodeAccountingError
 from pumice.model.quantity import QuantityError, parse_quantity
 from pumice.model.resource import Resource, ResourceError, ResourceUnderflow
+from pumice.model.snapshot import SnapshotError
 from pumice.sim.cli import BadInput
 from pumice.sim.defaults import TemplateError
 from pumice.sim.errors import ApiError
@@ -24,6 +29,11 @@ ROOTED = [
     PluginLoadError,
     BadInput,
     ApiError,
+    SessionError,
+    PluginContractError,
+    StatementError,
+    KubeError,
+    SnapshotError,
 ]
 """Classes under PumiceError only."""
 
@@ -35,6 +45,7 @@ VALUE_ERRORS = [
     ResourceUnderflow,
     TemplateError,
     DurationError,
+    NodeAccountingError,
 ]
 """Classes that callers catch as ValueError: under both."""
 

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from pumice.errors import PumiceError
 from pumice.framework.arguments import Arguments
 from pumice.framework.base import Plugin
 from pumice.framework.config import PluginOption, SchedulerConfig
@@ -47,7 +48,7 @@ SPEC_ARGS: dict[str, tuple[str, ...]] = {
 """Each hook's arguments, in order."""
 
 
-class SessionError(Exception):
+class SessionError(PumiceError):
     """A configured plugin or action is unknown or could not be started."""
 
 

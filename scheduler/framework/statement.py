@@ -14,6 +14,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from pumice.errors import PumiceError
 from pumice.model.node import NodeAccountingError
 from pumice.model.objects import JobInfo, TaskInfo
 from pumice.model.status import PREEMPTABLE_STATUSES, TaskStatus
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("pumice.statement")
 
 
-class StatementError(Exception):
+class StatementError(PumiceError):
     """An operation could not be applied; the session is as it was before it."""
 
 

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from pumice.errors import PumiceError
 from pumice.model.objects import TaskInfo
 from pumice.model.resource import Resource
 from pumice.model.status import COMPLETED_STATUSES, TaskStatus
@@ -48,7 +49,7 @@ _COMPLETED = int(COMPLETED_STATUSES)
 _NEEDS_IDLE = int(TaskStatus.ALLOCATED | TaskStatus.BINDING)
 
 
-class NodeAccountingError(ValueError):
+class NodeAccountingError(PumiceError, ValueError):
     """A task cannot be placed on, or taken off, a node as asked."""
 
 
@@ -214,6 +215,16 @@ class NodeTable:
             ranks[order] = np.arange(self._n)
             self._ranks = (self.epoch, ranks)
         return self._ranks[1]
+
+    def row_fits(self, row: int, request: FloatVector) -> tuple[bool, bool]:
+        """Does ``request`` (a vector over the dimensions) fit the row's idle, and its future
+        idle, resources in every dimension (``FIT_TOLERANCE`` of slack)?"""
+        need = request - FIT_TOLERANCE
+        d = len(need)
+        return (
+            bool((self._idle[:d, row] >= need).all()),
+            bool((self._future[:d, row] >= need).all()),
+        )
 
     # -- change log -------------------------------------------------------------------------
 

@@ -102,7 +102,7 @@ class Admission:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self._next_node_ip = 0
+        self.next_node_ip = 0
 
     # -- create --------------------------------------------------------------------------
 
@@ -231,8 +231,8 @@ class Admission:
                 },
             ]
         if not status.get("addresses"):
-            self._next_node_ip += 1
-            n = self._next_node_ip
+            self.next_node_ip += 1
+            n = self.next_node_ip
             ip = f"10.{(n >> 16) & 255}.{(n >> 8) & 255}.{n & 255}"
             status["addresses"] = [
                 {"type": "InternalIP", "address": ip},
@@ -300,10 +300,28 @@ class Admission:
 
     # -- update --------------------------------------------------------------------------
 
-    def on_update(self, rtype: ResourceType, old: Obj, new: Obj, subresource: str) -> None:
-        """Refuse updates the real server refuses (pod spec immutability)."""
-        if rtype is PODS and subresource == "":
+    def on_update(self, rtype: ResourceType, old: Obj, new: Obj, subresource: str) -> Obj:
+        """Default the new object as decoding does, then refuse what the real server refuses
+        (pod spec immutability). A replaced pod keeps the priority admission gave it."""
+        if rtype is PODS and subresource == "" and isinstance(new.get("spec"), dict):
+            new = {**new, "spec": _pod_spec_update_defaults(old.get("spec") or {}, new["spec"])}
             _check_pod_update(old, new)
+        return new
+
+
+def _pod_spec_update_defaults(old_spec: Obj, new_spec: Obj) -> Obj:
+    spec = dict(new_spec)
+    for group in ("initContainers", "containers"):
+        if isinstance(spec.get(group), list):
+            spec[group] = [_container_defaults(c) for c in spec[group]]
+    for field, default in _POD_SPEC_DEFAULTS.items():
+        if spec.get(field) in (None, ""):
+            spec[field] = default
+    spec["tolerations"] = _default_tolerations(spec.get("tolerations"))
+    for field in ("priority", "preemptionPolicy"):
+        if spec.get(field) is None and old_spec.get(field) is not None:
+            spec[field] = old_spec[field]
+    return spec
 
 
 def _container_defaults(container: Any) -> Any:

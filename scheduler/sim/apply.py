@@ -7,6 +7,13 @@ with a different value is a conflict -- 409 in the real server's words, unless `
 no longer applies are removed unless someone else owns them. The manager's ``Apply`` entry in
 ``metadata.managedFields`` then lists exactly the fields of its intent (``pumice.sim.fieldsets``
 says how fields are named; ``pumice.sim.managedfields`` how entries are stored).
+
+An apply is validated like any write (``pumice.sim.validation``): the configuration is decoded
+first -- unknown fields refused under ``fieldValidation=Strict`` or dropped, quantities made
+canonical -- so that field ownership is computed on what will be stored, and the merged object
+is checked again as an update (immutable fields). ``dryRun=All`` needs nothing here: the
+request runs with the store in dry-run mode (``pumice.sim.dryrun``), so neither the object nor
+its managedFields are kept.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from pumice.sim.managedfields import entries_of, new_entry, writing
 from pumice.sim.objects import Obj, meta
 from pumice.sim.registry import Registry
 from pumice.sim.resources import ResourceType
+from pumice.sim.validation import Checks
 
 APPLY = "application/apply-patch+yaml"
 _TRUE = frozenset({"true", "True", "1"})
@@ -110,6 +118,7 @@ def server_side_apply(
     raw: bytes,
     query: MultiMapping[str],
     dry_run: bool = False,
+    checks: Checks | None = None,
 ) -> tuple[Obj, int]:
     """Apply ``raw`` as ``fieldManager``'s intent; returns (object, HTTP status)."""
     manager = query.get("fieldManager", "")
@@ -122,13 +131,16 @@ def server_side_apply(
         )
     force = query.get("force", "") in _TRUE
     applied = _parse(raw, rtype, name)
+    if checks is not None:
+        applied = checks.check(rtype, applied)
     intent = field_set(rtype, applied)
     key = (namespace if rtype.namespaced else "", name)
     stored = registry.store.get(rtype.table, key)
     if stored is None:
         created = [new_entry(manager, "Apply", rtype.api_version, intent)]
         with writing(manager, created):
-            return registry.create(rtype, namespace, copy.deepcopy(applied), dry_run), 201
+            created_obj = registry.create(rtype, namespace, copy.deepcopy(applied), dry_run, checks)
+            return created_obj, 201
     current = registry.get(rtype, namespace, name)
     current_view, applied_view = tracked_view(rtype, current), tracked_view(rtype, applied)
     conflicts: list[Conflict] = []
@@ -169,4 +181,4 @@ def server_side_apply(
             managed.append({**entry, "fieldsV1": to_fields_v1(kept)})
     managed.append(new_entry(manager, "Apply", rtype.api_version, intent))
     with writing(manager, managed):
-        return registry.update(rtype, namespace, name, result), 200
+        return registry.update(rtype, namespace, name, result, "", checks), 200

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from pumice.errors import PumiceError
 from pumice.manifests import ManifestError, load_manifests
+from pumice.sim import quantities
 from pumice.sim.access import MODES
 from pumice.sim.defaults import (
     DEFAULT_TEMPLATE,
@@ -74,7 +75,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also write a kubeconfig acting as ServiceAccount NAMESPACE/NAME (created if "
         "missing) to PATH; repeatable. The --kubeconfig-out one stays cluster-admin",
     )
-    parser.add_argument("--nodes", type=int, default=0, metavar="N", help="generate N more nodes")
+    parser.add_argument(
+        "--nodes",
+        type=int,
+        default=0,
+        metavar="N",
+        help="generate N more nodes (default: %(default)s)",
+    )
     parser.add_argument(
         "--node-template",
         metavar="FILE|SPEC",
@@ -87,24 +94,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=0.2,
         metavar="S",
-        help="seconds from bind to Running",
+        help="seconds from bind to Running (default: %(default)s)",
     )
     parser.add_argument(
         "--pod-termination-delay",
         type=float,
         default=0.5,
         metavar="S",
-        help="longest a gracefully deleted pod lingers",
+        help="longest a gracefully deleted pod lingers (default: %(default)s)",
     )
     parser.add_argument(
         "--bookmark-interval",
         type=float,
         default=60.0,
         metavar="S",
-        help="seconds between BOOKMARKs",
+        help="seconds between BOOKMARKs, > 0 (default: %(default)s)",
     )
     parser.add_argument(
-        "--history-size", type=int, default=10_000, metavar="N", help="changes kept per resource"
+        "--history-size",
+        type=int,
+        default=10_000,
+        metavar="N",
+        help="changes kept per resource (default: %(default)s)",
     )
     parser.add_argument(
         "--no-defaults",
@@ -137,6 +148,16 @@ def _write_identities(server: SimServer, outputs: list[tuple[str, str, Path]]) -
         print(f"kubeconfig for ServiceAccount {namespace}/{name}: {written}", flush=True)
 
 
+def _problem(exc: ApiError) -> str:
+    """``FIELD: MESSAGE`` of a refused seed object (the format ``pumice simulate`` uses)."""
+    if exc.problem:
+        return exc.problem
+    causes = (exc.details or {}).get("causes") or []
+    if causes and causes[0].get("field"):
+        return f"{causes[0]['field']}: {causes[0]['message']}"
+    return exc.message
+
+
 def _template(text: str) -> Obj:
     path = Path(text)
     if path.is_file():
@@ -148,9 +169,16 @@ def _template(text: str) -> Obj:
             raise BadInput(f"--node-template {text}: expected exactly one Node, found {len(nodes)}")
         return nodes[0]
     try:
-        return parse_inline_template(text)
+        template = parse_inline_template(text)
     except TemplateError as exc:
         raise BadInput(f"--node-template {text!r}: not a file, and {exc}") from None
+    for name, amount in template["status"]["capacity"].items():
+        try:
+            if quantities.decode(amount)[0] < 0:
+                raise BadInput(f"--node-template {text!r}: {name}={amount}: must not be negative")
+        except quantities.BadQuantity as exc:
+            raise BadInput(f"--node-template {text!r}: {name}={amount}: {exc}") from None
+    return template
 
 
 def _seed(server: SimServer, args: argparse.Namespace) -> Counter[str]:
@@ -175,16 +203,17 @@ def _seed(server: SimServer, args: argparse.Namespace) -> Counter[str]:
                 rtype = for_object(str(obj["apiVersion"]), str(obj["kind"]))
                 ns = (m.get("namespace") or "default") if rtype and rtype.namespaced else ""
                 name = "/".join(filter(None, [ns, m.get("name") or m.get("generateName")]))
-                raise BadInput(f"{file}: {obj['kind']} {name}: {exc.message}") from None
+                raise BadInput(f"{file}: {obj['kind']} {name}: {_problem(exc)}") from None
             counts[str(obj["kind"])] += added
+        for note in server.notes:
+            print(f"{PROG}: note: {file}: {note}", file=sys.stderr)
+        server.notes.clear()
         if skipped:
             kinds = ", ".join(f"{n} {k}" for k, n in sorted(skipped.items()))
             print(
                 f"{PROG}: warning: {file}: skipped objects of kinds not served: {kinds}",
                 file=sys.stderr,
             )
-    if args.nodes < 0:
-        raise BadInput(f"--nodes {args.nodes}: must not be negative")
     if args.nodes:
         template = _template(args.node_template)
         taken = set(server.store.table("/nodes"))
@@ -195,8 +224,10 @@ def _seed(server: SimServer, args: argparse.Namespace) -> Counter[str]:
                 if ("", meta(n)["name"]) not in taken
             ]
             server.seed(nodes)
-        except (TemplateError, ApiError) as exc:
+        except TemplateError as exc:
             raise BadInput(f"--node-template: {exc}") from None
+        except ApiError as exc:
+            raise BadInput(f"--node-template: {_problem(exc)}") from None
         counts["Node"] += len(nodes)
     return counts
 
@@ -207,6 +238,9 @@ async def _serve(args: argparse.Namespace) -> int:
     for flag in ("pod_start_delay", "pod_termination_delay", "bookmark_interval"):
         if getattr(args, flag) < 0:
             raise BadInput(f"--{flag.replace('_', '-')}: must not be negative")
+    # 0 would flood every watcher with bookmarks as fast as the loop turns
+    if not args.bookmark_interval > 0:
+        raise BadInput(f"--bookmark-interval {args.bookmark_interval}: must be greater than 0")
     if args.history_size < 1:
         raise BadInput("--history-size: must be at least 1")
     server = SimServer(
@@ -220,6 +254,9 @@ async def _serve(args: argparse.Namespace) -> int:
         )
     )
     identities = _identity_outputs(args.kubeconfig_out_for)
+    if args.nodes < 0:
+        raise BadInput(f"--nodes {args.nodes}: must not be negative")
+    _template(args.node_template)  # a bad template is refused even without --nodes
     counts = _seed(server, args)
     try:
         await server.start(args.port)

@@ -34,6 +34,8 @@ class ApiError(PumiceError):
         self.message = message
         self.details = details
         self.headers = headers or {}
+        self.problem = ""
+        """``FIELD: MESSAGE`` when the error is about one field (seed errors print it)."""
 
     def status(self) -> Obj:
         body: Obj = {

@@ -184,6 +184,26 @@ def _remove(doc: Any, parts: list[str]) -> Any:
     raise _invalid_patch("cannot remove from a scalar")
 
 
+def same_json(a: Any, b: Any) -> bool:
+    """JSON equality as RFC 6902's ``test`` defines it: numbers by value, but a boolean is
+    never a number (Python's ``1 == True`` is not JSON's)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, dict):
+        return (
+            isinstance(b, dict) and a.keys() == b.keys() and all(same_json(a[k], b[k]) for k in a)
+        )
+    if isinstance(a, list):
+        return (
+            isinstance(b, list)
+            and len(a) == len(b)
+            and all(same_json(x, y) for x, y in zip(a, b, strict=True))
+        )
+    if isinstance(a, (int, float)):
+        return isinstance(b, (int, float)) and a == b
+    return type(a) is type(b) and a == b
+
+
 def json_patch(target: Any, ops: Any) -> Any:
     if not isinstance(ops, list):
         raise bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
@@ -209,7 +229,7 @@ def json_patch(target: Any, ops: Any) -> Any:
                 _remove(doc, src)
             doc = _add(doc, parts, copy.deepcopy(value))
         elif kind == "test":
-            if _get(doc, parts) != op.get("value"):
+            if not same_json(_get(doc, parts), op.get("value")):
                 raise _invalid_patch(f"testing value /{'/'.join(parts)} failed")
         else:
             raise bad_request(f"unexpected kind of JSON patch operation: {kind!r}")

@@ -24,6 +24,7 @@ from pumice.sim.errors import (
     ApiError,
     already_exists,
     bad_request,
+    forbidden,
     gone,
     invalid,
     namespace_mismatch,
@@ -39,6 +40,10 @@ from pumice.sim.pods import delete_pod
 from pumice.sim.resources import ALL_TYPES, NAMESPACES, NODES, PODS, ResourceType, for_object
 from pumice.sim.selectors import Selector
 from pumice.sim.store import Store
+from pumice.sim.validation import STRICT, Checks
+
+IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
+"""Namespaces the real server's NamespaceLifecycle admission never lets go."""
 
 CONTINUE_TOO_OLD = (
     "The provided continue parameter is too old to display a consistent list result. You can "
@@ -156,9 +161,18 @@ class Registry:
 
     # -- create --------------------------------------------------------------------------
 
-    def create(self, rtype: ResourceType, namespace: str, body: Any, dry_run: bool = False) -> Obj:
+    def create(
+        self,
+        rtype: ResourceType,
+        namespace: str,
+        body: Any,
+        dry_run: bool = False,
+        checks: Checks | None = None,
+    ) -> Obj:
         if not isinstance(body, dict):
             raise bad_request("the body of the request must be a JSON object")
+        if checks is not None:
+            body = checks.check(rtype, body)
         self.admission.validate_view(rtype, body)
         obj = rtype.from_view(body) if rtype.from_view is not None else dict(body)
         m = dict(meta(obj))
@@ -224,19 +238,23 @@ class Registry:
             return _view_out(rtype, obj)
         return _view_out(rtype, self._commit(rtype, obj, key))
 
-    def create_object(self, obj: Obj, keep_identity: bool = True) -> Obj:
+    def create_object(self, obj: Obj, keep_identity: bool = True, validate: bool = True) -> Obj:
         """Store a manifest (any served kind), creating its namespace if missing.
 
         Used to seed a cluster from files and by tests. ``uid``, ``creationTimestamp`` and
         ``status`` in the manifest are kept (a ``kubectl get -o yaml`` dump round-trips);
         ``resourceVersion`` is replaced by this server's own. Returns the stored object, which
-        must not be mutated (copy it first).
+        must not be mutated (copy it first). The manifest is decoded and validated as a
+        ``fieldValidation=Strict`` request would be; ``validate=False`` stores what a real
+        server would refuse (for tests of the daemon against such objects).
         """
         api_version = str(obj.get("apiVersion", ""))
         kind = str(obj.get("kind", ""))
         rtype = for_object(api_version, kind)
         if rtype is None:
             raise bad_request(f"no resource serves kind {kind!r} in {api_version!r}")
+        if validate:
+            obj = Checks(STRICT).check(rtype, obj)
         m = dict(meta(obj))
         m.pop("resourceVersion", None)
         if not keep_identity:
@@ -258,12 +276,20 @@ class Registry:
     # -- update --------------------------------------------------------------------------
 
     def update(
-        self, rtype: ResourceType, namespace: str, name: str, body: Any, subresource: str = ""
+        self,
+        rtype: ResourceType,
+        namespace: str,
+        name: str,
+        body: Any,
+        subresource: str = "",
+        checks: Checks | None = None,
     ) -> Obj:
         if not isinstance(body, dict):
             raise bad_request("the body of the request must be a JSON object")
-        new = rtype.from_view(body) if rtype.from_view is not None else body
         old = self.current(rtype, namespace, name)
+        if checks is not None:
+            body = checks.check(rtype, body, _view_out(rtype, old))
+        new = rtype.from_view(body) if rtype.from_view is not None else body
         m = meta(new)
         if m.get("name") not in (None, name):
             raise bad_request(
@@ -289,12 +315,15 @@ class Registry:
         content_type: str,
         patch: Any,
         subresource: str = "",
+        checks: Checks | None = None,
     ) -> Obj:
         old = self.current(rtype, namespace, name)
         base = _view_out(rtype, old)
         patched = apply_patch(base, content_type, patch, rtype.merge_keys)
         if not isinstance(patched, dict):
             raise bad_request("the patched object is not a JSON object")
+        if checks is not None:
+            patched = checks.check(rtype, patched, base)
         new = rtype.from_view(patched) if rtype.from_view is not None else patched
         m = meta(new)
         if m.get("name") != name or (rtype.namespaced and m.get("namespace") != namespace):
@@ -345,10 +374,10 @@ class Registry:
                 else:
                     m.pop(field, None)
             m.pop("managedFields", None)
+            merged["metadata"] = m
+            merged = self.admission.on_update(rtype, old, merged, subresource)
             if rtype.generation and _spec_part(merged) != _spec_part(old):
                 m["generation"] = int(old_m.get("generation", 1)) + 1
-            merged["metadata"] = m
-            self.admission.on_update(rtype, old, merged, subresource)
         m["resourceVersion"] = old_m.get("resourceVersion")
         if subresource != "status":
             merged = stamp_update(rtype, old, merged)  # managedFields kept, writer recorded
@@ -394,15 +423,30 @@ class Registry:
         return _view_out(rtype, self._commit(rtype, None, key))
 
     def _delete_namespace(self, ns: Obj) -> Obj:
+        """Terminating first (as the namespace controller sees it), then the namespace's
+        objects go, then the namespace itself; the answer is the Terminating namespace."""
         name = str(meta(ns).get("name"))
+        if name in IMMORTAL_NAMESPACES:
+            raise forbidden("namespaces", "", name, "this namespace may not be deleted")
+        key = ("", name)
+        if not meta(ns).get("deletionTimestamp"):
+            status = {**(ns.get("status") or {}), "phase": "Terminating"}
+            marked = with_meta(
+                {**ns, "status": status},
+                deletionTimestamp=now_rfc3339(),
+                deletionGracePeriodSeconds=0,
+            )
+            ns = self._commit(NAMESPACES, marked, key)
+        answer = _view_out(NAMESPACES, ns)
         seen: set[str] = set()
         for rtype in ALL_TYPES:
             if not rtype.namespaced or rtype.table in seen:
                 continue
             seen.add(rtype.table)
-            for key in [k for k in self.store.table(rtype.table) if k[0] == name]:
-                self.store.commit(rtype.table, key, None)
-        return _view_out(NAMESPACES, self._commit(NAMESPACES, None, ("", name)))
+            for child in [k for k in self.store.table(rtype.table) if k[0] == name]:
+                self.store.commit(rtype.table, child, None)
+        self._commit(NAMESPACES, None, key)
+        return answer
 
 
 def _check_preconditions(rtype: ResourceType, old: Obj, options: Obj) -> None:

@@ -4,7 +4,8 @@
 factory does (``/api/v1/namespaces/ns/pods/name/binding``, ``/apis/group/version/...``, the
 legacy ``/watch/`` prefix, ``namespaces/{name}/status``), and ``verb_of`` names the
 Kubernetes verb (get, list, watch, create, update, patch, delete, deletecollection).
-``ResourceApi.handle`` runs it: bodies are parsed with orjson, selectors and paging
+``ResourceApi.handle`` runs it: bodies are parsed with orjson (protobuf ones with
+``pumice.sim.protobuf``) and then validated (``pumice.sim.validation``), selectors and paging
 parameters are read from the query, ``kubectl``'s ``as=Table`` requests get server-side
 printed tables, and watches are handed to ``pumice.sim.watch``.
 """
@@ -18,7 +19,7 @@ import orjson
 from aiohttp import web
 from multidict import MultiMapping
 
-from pumice.sim import pods, protobuf, tables
+from pumice.sim import dryrun, pods, protobuf, tables
 from pumice.sim.apply import is_apply, server_side_apply
 from pumice.sim.errors import ApiError, bad_request, method_not_allowed, no_such_path
 from pumice.sim.objects import Obj
@@ -26,6 +27,7 @@ from pumice.sim.registry import Registry
 from pumice.sim.resources import BINDINGS, ResourceType, lookup
 from pumice.sim.selectors import build_selector
 from pumice.sim.store import Store
+from pumice.sim.validation import Checks
 from pumice.sim.watch import WatchHub, WatchRequest, serve_watch
 
 JSON = "application/json"
@@ -117,12 +119,17 @@ def error_response(err: ApiError) -> web.Response:
 
 
 async def read_json(request: web.BaseRequest, required: bool = True) -> Any:
-    raw = await request.read()
+    return parse_json(await request.read(), required, request.headers.get("Content-Type", ""))
+
+
+def parse_json(raw: bytes, required: bool = True, content_type: str = JSON) -> Any:
+    """A request body as JSON data; ``content_type`` says whether it came as protobuf
+    (kubectl's creates of namespaces and priority classes), decoded to the same shape."""
     if not raw:
         if required:
             raise bad_request("the body of the request was empty")
         return None
-    if protobuf.is_protobuf(request.headers.get("Content-Type", "")):
+    if protobuf.is_protobuf(content_type):
         return protobuf.decode_object(raw)
     try:
         return orjson.loads(raw)
@@ -174,11 +181,7 @@ class ResourceApi:
         query = request.query
         ns = info.namespace
         name = info.name
-        sub = info.subresource
-        dry_run = query.get("dryRun") == "All"
-        if verb in ("list", "watch", "deletecollection"):
-            if rtype.namespaced is False and ns:
-                raise no_such_path()
+        if verb in ("list", "watch"):
             selector = build_selector(
                 rtype, ns, query.get("labelSelector"), query.get("fieldSelector")
             )
@@ -193,43 +196,80 @@ class ResourceApi:
                         ),
                     )
                 return await self._watch(request, rtype, selector)
-            if verb == "list":
-                return self._list(request, rtype, selector)
-            return self._delete_collection(rtype, selector, await read_json(request, False) or {})
+            return self._list(request, rtype, selector)
+        if verb == "get":
+            return self._get(request, rtype, ns, name)
+        # the body is read before anything runs: what follows is synchronous, so a dry run
+        # (which switches the store for its duration) never overlaps another request
+        raw = await request.read()
+        checks = Checks.from_query(query)
+        if dryrun.requested(query, verb, raw, info.subresource):
+            request[dryrun.DRY_RUN] = True
+            with dryrun.dry_run(self.registry):
+                resp = self._mutate(request, rtype, info, verb, raw, True, checks)
+        else:
+            resp = self._mutate(request, rtype, info, verb, raw, False, checks)
+        for warning in checks.headers():
+            resp.headers.add("Warning", warning)
+        return resp
+
+    def _mutate(
+        self,
+        request: web.BaseRequest,
+        rtype: ResourceType,
+        info: RequestInfo,
+        verb: str,
+        raw: bytes,
+        dry_run: bool,
+        checks: Checks,
+    ) -> web.Response:
+        query = request.query
+        ns = info.namespace
+        name = info.name
+        sub = info.subresource
+        # kubectl sends some creates as protobuf; a patch's Content-Type names its format
+        content_type = request.headers.get("Content-Type", "")
+        if verb == "deletecollection":
+            selector = build_selector(
+                rtype, ns, query.get("labelSelector"), query.get("fieldSelector")
+            )
+            return self._delete_collection(rtype, selector, parse_json(raw, False) or {})
         if sub == "binding" or rtype is BINDINGS:
             if verb != "create":
                 raise method_not_allowed()
-            body = await read_json(request)
+            body = parse_json(raw, True, content_type)
+            if isinstance(body, dict):
+                body = checks.check(BINDINGS, body)
             return json_response(pods.bind(self.registry, ns, name, body, dry_run), 201)
         if sub == "eviction":
             if verb != "create":
                 raise method_not_allowed()
-            return json_response(pods.evict(self.registry, ns, name, await read_json(request)), 201)
-        if verb == "get":
-            return self._get(request, rtype, ns, name)
+            return json_response(pods.evict(self.registry, ns, name, parse_json(raw)), 201)
         if verb == "create":
             if name:
                 raise method_not_allowed()
-            created = self.registry.create(rtype, ns, await read_json(request), dry_run)
+            body = parse_json(raw, True, content_type)
+            created = self.registry.create(rtype, ns, body, dry_run, checks)
             return json_response(created, 201)
         if verb == "update":
-            body = await read_json(request)
-            return json_response(self.registry.update(rtype, ns, name, body, sub))
-        if verb == "patch" and is_apply(request.headers.get("Content-Type", "")):
+            body = parse_json(raw, True, content_type)
+            return json_response(self.registry.update(rtype, ns, name, body, sub, checks))
+        if verb == "patch" and is_apply(content_type):
             if sub:
                 raise method_not_allowed()
             obj, code = server_side_apply(
-                self.registry, rtype, ns, name, await request.read(), query, dry_run
+                self.registry, rtype, ns, name, raw, query, dry_run, checks
             )
             return json_response(obj, code)
         if verb == "patch":
-            body = await read_json(request)
-            content_type = request.headers.get("Content-Type", "")
-            return json_response(self.registry.patch(rtype, ns, name, content_type, body, sub))
+            body = parse_json(raw)
+            return json_response(
+                self.registry.patch(rtype, ns, name, content_type, body, sub, checks)
+            )
         if verb == "delete":
             if sub:
                 raise method_not_allowed()
-            options = await read_json(request, False) or {}
+            options = parse_json(raw, False) or {}
             if not isinstance(options, dict):
                 raise bad_request("DeleteOptions must be a JSON object")
             if "gracePeriodSeconds" in query:

@@ -33,6 +33,7 @@ from pumice.sim import discovery
 from pumice.sim.access import ADMIN_TOKEN, AccessControl
 from pumice.sim.admin import MUTATING_METHODS, WriteLog, WriteRecord, handle_admin
 from pumice.sim.defaults import default_objects
+from pumice.sim.dryrun import DRY_RUN
 from pumice.sim.errors import ApiError, internal, no_such_path
 from pumice.sim.faults import Faults
 from pumice.sim.lifecycle import Lifecycle, LifecycleConfig
@@ -40,7 +41,7 @@ from pumice.sim.managedfields import writing
 from pumice.sim.objects import Obj
 from pumice.sim.rbac import bootstrap_policy
 from pumice.sim.registry import Registry
-from pumice.sim.resources import ALL_TYPES
+from pumice.sim.resources import ALL_TYPES, for_object
 from pumice.sim.rest import ResourceApi, error_response, json_response, parse_path, verb_of
 from pumice.sim.store import Store
 from pumice.sim.tls import ServingCert, make_serving_cert
@@ -72,6 +73,10 @@ class SimConfig:
     """``none`` (everyone may do everything) or ``rbac`` (see ``pumice.sim.access``)."""
 
 
+def _uid(obj: Obj) -> object:
+    return (obj.get("metadata") or {}).get("uid")
+
+
 class SimServer:
     def __init__(self, config: SimConfig | None = None) -> None:
         self.config = config or SimConfig()
@@ -94,8 +99,11 @@ class SimServer:
         self._runner: web.ServerRunner | None = None
         self._site: web.TCPSite | None = None
         self.port = 0
+        self.notes: list[str] = []
+        """What seeding did that a user should hear about (defaults replaced)."""
+        self._defaults: dict[str, dict[tuple[str, str], Obj]] = {}
         if self.config.defaults:
-            self.seed(default_objects())
+            self._seed_defaults()
         self.access = AccessControl(self.registry, self.config.authorization)
         # identities need HTTPS: kubectl sends no token to an http:// server (pumice.sim.tls)
         self.tls: ServingCert | None = None
@@ -105,19 +113,39 @@ class SimServer:
 
     # -- seeding -------------------------------------------------------------------------
 
-    def seed(self, objects: Iterable[Obj]) -> int:
-        """Store manifests (namespaces first, then the rest in order); returns how many."""
+    def _seed_defaults(self) -> None:
+        for obj in default_objects():
+            stored = self.registry.create_object(obj)
+            rtype = for_object(str(obj["apiVersion"]), str(obj["kind"]))
+            assert rtype is not None and not rtype.namespaced
+            self._defaults.setdefault(str(obj["kind"]), {})[("", obj["metadata"]["name"])] = stored
+
+    def seed(self, objects: Iterable[Obj], validate: bool = True) -> int:
+        """Store manifests (namespaces first, then the rest in order); returns how many.
+
+        Each is decoded and validated as a ``fieldValidation=Strict`` create would be (an
+        ``ApiError`` whose ``problem`` names the field); ``validate=False`` is for tests that
+        need objects a real server refuses. A seeded object named like one of the built-in
+        defaults (the ``default`` Queue, a default namespace) replaces it, noted in ``notes``.
+        """
         ordered = sorted(objects, key=lambda o: _SEED_ORDER.get(str(o.get("kind")), 2))
         count = 0
         for obj in ordered:
-            kind = obj.get("kind")
+            kind = str(obj.get("kind"))
             name = (obj.get("metadata") or {}).get("name")
-            table = self.registry.store.table
-            if kind == "Namespace" and ("", name) in table("/namespaces"):
+            rtype = for_object(str(obj.get("apiVersion", "")), kind)
+            key = ("", str(name))
+            default = self._defaults.get(kind, {}).get(key)
+            if rtype is not None and not rtype.namespaced and default is not None:
+                stored = self.store.get(rtype.table, key)
+                if stored is not None and _uid(stored) == _uid(default):
+                    self.store.commit(rtype.table, key, None)
+                    self.notes.append(f"{kind} {name} replaces the built-in default")
+                elif stored is not None and kind == "Namespace":
+                    continue
+            elif kind == "Namespace" and ("", name) in self.store.table("/namespaces"):
                 continue
-            if kind == "Queue" and ("", name) in table("scheduling.volcano.sh/queues"):
-                continue
-            self.registry.create_object(obj)
+            self.registry.create_object(obj, validate=validate)
             count += 1
         return count
 
@@ -283,7 +311,8 @@ class SimServer:
         except Exception as exc:
             log.exception("sim: %s %s failed", method, path)
             resp = error_response(internal(f"{type(exc).__name__}: {exc}"))
-        if method in MUTATING_METHODS:
+        # a dry run changes nothing, so it is no write (pumice.sim.dryrun)
+        if method in MUTATING_METHODS and not request.get(DRY_RUN):
             self.writes.record(
                 WriteRecord(
                     time=time.time(),

@@ -58,6 +58,20 @@ class Change:
         return cached
 
 
+def _would_commit(table: str, key: Key, obj: Obj | None, prev: Obj | None) -> Change:
+    """The change a dry run answers with: no new resourceVersion (a would-be object keeps
+    the version it had; a would-be new one has none), nothing stored or announced."""
+    if obj is None:
+        if prev is None:
+            raise KeyError(key)
+        return Change(0, DELETED, table, key, prev, prev)
+    if prev is None:
+        m = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "resourceVersion"}
+        return Change(0, ADDED, table, key, {**obj, "metadata": m}, None)
+    rv = (prev.get("metadata") or {}).get("resourceVersion")
+    return Change(0, MODIFIED, table, key, with_rv(obj, int(rv)) if rv else obj, prev)
+
+
 class Sink(Protocol):
     """A watcher as the store sees it."""
 
@@ -80,6 +94,9 @@ class Store:
         self._listeners: list[Listener] = []
         self.compacted = 0
         """The resourceVersion of the last compaction (0: never)."""
+        self.dry_run = False
+        """While true, ``commit`` answers what it would store and stores nothing
+        (see ``pumice.sim.dryrun``)."""
 
     # -- reading -------------------------------------------------------------------------
 
@@ -139,6 +156,8 @@ class Store:
         """Store ``obj`` under ``key`` (None deletes) with the next resourceVersion."""
         tab = self.table(table)
         prev = tab.get(key)
+        if self.dry_run:
+            return _would_commit(table, key, obj, prev)
         self.rv += 1
         rv = self.rv
         if obj is None:

@@ -2,7 +2,8 @@
 
 kubectl requests ``Accept: application/json;as=Table;v=v1;g=meta.k8s.io`` and prints the
 columns the server defines; columns with priority 1 appear only with ``-o wide``. Pods, nodes
-and events get the real server's columns; every other resource gets Name and Age.
+and events get the real server's columns, PodGroups and Queues the printer columns of
+Volcano's CRDs; every other resource gets Name and Age.
 """
 
 from __future__ import annotations
@@ -12,7 +13,15 @@ from collections.abc import Callable
 from typing import Any
 
 from pumice.sim.objects import Obj, get_path, human_age, meta, parse_time
-from pumice.sim.resources import EVENTS, EVENTS_V1, NODES, PODS, ResourceType
+from pumice.sim.resources import (
+    EVENTS,
+    EVENTS_V1,
+    NODES,
+    PODGROUPS,
+    PODS,
+    QUEUES,
+    ResourceType,
+)
 
 Column = tuple[str, str, int]  # name, type, priority
 
@@ -156,7 +165,38 @@ def _default_row(obj: Obj, now: float) -> list[Any]:
 
 _DEFAULT_COLUMNS: list[Column] = [("Name", "string", 0), ("Age", "string", 0)]
 
+
+# Volcano's CRDs declare these additionalPrinterColumns (missing values print as <none>)
+def _podgroup_row(pg: Obj, now: float) -> list[Any]:
+    return [
+        meta(pg).get("name", ""),
+        get_path(pg, "status", "phase"),
+        get_path(pg, "spec", "minMember"),
+        get_path(pg, "status", "running"),
+        _age(pg, now),
+        get_path(pg, "spec", "queue"),
+    ]
+
+
+_PODGROUP_COLUMNS: list[Column] = [
+    ("Name", "string", 0),
+    ("STATUS", "string", 0),
+    ("minMember", "integer", 0),
+    ("RUNNINGS", "integer", 0),
+    ("AGE", "date", 0),
+    ("QUEUE", "string", 1),
+]
+
+
+def _queue_row(queue: Obj, now: float) -> list[Any]:
+    return [meta(queue).get("name", ""), get_path(queue, "spec", "parent")]
+
+
+_QUEUE_COLUMNS: list[Column] = [("Name", "string", 0), ("PARENT", "string", 0)]
+
 _PRINTERS: dict[str, tuple[list[Column], Callable[[Obj, float], list[Any]]]] = {
+    PODGROUPS.table: (_PODGROUP_COLUMNS, _podgroup_row),
+    QUEUES.table: (_QUEUE_COLUMNS, _queue_row),
     PODS.table: (_POD_COLUMNS, _pod_row),
     NODES.table: (_NODE_COLUMNS, _node_row),
     EVENTS.table: (_EVENT_COLUMNS, _event_row),

@@ -13,6 +13,8 @@ from typing import Any
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio.watch import Watch
 
+from pumice.sim.protobuf import MAGIC
+
 Obj = dict[str, Any]
 
 
@@ -67,6 +69,39 @@ def binding(name: str, node_name: str, namespace: str = "default", uid: str | No
         "metadata": meta,
         "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
     }
+
+
+def _varint(value: int) -> bytes:
+    value &= (1 << 64) - 1
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def protobuf_field(number: int, payload: bytes | int | str) -> bytes:
+    """One protobuf field: a varint for ints, length-delimited for text and bytes."""
+    if isinstance(payload, int):
+        return _varint(number << 3) + _varint(payload)
+    data = payload.encode() if isinstance(payload, str) else payload
+    return _varint(number << 3 | 2) + _varint(len(data)) + data
+
+
+def protobuf_envelope(api_version: str, kind: str, raw: bytes) -> bytes:
+    """A body as kubectl sends it with ``application/vnd.kubernetes.protobuf``."""
+    type_meta = protobuf_field(1, api_version) + protobuf_field(2, kind)
+    return (
+        MAGIC
+        + protobuf_field(1, type_meta)
+        + protobuf_field(2, raw)
+        + protobuf_field(3, "")
+        + protobuf_field(4, "")
+    )
 
 
 async def body_of(response: Any) -> Obj:

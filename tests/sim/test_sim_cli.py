@@ -127,7 +127,7 @@ async def test_node_template_file(tmp_path: Path) -> None:
         ("apiVersion: v1\nkind: Node\n", "document 1: Node: missing 'metadata' mapping"),
         (
             "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: []}\n",
-            'Pod default/p: Pod "p" is invalid: spec.containers: Required value',
+            "Pod default/p: spec.containers: Required value",
         ),
     ],
 )

@@ -10,31 +10,7 @@ import pytest
 
 from pumice.sim.errors import ApiError
 from pumice.sim.protobuf import MAGIC, decode_object
-
-
-def _varint(value: int) -> bytes:
-    value &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _field(number: int, payload: bytes | int | str) -> bytes:
-    if isinstance(payload, int):
-        return _varint(number << 3) + _varint(payload)
-    data = payload.encode() if isinstance(payload, str) else payload
-    return _varint(number << 3 | 2) + _varint(len(data)) + data
-
-
-def _envelope(api_version: str, kind: str, raw: bytes) -> bytes:
-    type_meta = _field(1, api_version) + _field(2, kind)
-    return MAGIC + _field(1, type_meta) + _field(2, raw) + _field(3, "") + _field(4, "")
+from sim.simkit import protobuf_envelope, protobuf_field
 
 
 async def test_kubectl_create_namespace(sim: Any) -> None:
@@ -71,7 +47,7 @@ async def test_kubectl_create_priorityclass(sim: Any) -> None:
 
 
 async def test_a_kind_without_a_decoder_is_refused_naming_it(sim: Any) -> None:
-    body = _envelope("v1", "Pod", _field(1, _field(1, "web")))
+    body = protobuf_envelope("v1", "Pod", protobuf_field(1, protobuf_field(1, "web")))
     async with (
         aiohttp.ClientSession() as session,
         session.post(
@@ -91,15 +67,20 @@ async def test_a_kind_without_a_decoder_is_refused_naming_it(sim: Any) -> None:
 
 def test_labels_negative_values_and_flags_decode() -> None:
     meta = (
-        _field(1, "urgent")
-        + _field(2, "")
-        + _field(11, _field(1, "tier") + _field(2, "gold"))
-        + _field(11, _field(1, "team") + _field(2, "a"))
-        + _field(14, "example.com/keep")
-        + _field(8, b"")  # creationTimestamp: skipped
+        protobuf_field(1, "urgent")
+        + protobuf_field(2, "")
+        + protobuf_field(11, protobuf_field(1, "tier") + protobuf_field(2, "gold"))
+        + protobuf_field(11, protobuf_field(1, "team") + protobuf_field(2, "a"))
+        + protobuf_field(14, "example.com/keep")
+        + protobuf_field(8, b"")  # creationTimestamp: skipped
     )
-    raw = _field(1, meta) + _field(2, -5) + _field(3, 1) + _field(4, "")
-    obj = decode_object(_envelope("scheduling.k8s.io/v1", "PriorityClass", raw))
+    raw = (
+        protobuf_field(1, meta)
+        + protobuf_field(2, -5)
+        + protobuf_field(3, 1)
+        + protobuf_field(4, "")
+    )
+    obj = decode_object(protobuf_envelope("scheduling.k8s.io/v1", "PriorityClass", raw))
     assert obj == {
         "apiVersion": "scheduling.k8s.io/v1",
         "kind": "PriorityClass",
@@ -114,8 +95,13 @@ def test_labels_negative_values_and_flags_decode() -> None:
 
 
 def test_a_zero_value_is_kept_and_empty_fields_dropped() -> None:
-    raw = _field(1, _field(1, "zero")) + _field(2, 0) + _field(3, 0) + _field(4, "")
-    obj = decode_object(_envelope("scheduling.k8s.io/v1", "PriorityClass", raw))
+    raw = (
+        protobuf_field(1, protobuf_field(1, "zero"))
+        + protobuf_field(2, 0)
+        + protobuf_field(3, 0)
+        + protobuf_field(4, "")
+    )
+    obj = decode_object(protobuf_envelope("scheduling.k8s.io/v1", "PriorityClass", raw))
     assert obj["value"] == 0
     assert "globalDefault" not in obj and "description" not in obj
 
@@ -126,7 +112,7 @@ def test_a_zero_value_is_kept_and_empty_fields_dropped() -> None:
         (b'{"kind": "Namespace"}', 400),
         (MAGIC + b"\x0a\x05\x0a", 400),  # length past the end
         (MAGIC + b"\x08\xff\xff", 400),  # truncated varint
-        (_envelope("v1", "Secret", b""), 415),
+        (protobuf_envelope("v1", "Secret", b""), 415),
     ],
 )
 def test_malformed_bodies_are_refused(body: bytes, code: int) -> None:
