@@ -10,8 +10,9 @@ Then the decision cost where it counts: ``bench_allocate.py``'s gangs workload (
 gangs of 10 identical pods) through a whole session with the default tiers, once as shipped
 and once with resource-strategy-fit (cpu and memory MostAllocated) in binpack's place. Both
 are row-local, so each scores a gang's shape once and then only the rows placements changed.
-Run with ``make bench`` or ``.venv/bin/python -P bench/bench_resource_scores.py [--gangs N]``;
-it takes well under a minute.
+Times are CPU seconds of this process (as ``bench_allocate.py`` measures), so other jobs on a
+shared machine slow neither side. Run with ``make bench`` or
+``.venv/bin/python -P bench/bench_resource_scores.py [--gangs N]``; it takes under a minute.
 """
 
 from __future__ import annotations
@@ -107,10 +108,10 @@ def tasks(count: int) -> list[TaskInfo]:
 def per_task(plugin: object, table: NodeTable, work: list[TaskInfo]) -> float:
     """Seconds per call of the plugin's hook (node_score, or predicate) over ``work``."""
     score = getattr(plugin, "node_score", None) or plugin.predicate  # type: ignore[attr-defined]
-    start = time.perf_counter()
+    start = time.process_time()
     for task in work:
         score(task, table)
-    return (time.perf_counter() - start) / len(work)
+    return (time.process_time() - start) / len(work)
 
 
 RSF_FOR_BINPACK = """\
@@ -140,11 +141,11 @@ def decisions(gangs: int, rounds: int) -> None:
     for _ in range(rounds):  # interleaved, best of the rounds: the machine is shared
         for name, config in configs.items():
             snap = to_model(w)
-            start = time.perf_counter()
+            start = time.process_time()
             session = Session.open(snap, config, host, committer=RecordingCommitter())
             session.run_actions()
             session.close()
-            seconds[name] = min(seconds[name], time.perf_counter() - start)
+            seconds[name] = min(seconds[name], time.process_time() - start)
             committer = session.committer
             assert isinstance(committer, RecordingCommitter)
             bound[name] = sum(1 for d in committer.decisions if d[0] == "bind")
