@@ -20,6 +20,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "plugins": ("pumice.commands.plugins", "list every plugin and action and its package"),
     "run-example": ("pumice.commands.run_example", "load the default config and show it"),
     "sim-cluster": ("pumice.sim.cli", "run the simulated Kubernetes API server"),
+    "simulate": ("pumice.commands.simulate", "replay a cluster's manifests offline"),
 }
 
 

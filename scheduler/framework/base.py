@@ -21,6 +21,11 @@ class Plugin:
 
     name: ClassVar[str] = ""
 
+    protects_victims: ClassVar[bool] = False
+    """True for a plugin whose ``preemptable`` / ``reclaimable`` answers are protections
+    (conformance): the session removes what it leaves out before any tier is asked, so a later
+    tier can never offer a protected task as a victim."""
+
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments
         self.option: PluginOption | None = None
