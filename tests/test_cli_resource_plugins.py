@@ -16,7 +16,7 @@ def pumice(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_shipped_ai_cluster_config_passes() -> None:
-    result = pumice("check-config", str(ROOT / "conf" / "examples" / "ai-scheduler.yaml"))
+    result = pumice("check-config", str(ROOT / "conf" / "examples" / "ai-scheduler.conf"))
     assert result.returncode == 0, result.stderr
     assert "ok: 3 actions (enqueue, allocate, backfill), 6 plugins in 2 tiers" in result.stdout
 

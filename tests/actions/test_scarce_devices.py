@@ -28,7 +28,7 @@ PLUGINS: dict[str, type[Plugin]] = {
     "proportional": ProportionalPlugin,
 }
 
-AI_CONFIG = Path(__file__).parents[2] / "conf" / "examples" / "ai-scheduler.yaml"
+AI_CONFIG = Path(__file__).parents[2] / "conf" / "examples" / "ai-scheduler.conf"
 """The shipped AI-cluster configuration that the README shows."""
 
 

@@ -13,7 +13,7 @@ from support.manifests import node, placed, pod, simulate
 
 Capsys = pytest.CaptureFixture[str]
 ROOT = Path(__file__).resolve().parents[2]
-AI_CONFIG = (ROOT / "conf" / "examples" / "ai-scheduler.yaml").read_text()
+AI_CONFIG = (ROOT / "conf" / "examples" / "ai-scheduler.conf").read_text()
 FOO = "intel.com/foo"
 
 
