@@ -52,4 +52,26 @@ def load_validated(path: str | None) -> tuple[SchedulerConfig, PluginHost, list[
                 key=key,
             )
     check_names(config, plugins=host.plugins, actions=host.actions)
-    return config, host, validate(config, host)
+    warnings = validate(config, host)
+    check_plugin_arguments(config, host)
+    return config, host, warnings
+
+
+def check_plugin_arguments(config: SchedulerConfig, host: PluginHost) -> None:
+    """Build every configured plugin once from its arguments, as a session would, so that a
+    plugin refusing its arguments (a ``ConfigError`` keyed inside ``arguments``) is reported
+    with the file, line and full key. Warnings the plugins log while building are kept."""
+    for t, tier in enumerate(config.tiers):
+        for p, option in enumerate(tier.plugins):
+            provided = host.get(option.name)
+            if provided is None or provided.kind != "plugin":
+                continue
+            try:
+                provided.cls(option.arguments)
+            except ConfigError as exc:
+                key = f"tiers[{t}].plugins[{p}].arguments"
+                if exc.key:
+                    key = f"{key}.{exc.key}"
+                raise ConfigError(
+                    exc.message, source=config.source, line=config.line_of(key), key=key
+                ) from None

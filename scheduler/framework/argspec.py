@@ -20,7 +20,10 @@ Three cases, read by ``check_arguments``:
 
 The kinds follow ``Arguments``' typed getters: ``int`` is an integer (not a bool, not
 ``"10"``, not ``10.0``), ``float`` an integer or a decimal, ``bool`` a bool or a string that
-reads as one (``"true"``, ``"f"``, ``"1"``), ``str`` a string.
+reads as one (``"true"``, ``"f"``, ``"1"``), ``str`` a string; ``any`` is a structured value
+(a list or a map) that the plugin checks itself, raising ``ConfigError`` when it is built
+(``pumice check-config`` builds every configured plugin once, so that is reported with the
+file, line and key too).
 """
 
 from __future__ import annotations
@@ -32,13 +35,14 @@ from typing import Any, Literal
 
 from pumice.framework.arguments import BOOL_STRINGS
 
-ArgumentKind = Literal["int", "float", "bool", "str"]
+ArgumentKind = Literal["int", "float", "bool", "str", "any"]
 
 _EXPECTED: Mapping[str, str] = {
     "int": "an integer",
     "float": "a number",
     "bool": "true or false",
     "str": "a string",
+    "any": "anything the plugin checks itself when it is built",
 }
 
 WILDCARD = ".*"
@@ -92,6 +96,8 @@ class ArgumentSpec:
                 isinstance(value, str) and value.strip().lower() in BOOL_STRINGS
             ):
                 return f"expected {_EXPECTED['bool']}, got {describe(value)}"
+        elif self.kind == "any":
+            return None  # structured: the plugin refuses it with a ConfigError when built
         elif not isinstance(value, str):
             return f"expected {_EXPECTED['str']}, got {describe(value)}"
         if number is not None:
