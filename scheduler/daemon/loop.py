@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pumice.cache import ClusterCache
 from pumice.daemon.binding import BackgroundWork, BoundCallback
 from pumice.daemon.committers import DryRunCommitter, LoopCommitter
+from pumice.daemon.notify import Notifier, run_watchdog
 from pumice.daemon.outcome import CycleOutcome, collect
 from pumice.daemon.reporting import Reporter
 from pumice.framework.config import SchedulerConfig
@@ -80,6 +81,9 @@ class Daemon:
         self.reporter: Reporter | None = None
         self.cycles = 0
         self.failures = 0
+        self.ticks = 0
+        """Loop iterations so far (with or without a session): the watchdog's sign of life."""
+        self.notifier = Notifier.from_environment()
         self.last: CycleOutcome | None = None
 
     # -- start-up ----------------------------------------------------------------------------
@@ -93,6 +97,8 @@ class Daemon:
         try:
             cache = await self._make_cache(kube)
             runners = await self._start_informers(kube, cache)
+            self.notifier.ready(f"synced: {len(cache.state.nodes)} nodes, {len(cache.pods)} pods")
+            runners.append(asyncio.get_running_loop().create_task(self._watchdog()))
             if not self.dry_run:
                 status_kube = await connect(self.options.kube)
                 writer = StatusWriter(
@@ -113,6 +119,7 @@ class Daemon:
                 await self.work.drain()
             return 1 if self.options.until_idle and self.last and self.last.failed else 0
         finally:
+            self.notifier.stopping()
             if self.work is not None:
                 await self.work.cancel()
             for runner in runners:
@@ -121,6 +128,17 @@ class Daemon:
             if status_kube is not None:
                 await status_kube.close()
             await kube.close()
+            self.notifier.close()
+
+    async def _watchdog(self) -> None:
+        last = -1
+
+        def alive() -> bool:
+            nonlocal last
+            moved, last = self.ticks != last, self.ticks
+            return moved
+
+        await run_watchdog(self.notifier, alive)
 
     async def _make_cache(self, kube: Kube) -> ClusterCache:
         volcano = await served(kube, PODGROUPS) and await served(kube, QUEUES)
@@ -198,6 +216,7 @@ class Daemon:
         seen: int | None = None
         last_session = 0.0
         while not stop.is_set():
+            self.ticks += 1
             now = time.monotonic()
             if self._worth_a_session(cache, seen, now - last_session):
                 seen, last_session = cache.generation, now
@@ -272,15 +291,12 @@ class Daemon:
         assert self.reporter is not None
         if not outcome.failed:
             self.reporter.report(outcome)
-        log.log(
-            logging.INFO if outcome.binds or outcome.evictions else logging.DEBUG,
-            "cycle %d: %d binds, %d evictions, %d pending, %.3fs",
-            self.cycles,
-            outcome.binds,
-            outcome.evictions,
-            outcome.pending,
-            outcome.seconds,
+        summary = (
+            f"cycle {self.cycles}: {outcome.binds} binds, {outcome.evictions} evictions, "
+            f"{outcome.pending} pending, {outcome.seconds:.3f}s"
         )
+        log.log(logging.INFO if outcome.binds or outcome.evictions else logging.DEBUG, summary)
+        self.notifier.status(summary)
         return outcome
 
     def _session(
