@@ -22,6 +22,7 @@ import logging
 import socket
 import time
 from dataclasses import dataclass
+from functools import partial
 
 from pumice.cache import ClusterCache
 from pumice.daemon.binding import BackgroundWork, BoundCallback
@@ -47,6 +48,7 @@ from pumice.kube import (
     connect,
     served,
 )
+from pumice.kube.nomination import nominate
 from pumice.model import ClusterSnapshot
 
 log = logging.getLogger("pumice.daemon")
@@ -112,6 +114,7 @@ class Daemon:
                     Evictor(kube),
                     writer,
                     self.options.on_bound,
+                    partial(nominate, status_kube),
                 )
             self.reporter = Reporter(cache, self.work, self.dry_run)
             await self._loop(cache)
@@ -273,7 +276,7 @@ class Daemon:
         loop = asyncio.get_running_loop()
         committer: LoopCommitter | DryRunCommitter
         if self.work is not None:
-            committer = LoopCommitter(loop, self.work.bind, self.work.evict, self._nominate)
+            committer = LoopCommitter(loop, self.work.bind, self.work.evict, self.work.nominate)
         else:
             committer = DryRunCommitter()
         try:
@@ -315,11 +318,6 @@ class Daemon:
         outcome = collect(session)
         outcome.binds, outcome.evictions = committer.binds, committer.evictions
         return outcome
-
-    def _nominate(self, uid: str, node: str) -> None:
-        # The preemptor stays pending, nominated, until its room is free; the next sessions
-        # place it once the victims are gone.
-        log.info("pod %s nominated for node %s", uid, node)
 
 
 def _instance(scheduler_name: str) -> str:
