@@ -39,6 +39,7 @@ nodes.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -155,10 +156,9 @@ def _exact(
     m = len(pool)
     if m == 0:
         return None
-    masks = np.arange(1, 1 << m, dtype=np.int64)
-    bits = ((masks[:, None] >> np.arange(m, dtype=np.int64)) & 1).astype(np.float64)
+    bits = _subsets(m)
     position = {int(row): i for i, row in enumerate(pool)}
-    keep = np.ones(len(masks), dtype=np.bool_)
+    keep = np.ones(len(bits), dtype=np.bool_)
     for row in fixed:
         keep &= bits[:, position[int(row)]] > 0
     sizes = bits.sum(axis=1)
@@ -169,16 +169,41 @@ def _exact(
         keep &= np.all(alloc >= target - COVER_TOLERANCE, axis=1)
     if not keep.any():
         return None
-    bits, alloc, sizes = bits[keep], alloc[keep], sizes[keep]
-    values = scores(cand, target, alloc, bits @ cand.used[pool], bits @ cand.idle[pool], sizes)
+    chosen_bits, alloc, sizes = bits[keep], alloc[keep], sizes[keep]
+    values = scores(
+        cand, target, alloc, chosen_bits @ cand.used[pool], chosen_bits @ cand.idle[pool], sizes
+    )
     best = float(values.max())
-    best_choice: Choice | None = None
-    for i in np.flatnonzero(values >= best - TIE):
-        rows = tuple(sorted(int(pool[j]) for j in np.flatnonzero(bits[i])))
-        choice = Choice(rows, float(values[i]))
-        if _better(choice, best_choice, cand.names):
-            best_choice = choice
-    return best_choice
+    tied = chosen_bits[values >= best - TIE]
+    winner = tied[_smallest_list(tied)]
+    rows = tuple(int(pool[j]) for j in np.flatnonzero(winner))
+    return Choice(rows, score_of(cand, target, rows))
+
+
+@functools.lru_cache(maxsize=EXACT_LIMIT)
+def _subsets(m: int) -> FloatMatrix:
+    """Every non-empty subset of ``m`` items as a row of 0/1 (read-only, kept per ``m``)."""
+    masks = np.arange(1, 1 << m, dtype=np.int64)
+    bits = ((masks[:, None] >> np.arange(m, dtype=np.int64)) & 1).astype(np.float64)
+    bits.flags.writeable = False
+    return bits
+
+
+def _smallest_list(bits: FloatMatrix) -> int:
+    """The row whose ascending list of set columns is lexicographically smallest (columns are
+    in name order, so this is the smallest sorted list of node names)."""
+    alive = np.arange(len(bits))
+    seen = np.cumsum(bits, axis=1)
+    for step in range(bits.shape[1]):
+        # each row's (step+1)-th chosen column; a row that has no more is a prefix: it wins
+        has_more = seen[alive, -1] > step
+        if not has_more.all():
+            return int(alive[~has_more][0])
+        column = np.argmax(seen[alive] > step, axis=1)
+        alive = alive[column == column.min()]
+        if len(alive) == 1:
+            break
+    return int(alive[0])
 
 
 def _per_node(cand: Candidates, target: FloatVector) -> FloatVector:
@@ -216,50 +241,60 @@ def _top_count(
 def _greedy(
     cand: Candidates, target: FloatVector, order: IntVector, fixed: Sequence[int]
 ) -> Choice | None:
-    """Walk ``order`` until the next node completes the cover, complete it with the best
+    """Walk ``order`` until some node completes the cover, complete it with the best
     completing node of all, then drop nodes that are not needed."""
-    chosen = [int(r) for r in fixed]
-    taken = np.zeros(len(cand.names), dtype=np.bool_)
-    taken[chosen] = True
-    have = cand.allocatable[chosen].sum(axis=0) if chosen else np.zeros(len(target))
-    for row in order:
-        if bool(np.all(have >= target - COVER_TOLERANCE)):
-            break
-        completing = ~taken & np.all(
-            cand.allocatable + have >= target - COVER_TOLERANCE, axis=1
-        )
-        if completing.any():
-            rows = np.flatnonzero(completing)
-            base = np.array(chosen, dtype=np.int64)
-            values = scores(
-                cand,
-                target,
-                cand.allocatable[rows] + have,
-                cand.used[rows] + cand.used[base].sum(axis=0),
-                cand.idle[rows] + cand.idle[base].sum(axis=0),
-                np.full(len(rows), float(len(chosen) + 1)),
-            )
-            best = int(rows[int(np.argmax(values))])  # first maximum: the smallest name
-            chosen.append(best)
-            have = have + cand.allocatable[best]
-            break
-        row = int(row)
-        if taken[row]:
-            continue
-        taken[row] = True
-        chosen.append(row)
-        have = have + cand.allocatable[row]
-    if not bool(np.all(have >= target - COVER_TOLERANCE)):
+    alloc = cand.allocatable
+    fixed_rows = np.array(sorted({int(r) for r in fixed}), dtype=np.int64)
+    base = alloc[fixed_rows].sum(axis=0)
+    walk = order[~np.isin(order, fixed_rows)]
+    # have[i]: what the fixed nodes and the first i walked nodes hold
+    have = base + np.vstack([np.zeros((1, len(target))), np.cumsum(alloc[walk], axis=0)])
+    if not np.all(have[-1] >= target - COVER_TOLERANCE):
         return None
-    fixed_set = {int(r) for r in fixed}
-    for row in list(chosen):  # drop what is not needed, earliest (least fitting) first
-        if row in fixed_set:
-            continue
-        rest = [r for r in chosen if r != row]
-        if rest and covers(cand, target, rest):
-            chosen = rest
-    rows = sorted(chosen)
-    return Choice(tuple(rows), score_of(cand, target, rows))
+
+    def completing(i: int) -> npt.NDArray[np.bool_]:
+        ok: npt.NDArray[np.bool_] = np.all(alloc >= target - have[i] - COVER_TOLERANCE, axis=1)
+        ok[fixed_rows] = False
+        ok[walk[:i]] = False
+        return ok
+
+    if np.all(base >= target - COVER_TOLERANCE):
+        chosen = fixed_rows.tolist()
+    else:
+        # the deficit shrinks along the walk, so "some node completes it" is (nearly)
+        # monotone: bisect for the first prefix it holds for
+        lo, hi = 0, len(walk) - 1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if completing(mid).any():
+                hi = mid
+            else:
+                lo = mid + 1
+        rows = np.flatnonzero(completing(lo))
+        if not len(rows):
+            return None
+        prefix = np.concatenate([fixed_rows, walk[:lo]])
+        values = scores(
+            cand,
+            target,
+            alloc[rows] + have[lo],
+            cand.used[rows] + cand.used[prefix].sum(axis=0),
+            cand.idle[rows] + cand.idle[prefix].sum(axis=0),
+            np.full(len(rows), float(len(prefix) + 1)),
+        )
+        best = int(rows[int(np.argmax(values))])  # the first maximum: the smallest name
+        chosen = [*prefix.tolist(), best]
+    total = alloc[chosen].sum(axis=0)
+    fixed_set = set(fixed_rows.tolist())
+    kept: list[int] = []
+    for row in chosen:  # drop what is not needed, in walk order
+        rest = total - alloc[row]
+        if row not in fixed_set and np.all(rest >= target - COVER_TOLERANCE):
+            total = rest
+        else:
+            kept.append(row)
+    rows_kept = sorted(kept)
+    return Choice(tuple(rows_kept), score_of(cand, target, rows_kept))
 
 
 def _heuristic(cand: Candidates, target: FloatVector, fixed: Sequence[int]) -> Choice | None:
@@ -280,7 +315,8 @@ def _heuristic(cand: Candidates, target: FloatVector, fixed: Sequence[int]) -> C
             if row not in shortlist and len(shortlist) < EXACT_LIMIT:
                 shortlist.append(row)
     pool = np.array(sorted(shortlist[:EXACT_LIMIT]), dtype=np.int64)
-    if all(int(r) in set(pool.tolist()) for r in fixed):
+    in_pool = set(pool.tolist())
+    if all(int(r) in in_pool for r in fixed):
         exact = _exact(cand, target, None, pool, fixed)
         if exact is not None and _better(exact, best, cand.names):
             best = exact
