@@ -237,3 +237,25 @@ def test_running_pods_of_any_scheduler_hold_their_nodes(tmp_path: Path, capsys: 
     ]
     result = simulate(tmp_path, objects, capsys)
     assert placed(result) == {"default/big": "n2"}  # n1 holds only 1 cpu; n2's pod finished
+
+
+def test_the_json_has_exactly_the_documented_keys(capsys: Capsys) -> None:
+    conf = str(EXAMPLES / "volcano-scheduler.conf")
+    result = json_of([str(EXAMPLES / "preemption.yaml"), "--config", conf], capsys)
+    assert set(result) == {"placements", "evictions", "unschedulable", "queues", "podgroups"}
+    placements = result["placements"]
+    evictions = result["evictions"]
+    unschedulable = result["unschedulable"]
+    assert isinstance(placements, list) and isinstance(evictions, list)
+    assert isinstance(unschedulable, list)
+    assert {frozenset(p) for p in placements} == {frozenset({"pod", "node", "action", "cycle"})}
+    assert {frozenset(e) for e in evictions} == {
+        frozenset({"pod", "node", "action", "cycle", "preemptor"})
+    }
+    assert {frozenset(u) for u in unschedulable} == {frozenset({"pod", "message"})}
+    queues = result["queues"]
+    assert isinstance(queues, dict)
+    for figures in queues.values():
+        assert set(figures) == {"deserved", "allocated", "share"}
+    # canonical Kubernetes quantities
+    assert queues["prod"]["deserved"] == {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "2"}
