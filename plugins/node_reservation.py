@@ -209,8 +209,10 @@ class NodeReservationPlugin(Plugin):
         fresh = choose(cand, goal, target.count)
         if fresh is None:
             if target.count is not None:
-                return (), now, (
-                    f"{target.count} node(s) requested but only {len(cand.names)} are free"
+                return (
+                    (),
+                    now,
+                    (f"{target.count} node(s) requested but only {len(cand.names)} are free"),
                 )
             return (), now, f"the free nodes cannot cover the request {describe(target.amount)}"
         return tuple(cand.names[r] for r in fresh.rows), now, None
@@ -303,9 +305,7 @@ class NodeReservationPlugin(Plugin):
         if lock is None or lock.policy != GUARANTEED:
             return None
         mine = set(lock.nodes)
-        return [
-            c for c in candidates if c.node_name in mine and self._queue_of(c) != lock.queue
-        ]
+        return [c for c in candidates if c.node_name in mine and self._queue_of(c) != lock.queue]
 
     # -- status -----------------------------------------------------------------------------
 
@@ -313,7 +313,7 @@ class NodeReservationPlugin(Plugin):
         """Queue name -> its ``status.reservation`` now (None: none), for every queue."""
         session = self._view()
         table = session.table
-        result: dict[str, dict[str, Any] | None] = {name: None for name in session.queues}
+        result: dict[str, dict[str, Any] | None] = dict.fromkeys(session.queues)
         for name, lock in self.locks.items():
             idle = Resource.zero()
             for node in lock.nodes:
@@ -332,5 +332,8 @@ class NodeReservationPlugin(Plugin):
 def _limited(capability: Resource, amount: Resource) -> Resource:
     """The capability over ``amount``'s dimensions, unlimited where it says nothing."""
     return Resource(
-        {name: capability[name] if name in capability.dimensions() else value for name, value in amount.items()}
+        {
+            name: capability[name] if name in capability.dimensions() else value
+            for name, value in amount.items()
+        }
     )

@@ -2,9 +2,9 @@
 
 Tasks with the same *shape* — the same request and scheduling terms, as all pods of a gang or
 of a Deployment have — in the same queue get the same predicate mask and the same scores from
-plugins that depend on the task only through its shape (and queue). So the session evaluates a shape once, caches the
-answer, and after placements refreshes only the rows of the ``NodeTable`` whose accounting
-changed (``NodeTable.changed_rows``).
+plugins that depend on the task only through its shape (and queue). So the session evaluates a
+shape once, caches the answer, and after placements refreshes only the rows of the
+``NodeTable`` whose accounting changed (``NodeTable.changed_rows``).
 
 A plugin opts in by accepting a ``rows`` argument in ``predicate`` or ``node_score``: it then
 promises that its answer for a node depends only on that node's row (and on the task's shape

@@ -263,9 +263,7 @@ def test_other_queues_stay_off_locked_nodes_and_the_owner_lands_there() -> None:
         queues=[reserving_queue("qa"), reserving_queue("qb")],
         jobs=[theirs, mine],
     )
-    session = run_flow(
-        snap, tiers({"qa": {"resource": {"cpu": "4"}}}), ("allocate",), PLUGINS
-    )
+    session = run_flow(snap, tiers({"qa": {"resource": {"cpu": "4"}}}), ("allocate",), PLUGINS)
     assert plugin_of(session).locks["qa"].nodes == ("n0",)
     placed = binds(session)
     # qb's first pod takes the free node; its second finds only qa's node
@@ -276,9 +274,7 @@ def test_other_queues_stay_off_locked_nodes_and_the_owner_lands_there() -> None:
 def test_the_owner_may_use_free_nodes_too() -> None:
     mine = gang("mine", 2, cpu=3000, queue="qa")
     snap = cluster(*nodes(2), queues=[reserving_queue("qa")], jobs=[mine])
-    session = run_flow(
-        snap, tiers({"qa": {"resource": {"cpu": "4"}}}), ("allocate",), PLUGINS
-    )
+    session = run_flow(snap, tiers({"qa": {"resource": {"cpu": "4"}}}), ("allocate",), PLUGINS)
     assert sorted(binds(session).values()) == ["n0", "n1"]
 
 
