@@ -39,7 +39,6 @@ nodes.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -156,37 +155,43 @@ def _exact(
     m = len(pool)
     if m == 0:
         return None
-    bits = _subsets(m)
+    masks = np.arange(1, 1 << m, dtype=np.int64)
+    keep = np.ones(len(masks), dtype=np.bool_)
     position = {int(row): i for i, row in enumerate(pool)}
-    keep = np.ones(len(bits), dtype=np.bool_)
     for row in fixed:
-        keep &= bits[:, position[int(row)]] > 0
-    sizes = bits.sum(axis=1)
-    alloc = bits @ cand.allocatable[pool]
+        keep &= ((masks >> position[int(row)]) & 1) > 0
+    sizes = _subset_sums(np.ones((m, 1)))[:, 0]
+    alloc = _subset_sums(cand.allocatable[pool])
     if count is not None:
         keep &= sizes == count
     else:
         keep &= np.all(alloc >= target - COVER_TOLERANCE, axis=1)
     if not keep.any():
         return None
-    chosen_bits, alloc, sizes = bits[keep], alloc[keep], sizes[keep]
     values = scores(
-        cand, target, alloc, chosen_bits @ cand.used[pool], chosen_bits @ cand.idle[pool], sizes
+        cand,
+        target,
+        alloc[keep],
+        _subset_sums(cand.used[pool])[keep],
+        _subset_sums(cand.idle[pool])[keep],
+        sizes[keep],
     )
     best = float(values.max())
-    tied = chosen_bits[values >= best - TIE]
-    winner = tied[_smallest_list(tied)]
+    tied = masks[keep][values >= best - TIE]
+    bits = ((tied[:, None] >> np.arange(m, dtype=np.int64)) & 1).astype(np.float64)
+    winner = bits[_smallest_list(bits)]
     rows = tuple(int(pool[j]) for j in np.flatnonzero(winner))
     return Choice(rows, score_of(cand, target, rows))
 
 
-@functools.lru_cache(maxsize=EXACT_LIMIT)
-def _subsets(m: int) -> FloatMatrix:
-    """Every non-empty subset of ``m`` items as a row of 0/1 (read-only, kept per ``m``)."""
-    masks = np.arange(1, 1 << m, dtype=np.int64)
-    bits = ((masks[:, None] >> np.arange(m, dtype=np.int64)) & 1).astype(np.float64)
-    bits.flags.writeable = False
-    return bits
+def _subset_sums(values: FloatMatrix) -> FloatMatrix:
+    """Row ``mask - 1`` holds the sum of ``values``' rows in the non-empty subset ``mask``
+    (bit i = row i), built by doubling: O(2^m) additions, no matrix product."""
+    sums = np.zeros((1, values.shape[1]))
+    for row in values:
+        sums = np.concatenate([sums, sums + row])
+    result: FloatMatrix = sums[1:]
+    return result
 
 
 def _smallest_list(bits: FloatMatrix) -> int:
