@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -236,3 +237,22 @@ def test_the_table_lists_reservations(tmp_path: Path, capsys: Capsys) -> None:
     assert lines[start + 2].startswith("big ")
     assert "refused" in lines[start + 2]
     assert lines[start + 3].split() == ["qa", "n0", "cpu=4,memory=8Gi"]
+
+
+def test_the_shipped_reservation_example(capsys: Capsys) -> None:
+    examples = Path(__file__).parents[2] / "conf" / "examples"
+    result = simulate_files(
+        [str(examples / "reservation.yaml"), "--config", str(examples / "reservation.conf")],
+        capsys,
+    )
+    assert reservation(result, "prod") == {"nodes": ["n1"], "resource": {"memory": "12Gi"}}
+    assert {e["node"] for e in result["evictions"]} == {"n1"}
+    assert all(e["pod"].startswith("batch/sweep-") for e in result["evictions"])
+    assert placed(result) == {"prod/serve-0": "n1", "prod/serve-1": "n1"}
+
+
+def simulate_files(args: list[str], capsys: Capsys) -> dict[str, Any]:
+    code, out, err = run_cli(["simulate", *args, "--output", "json"], capsys)
+    assert code == 0, err
+    parsed: dict[str, Any] = json.loads(out)
+    return parsed
