@@ -286,3 +286,38 @@ def test_a_lone_pod_of_another_queue_reads_the_reason() -> None:
     session = run_flow(snap, tiers(arguments), ("allocate",), PLUGINS)
     assert binds(session) == {}
     assert any(RESERVED_FOR.format("qa") in r for r in session.task_reasons.values())
+
+
+def test_a_deleted_queue_gets_nothing_and_refuses_nothing() -> None:
+    snap = cluster(*nodes(2), queues=[reserving_queue("qb")])
+    plugin = open_with(snap, {"qa": {"resource": {"cpu": "4"}}})
+    assert plugin.locks == {}
+    assert plugin.refusals == {}
+    assert plugin.owner == {}
+
+
+def test_a_cordoned_locked_node_is_replaced_and_never_chosen() -> None:
+    node_list = nodes(3)
+    cordoned = NodeInfo.from_node(
+        {"metadata": {"name": "n0"}, "spec": {"unschedulable": True},
+         "status": {"allocatable": {"cpu": "4", "memory": "8Gi"}}}
+    )  # fmt: skip
+    held = {"nodes": ["n0"], "lockedAt": "1970-01-01T00:00:00Z"}
+    snap = cluster(cordoned, *node_list[1:], queues=[reserving_queue("qa", held)])
+    plugin = open_with(snap, {"qa": {"resource": {"cpu": "4"}}})
+    assert plugin.locks["qa"].nodes == ("n1",)
+
+
+def test_a_percentage_lock_missing_a_node_is_topped_up() -> None:
+    held = {"nodes": ["gone", "n3"], "lockedAt": "1970-01-01T00:00:00Z"}
+    snap = cluster(*nodes(8), queues=[reserving_queue("qa", held)])
+    plugin = open_with(snap, {"qa": {"percentage": {"value": 0.25}}})
+    assert plugin.locks["qa"].nodes == ("n0", "n3")
+
+
+def test_the_clock_is_the_snapshots() -> None:
+    snap = cluster(*nodes(2), queues=[reserving_queue("qa")])
+    snap.taken_at = 86_400.5
+    plugin = open_with(snap, {"qa": {"resource": {"cpu": "4"}}})
+    assert plugin.statuses()["qa"]["lockedAt"] == "1970-01-02T00:00:00.500000Z"  # type: ignore[index]
+    assert snap.clone().taken_at > 1e9  # a clone is a picture taken now
