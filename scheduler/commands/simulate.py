@@ -139,7 +139,7 @@ def simulate(
     for cycle in range(1, cycles + 1):
         snap, left_out = state.snapshot()
         # the figures of the state this cycle starts from: final if the cycle changes nothing
-        _figures(snap, config, host, report)
+        _figures(snap, config, host, report, state)
         recorder = CycleRecorder(cycle)
         session = Session.open(snap, config, host, committer=recorder)
         recorder.session = session
@@ -169,7 +169,7 @@ def simulate(
     if last is not None:
         report.unschedulable = _reasons(state, last, left_out)
     if changed:  # stopped by --cycles: the figures of the state the last cycle left
-        _figures(state.snapshot()[0], config, host, report)
+        _figures(state.snapshot()[0], config, host, report, state)
     return report
 
 
@@ -204,10 +204,16 @@ def _reasons(state: ClusterState, session: Session, left_out: dict[str, str]) ->
 
 
 def _figures(
-    snap: ClusterSnapshot, config: SchedulerConfig, host: PluginHost, report: Report
+    snap: ClusterSnapshot,
+    config: SchedulerConfig,
+    host: PluginHost,
+    report: Report,
+    state: ClusterState,
 ) -> None:
     """Node usage and queue shares of ``snap``, from a session that runs no action (it
-    changes nothing in the snapshot, so the cycle's own session can use it afterwards)."""
+    changes nothing in the snapshot, so the cycle's own session can use it afterwards). Its
+    node reservations are carried into ``state`` at once: the cycle's session then finds them
+    decided (the same decision, made and logged once)."""
     report.nodes = [
         NodeUsage(n.name, n.allocatable, n.used, n.pod_count, n.max_pods)
         for n in sorted(snap.nodes.values(), key=lambda n: n.name)
@@ -215,6 +221,7 @@ def _figures(
     report.queues = {}
     session = Session.open(snap, config, host, committer=CycleRecorder(0))
     try:
+        _carry_reservations(session, state, report)
         proportion = next(
             (p for _, _, p in session.plugins if isinstance(p, ProportionPlugin)), None
         )
