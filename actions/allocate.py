@@ -68,6 +68,7 @@ from pumice import (
     FIT_TOLERANCE,
     Action,
     Arguments,
+    ArgumentSpec,
     Feasibility,
     JobInfo,
     JobInvalid,
@@ -114,6 +115,10 @@ class _JobState:
 
 class AllocateAction(Action):
     """Volcano's allocate action (see the module docstring)."""
+
+    declared_arguments = (
+        ArgumentSpec(ERROR_CACHE, "bool", True, doc="reuse a task shape's predicate failures"),
+    )
 
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)

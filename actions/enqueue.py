@@ -32,6 +32,8 @@ NOT_ADMITTED = "job not admitted: its queue cannot take its minResources now"
 class EnqueueAction(Action):
     """Move Pending jobs to Inqueue, queue by queue, while the plugins allow it."""
 
+    declared_arguments = ()  # no arguments: any given is warned about
+
     def execute(self, session: Session) -> None:
         pending: dict[str, list[JobInfo]] = {}
         queues: dict[str, QueueInfo] = {}

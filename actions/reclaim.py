@@ -52,6 +52,8 @@ from pumice.actions._eviction import evict_for, may_preempt, pending_tasks, same
 class ReclaimAction(Action):
     """Volcano's reclaim action (see the module docstring)."""
 
+    declared_arguments = ()  # no arguments: any given is warned about
+
     def execute(self, session: Session) -> None:
         by_queue: dict[str, list[JobInfo]] = {}
         queues: dict[str, QueueInfo] = {}

@@ -42,6 +42,7 @@ class ConformancePlugin(Plugin):
     """Volcano's conformance plugin (see the module docstring)."""
 
     protects_victims = True
+    declared_arguments = ()  # no arguments: any given is warned about
 
     @hookimpl
     def preemptable(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:

@@ -33,6 +33,7 @@ import logging
 from pumice import (
     ALLOCATED_STATUSES,
     Arguments,
+    ArgumentSpec,
     JobInfo,
     Plugin,
     Resource,
@@ -50,6 +51,12 @@ OVERUSED = "resource in cluster is overused"
 
 class OvercommitPlugin(Plugin):
     """Volcano's overcommit plugin (see the module docstring)."""
+
+    declared_arguments = (
+        ArgumentSpec(
+            FACTOR, "float", DEFAULT_FACTOR, minimum=0, doc="admit up to total x this factor"
+        ),
+    )
 
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
