@@ -22,7 +22,8 @@ others (by name):
 1. *validation*: a request above the cluster's total in any dimension, above the queue's
    capability, or that would take the sum of all reservations above ``maxReservedFraction`` of
    the cluster total, is *refused*: no lock, a warning log (when the reason is new) and the
-   reason in ``refusals`` for the session's owner to show (Queue event, ``pumice simulate``);
+   reason in ``refusals`` for the session's owner to show (``new_refusals``: those not yet in
+   the Queue's status, for a Queue event; ``pumice simulate`` reports them);
 2. *stability*: the lock kept in the Queue's ``status.reservation`` (``LockRecord``) is kept
    while it still satisfies the request (covers it and no node can be dropped; for a
    percentage, the right number of nodes). One that no longer does is chosen again once
@@ -117,6 +118,9 @@ class NodeReservationPlugin(Plugin):
         """Queue name -> its lock this session."""
         self.refusals: dict[str, str] = {}
         """Queue name -> why its request was refused this session."""
+        self.new_refusals: dict[str, str] = {}
+        """The refusals whose reason is not already in the Queue's status: the ones a daemon
+        writes a Queue event for (and that were logged as warnings)."""
         self.owner: dict[str, str] = {}
         """Locked node name -> the queue that holds it."""
         self._session: SessionView | None = None
@@ -150,6 +154,7 @@ class NodeReservationPlugin(Plugin):
                     continue
             self.refusals[name] = refusal
             if previous_refusal(queue) != refusal:
+                self.new_refusals[name] = refusal
                 log.warning("node-reservation: queue %s: %s", name, refusal)
         for lock in self.locks.values():
             log.debug("node-reservation: queue %s holds %s", lock.queue, ", ".join(lock.nodes))

@@ -129,6 +129,7 @@ def test_requests_above_the_total_or_the_capability_are_refused(
     )
     assert "above the cluster's total" in plugin.refusals["gpu"]
     assert "queue capped: request cpu=3 is above the queue's capability" in caplog.text
+    assert plugin.new_refusals == plugin.refusals
     statuses = plugin.statuses()
     assert statuses["big"] == {"refused": plugin.refusals["big"]}
 
@@ -141,6 +142,7 @@ def test_a_refusal_already_in_the_status_is_not_logged_again(
     with caplog.at_level(logging.WARNING, "pumice.plugins.node_reservation"):
         plugin = open_with(snap, {"big": {"resource": {"cpu": "17"}}})
     assert plugin.refusals["big"] == reason
+    assert plugin.new_refusals == {}
     assert "above the cluster's total" not in caplog.text
 
 
