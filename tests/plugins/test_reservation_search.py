@@ -106,3 +106,11 @@ def test_five_thousand_nodes_give_a_cover() -> None:
     choice = choose(cand, target)
     assert choice is not None
     assert covers(cand, target, choice.rows)
+
+
+def test_beyond_the_limit_fixed_nodes_are_kept() -> None:
+    cand = candidates([[0.02]] * 40)
+    choice = choose(cand, np.array([0.04]), fixed=[39])
+    assert choice is not None and choice.rows == (0, 39)
+    counted = choose(cand, np.array([0.06]), count=3, fixed=[39])
+    assert counted is not None and counted.rows == (0, 1, 39)
