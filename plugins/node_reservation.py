@@ -13,8 +13,11 @@ version. Arguments: one key per queue name, plus two of the plugin's own::
         team-b:
           percentage: {dimensions: [cpu], value: 0.25}   # floor(nodes x 0.25) nodes
 
-Only queues named here get locks. With both ``resource`` and ``percentage`` the one that is the
-larger fraction of the cluster total (over its dimensions) wins.
+The arguments are not declared (``declared_arguments`` stays None): queue names are free keys
+that no ``ArgumentSpec`` can cover, so the plugin checks them itself: a malformed queue entry is
+refused (see below) and a bad ``relockPeriod`` or ``maxReservedFraction`` is warned about and
+its default used. Only queues named here get locks. With both ``resource`` and ``percentage``
+the one that is the larger fraction of the cluster total (over its dimensions) wins.
 
 Each session, at open, queues that already hold a lock are handled first (by name), then the
 others (by name):
