@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from functools import partial
 
-from pumice.cache import ClusterCache
+from pumice.cache import ClusterCache, slim_pod
 from pumice.daemon.binding import BackgroundWork, BoundCallback
 from pumice.daemon.committers import DryRunCommitter, LoopCommitter
 from pumice.daemon.notify import Notifier, run_watchdog
@@ -174,7 +174,14 @@ class Daemon:
             specs.insert(2, (PODGROUPS, cache.podgroups_handler, "podgroups", None))
         runners = []
         for i, (kind, handler, name, selector) in enumerate(specs):
-            informer = Informer(kube, kind, handler, name=name, field_selector=selector)
+            informer = Informer(
+                kube,
+                kind,
+                handler,
+                name=name,
+                field_selector=selector,
+                transform=slim_pod if kind is PODS else None,
+            )
             self.informers.append(informer)
             runners.append(asyncio.get_running_loop().create_task(informer.run(), name=name))
             if i == 0:
