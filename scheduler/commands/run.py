@@ -47,6 +47,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="exit 0 once a cycle finds nothing to schedule and nothing is in flight",
     )
     parser.add_argument(
+        "--leader-elect",
+        action="store_true",
+        help="schedule only while holding the config's Lease (scheduler.leaderElection)",
+    )
+    parser.add_argument(
+        "--identity", metavar="NAME", help="Lease holder identity (default: NAME-hostname)"
+    )
+    parser.add_argument(
         "--qps", type=float, default=50.0, help="client-side request rate limit (default: 50/s)"
     )
     parser.add_argument(
@@ -112,6 +120,8 @@ def run(args: argparse.Namespace) -> int:
                 ),
                 dry_run=args.dry_run,
                 until_idle=args.until_idle,
+                leader_elect=args.leader_elect,
+                identity=args.identity,
                 on_bound=on_bound,
                 stop=stop,
             )

@@ -48,6 +48,7 @@ from pumice.kube import (
     connect,
     served,
 )
+from pumice.kube.leader import LeaderElector, LeadershipLost
 from pumice.kube.nomination import nominate
 from pumice.model import ClusterSnapshot
 
@@ -65,6 +66,10 @@ class DaemonOptions:
     dry_run: bool = False
     until_idle: bool = False
     on_bound: BoundCallback | None = None
+    leader_elect: bool = False
+    """Hold the config's Lease while scheduling (also ``scheduler.leaderElection.enabled``)."""
+    identity: str | None = None
+    """The Lease holder's identity (default: ``<schedulerName>-<hostname>``)."""
     bind_concurrency: int = 64
     stop: asyncio.Event | None = None
     """Set to end the loop (signals); the daemon finishes what is in flight first."""
@@ -96,7 +101,13 @@ class Daemon:
         # kube-scheduler's event broadcaster has), so that they never hold binds back.
         status_kube: Kube | None = None
         runners: list[asyncio.Task[None]] = []
+        elector = self._elector(kube)
         try:
+            holding: asyncio.Task[None] | None = None
+            if elector is not None:
+                await elector.acquire()
+                holding = asyncio.get_running_loop().create_task(elector.hold())
+                runners.append(holding)
             cache = await self._make_cache(kube)
             runners = await self._start_informers(kube, cache)
             self.notifier.ready(f"synced: {len(cache.state.nodes)} nodes, {len(cache.pods)} pods")
@@ -117,7 +128,7 @@ class Daemon:
                     partial(nominate, status_kube),
                 )
             self.reporter = Reporter(cache, self.work, self.dry_run)
-            await self._loop(cache)
+            await self._loop_while_leading(cache, holding)
             if self.work is not None:
                 await self.work.drain()
             return 1 if self.options.until_idle and self.last and self.last.failed else 0
@@ -128,10 +139,46 @@ class Daemon:
             for runner in runners:
                 runner.cancel()
             await asyncio.gather(*runners, return_exceptions=True)
+            if elector is not None:
+                await elector.release()
             if status_kube is not None:
                 await status_kube.close()
             await kube.close()
             self.notifier.close()
+
+    def _elector(self, kube: Kube) -> LeaderElector | None:
+        settings = self.options.config.scheduler.leader_election
+        if not (self.options.leader_elect or settings.enabled):
+            return None
+        if self.dry_run:
+            log.warning("dry-run: no leader election (nothing is written, the Lease neither)")
+            return None
+        return LeaderElector(
+            kube,
+            namespace=settings.lease_namespace,
+            name=settings.lease_name,
+            identity=self.options.identity or _instance(self.scheduler_name),
+            lease_duration=settings.lease_duration,
+            renew_deadline=settings.renew_deadline,
+            retry_period=settings.retry_period,
+        )
+
+    async def _loop_while_leading(
+        self, cache: ClusterCache, holding: asyncio.Task[None] | None
+    ) -> None:
+        """The loop, ended by a lost Lease (raised: another instance may be scheduling now)."""
+        if holding is None:
+            await self._loop(cache)
+            return
+        looping = asyncio.get_running_loop().create_task(self._loop(cache))
+        await asyncio.wait({looping, holding}, return_when=asyncio.FIRST_COMPLETED)
+        if looping.done():
+            await looping
+            return
+        looping.cancel()
+        await asyncio.gather(looping, return_exceptions=True)
+        error = holding.exception() if not holding.cancelled() else None
+        raise error or LeadershipLost("leader election ended")
 
     async def _watchdog(self) -> None:
         last = -1

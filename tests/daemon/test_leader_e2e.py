@@ -1,0 +1,56 @@
+"""Leader election: a Lease held by another instance keeps the daemon from scheduling until it
+expires; then the daemon takes it, schedules, and hands it back at exit."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from daemon.workload import node, pod, seed
+from support.daemonrun import Ledger, running_daemon, wait_for, write_config
+
+pytestmark = pytest.mark.slow
+
+LEASES = "coordination.k8s.io/leases"
+
+
+def lease(sim: Any) -> dict[str, Any]:
+    return dict(sim.store.table(LEASES).get(("kube-system", "pumice"), {}).get("spec") or {})
+
+
+async def test_the_daemon_schedules_only_while_it_holds_the_lease(sim: Any, tmp_path: Path) -> None:
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    sim.create(
+        {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": "pumice", "namespace": "kube-system"},
+            "spec": {
+                "holderIdentity": "someone-else",
+                "leaseDurationSeconds": 2,
+                "acquireTime": now,
+                "renewTime": now,
+                "leaseTransitions": 0,
+            },
+        }
+    )
+    seed(sim, [node("n1"), pod("p")])
+    ledger = Ledger(sim)
+    config = write_config(
+        tmp_path,
+        leaderElection="{enabled: true, leaseDuration: 2s, renewDeadline: 1500ms, "
+        "retryPeriod: 200ms}",
+    )
+    async with running_daemon(sim.kubeconfig, config) as daemon:
+        await asyncio.sleep(1.0)
+        assert daemon.cycles == 0 and ledger.bound("pumice") == []  # someone else leads
+        await wait_for(lambda: len(ledger.bound("pumice")) == 1, timeout=60)
+        spec = lease(sim)
+        assert spec["holderIdentity"].startswith("pumice-")
+        assert spec["leaseTransitions"] == 1
+    assert not lease(sim).get("holderIdentity")  # handed back at exit
+    ledger.close()
