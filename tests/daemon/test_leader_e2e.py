@@ -4,6 +4,7 @@ expires; then the daemon takes it, schedules, and hands it back at exit."""
 from __future__ import annotations
 
 import asyncio
+import copy
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 
 from daemon.workload import node, pod, seed
+from pumice.kube.leader import LeadershipLost
 from support.daemonrun import Ledger, running_daemon, wait_for, write_config
 
 pytestmark = pytest.mark.slow
@@ -54,3 +56,31 @@ async def test_the_daemon_schedules_only_while_it_holds_the_lease(sim: Any, tmp_
         assert spec["leaseTransitions"] == 1
     assert not lease(sim).get("holderIdentity")  # handed back at exit
     ledger.close()
+
+
+async def test_a_lost_lease_ends_the_run(sim: Any, tmp_path: Path) -> None:
+    seed(sim, [node("n1")])
+    config = write_config(
+        tmp_path,
+        leaderElection="{enabled: true, leaseDuration: 2s, renewDeadline: 1s, retryPeriod: 200ms}",
+    )
+
+    async def steal() -> None:  # another instance that keeps renewing the Lease as its own
+        while True:
+            stored = copy.deepcopy(sim.store.table(LEASES)[("kube-system", "pumice")])
+            stored["spec"]["holderIdentity"] = "thief"
+            stored["spec"]["renewTime"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+            sim.store.commit(LEASES, ("kube-system", "pumice"), stored)
+            await asyncio.sleep(0.1)
+
+    async def lead_then_lose() -> None:
+        async with running_daemon(sim.kubeconfig, config) as daemon:
+            await wait_for(lambda: daemon.cycles >= 1, timeout=60)
+            thief = asyncio.get_running_loop().create_task(steal())
+            try:
+                await asyncio.sleep(3.0)  # the run ends on its own; leaving the block reports it
+            finally:
+                thief.cancel()
+
+    with pytest.raises(LeadershipLost):
+        await lead_then_lose()
