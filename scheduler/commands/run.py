@@ -24,6 +24,7 @@ from pumice.cache import ClusterCache
 from pumice.commands.common import load_checked
 from pumice.daemon import Daemon, DaemonOptions
 from pumice.framework.config import ConfigError
+from pumice.framework.configparse import split_host_port
 from pumice.framework.host import PluginConflictError
 from pumice.kube import KubeConfigError, KubeError, KubeSettings
 from pumice.manifests import ManifestError, load_manifests
@@ -53,6 +54,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--identity", metavar="NAME", help="Lease holder identity (default: NAME-hostname)"
+    )
+    parser.add_argument(
+        "--http-address",
+        metavar="HOST:PORT",
+        help="serve /livez, /readyz and /metrics here (default: scheduler.httpAddress)",
     )
     parser.add_argument(
         "--qps", type=float, default=50.0, help="client-side request rate limit (default: 50/s)"
@@ -85,6 +91,12 @@ def run(args: argparse.Namespace) -> int:
             manifests = load_manifests(*files)
         except ManifestError as exc:
             print(f"pumice run: --sim: {exc}", file=sys.stderr)
+            return 2
+    if args.http_address is not None:
+        try:
+            split_host_port(args.http_address)
+        except ValueError as exc:
+            print(f"pumice run: --http-address {args.http_address}: {exc}", file=sys.stderr)
             return 2
     if args.qps <= 0 or args.burst < 1:
         print("pumice run: --qps must be positive and --burst at least 1", file=sys.stderr)
@@ -122,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
                 until_idle=args.until_idle,
                 leader_elect=args.leader_elect,
                 identity=args.identity,
+                http_address=args.http_address,
                 on_bound=on_bound,
                 stop=stop,
             )

@@ -27,6 +27,7 @@ from functools import partial
 from pumice.cache import ClusterCache, slim_pod
 from pumice.daemon.binding import BackgroundWork, BoundCallback
 from pumice.daemon.committers import DryRunCommitter, LoopCommitter
+from pumice.daemon.health import HealthServer
 from pumice.daemon.notify import Notifier, run_watchdog
 from pumice.daemon.outcome import CycleOutcome, collect
 from pumice.daemon.reporting import Reporter
@@ -70,6 +71,8 @@ class DaemonOptions:
     """Hold the config's Lease while scheduling (also ``scheduler.leaderElection.enabled``)."""
     identity: str | None = None
     """The Lease holder's identity (default: ``<schedulerName>-<hostname>``)."""
+    http_address: str | None = None
+    """Health and metrics (default: ``scheduler.httpAddress``)."""
     bind_concurrency: int = 64
     stop: asyncio.Event | None = None
     """Set to end the loop (signals); the daemon finishes what is in flight first."""
@@ -89,6 +92,9 @@ class Daemon:
         self.cycles = 0
         self.failures = 0
         self.ticks = 0
+        self.last_tick: float | None = None
+        self.elector: LeaderElector | None = None
+        self.health: HealthServer | None = None
         """Loop iterations so far (with or without a session): the watchdog's sign of life."""
         self.notifier = Notifier.from_environment()
         self.last: CycleOutcome | None = None
@@ -101,7 +107,12 @@ class Daemon:
         # kube-scheduler's event broadcaster has), so that they never hold binds back.
         status_kube: Kube | None = None
         runners: list[asyncio.Task[None]] = []
-        elector = self._elector(kube)
+        elector = self.elector = self._elector(kube)
+        health = HealthServer(
+            self, self.options.http_address or self.options.config.scheduler.http_address
+        )
+        await health.start()
+        self.health = health
         try:
             holding: asyncio.Task[None] | None = None
             if elector is not None:
@@ -139,12 +150,18 @@ class Daemon:
             for runner in runners:
                 runner.cancel()
             await asyncio.gather(*runners, return_exceptions=True)
+            await health.stop()
             if elector is not None:
                 await elector.release()
             if status_kube is not None:
                 await status_kube.close()
             await kube.close()
             self.notifier.close()
+
+    @property
+    def leading(self) -> bool:
+        """Holding the Lease, or running without leader election."""
+        return self.elector is None or self.elector.leading
 
     def _elector(self, kube: Kube) -> LeaderElector | None:
         settings = self.options.config.scheduler.leader_election
@@ -274,6 +291,7 @@ class Daemon:
         last_session = 0.0
         while not stop.is_set():
             self.ticks += 1
+            self.last_tick = time.monotonic()
             now = time.monotonic()
             if self._worth_a_session(cache, seen, now - last_session):
                 seen, last_session = cache.generation, now

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 
 from daemon.workload import node, pod, seed
@@ -84,3 +85,21 @@ async def test_a_lost_lease_ends_the_run(sim: Any, tmp_path: Path) -> None:
 
     with pytest.raises(LeadershipLost):
         await lead_then_lose()
+
+
+async def test_health_and_metrics_are_served(sim: Any, tmp_path: Path) -> None:
+    seed(sim, [node("n1"), pod("p")])
+    ledger = Ledger(sim)
+    async with running_daemon(sim.kubeconfig, write_config(tmp_path)) as daemon:
+        await wait_for(lambda: len(ledger.bound("pumice")) == 1, timeout=60)
+        assert daemon.health is not None and daemon.health.port
+        base = f"http://127.0.0.1:{daemon.health.port}"
+        async with aiohttp.ClientSession() as http:
+            for path in ("/livez", "/readyz"):
+                async with http.get(base + path) as resp:
+                    assert resp.status == 200
+            async with http.get(base + "/metrics") as resp:
+                text = await resp.text()
+    assert 'scheduler_schedule_attempts_total{result="bound"} 1' in text
+    assert "pumice_sessions_total" in text and "pumice_leader 1" in text
+    ledger.close()
