@@ -5,7 +5,8 @@ event loop only compares and writes. PodGroup status follows what Volcano writes
 (Pending, Inqueue, Running), the ``running`` / ``succeeded`` / ``failed`` counts, and one
 condition — ``Unschedulable`` (reason ``NotEnoughResources``, the session's message) or
 ``Scheduled`` once the gang is ready. Queue status carries ``allocated`` and the number of
-PodGroups per phase.
+PodGroups per phase, and, where the ``node-reservation`` plugin runs, ``reservation`` (the
+locked nodes and their idle resources, or why a request was refused).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from pumice.framework.session import Session
 from pumice.model import JobInfo, Resource, TaskStatus
+from pumice.plugins.node_reservation import NodeReservationPlugin
 
 Obj = dict[str, Any]
 
@@ -33,6 +35,9 @@ class CycleOutcome:
     podgroups: dict[str, Obj] = field(default_factory=dict)
     """``namespace/name`` -> the status the PodGroup should have."""
     queues: dict[str, Obj] = field(default_factory=dict)
+    queue_refusals: dict[str, str] = field(default_factory=dict)
+    """Queue name -> why its node reservation was refused, for reasons not yet in its status
+    (each gets a Queue event)."""
     seconds: float = 0.0
     failed: bool = False
     """The session raised (logged); nothing was decided."""
@@ -56,6 +61,13 @@ def collect(session: Session) -> CycleOutcome:
     for name, queue in session.queues.items():
         if queue.queue is not None:  # a Queue object, not the implicit default
             out.queues[name] = queue_status(queue_jobs.get(name, []))
+    for _, _, plugin in session.plugins:
+        if isinstance(plugin, NodeReservationPlugin):
+            # locks live in the Queue's status: the next session reads them back from there
+            for name, reservation in plugin.statuses().items():
+                if name in out.queues and reservation is not None:
+                    out.queues[name]["reservation"] = reservation
+            out.queue_refusals.update(plugin.new_refusals)
     return out
 
 
@@ -121,6 +133,8 @@ def same_podgroup_status(current: Obj | None, desired: Obj) -> bool:
 def same_queue_status(current: Obj | None, desired: Obj) -> bool:
     current = current or {}
     if any((current.get(k) or 0) != desired[k] for k in ("pending", "inqueue", "running")):
+        return False
+    if current.get("reservation") != desired.get("reservation"):
         return False
     try:
         return Resource.from_k8s(current.get("allocated") or {}) == Resource.from_k8s(
