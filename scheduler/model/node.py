@@ -566,11 +566,31 @@ class NodeInfo:
 
     def update_task(self, task: TaskInfo) -> None:
         """Re-account a task whose status changed."""
+        entry = self._accounted.get(task.uid)
+        if entry is not None and _uses(entry[0]) and _uses(task.status):
+            # Allocated -> Binding -> Bound -> Running all count as used and nothing else:
+            # the row's numbers stay as they are (and are not logged as changed)
+            self._accounted[task.uid] = (task.status, entry[1])
+            return
         self.remove_task(task)
         self.add_task(task)
 
     def __repr__(self) -> str:
         return f"NodeInfo({self.name}, tasks={len(self.tasks)})"
+
+
+_USED_ONLY = int(
+    TaskStatus.ALLOCATED
+    | TaskStatus.BINDING
+    | TaskStatus.BOUND
+    | TaskStatus.RUNNING
+    | TaskStatus.UNKNOWN
+)
+
+
+def _uses(status: TaskStatus) -> bool:
+    """Is ``status`` accounted as used only (not releasing, pipelined, pending or done)?"""
+    return bool(_and(status, _USED_ONLY))
 
 
 def _padded(vec: FloatVector, dims: int) -> FloatVector:

@@ -285,6 +285,17 @@ class JobInfo:
         """Move a task of this job to ``status``, keeping the index and ``allocated`` right."""
         if task.uid not in self.tasks:
             raise KeyError(f"task {task.key} is not in job {self.uid}")
+        old = task.status
+        if _and(old, _ALLOCATED) and _and(status, _ALLOCATED):
+            # Allocated -> Binding -> Bound -> Running: ``allocated`` is unchanged, so only the
+            # index moves (no Resource arithmetic on the commit of every placement)
+            bucket = self.task_status_index[old]
+            del bucket[task.uid]
+            if not bucket:
+                del self.task_status_index[old]
+            task.status = status
+            self.task_status_index.setdefault(status, {})[task.uid] = task
+            return
         self._unindex(task)
         task.status = status
         self._index(task)
