@@ -113,6 +113,8 @@ class PredicatesPlugin(Plugin):
         self, task: TaskInfo, nodes: NodeTable, rows: npt.NDArray[np.int64] | None = None
     ) -> PredicateResult:
         # Row-local: each filter reads only the node's own row, labels, taints and pods.
+        if rows is not None and len(rows) == 1:
+            return self._check_row(task, nodes, int(rows[0]))
         terms = self.node_terms(nodes)
         pod = task.terms
         sel: slice | npt.NDArray[np.int64] = slice(None) if rows is None else rows
@@ -149,6 +151,33 @@ class PredicatesPlugin(Plugin):
         for newly, why in failures:
             reasons[newly] = why if isinstance(why, str) else why[newly]
         return PredicateResult(ok, reasons)
+
+    def _check_row(self, task: TaskInfo, nodes: NodeTable, row: int) -> PredicateResult:
+        """The same filters, in the same order, for one row (a placement changes one row, and
+        numpy's per-call overhead dominates on one element): the first failing filter's
+        reason, as the vector path reports it."""
+        terms = self.node_terms(nodes)
+        pod = task.terms
+        reason = ""
+        if nodes.pod_count[row] + 1 > nodes.max_pods[row]:
+            reason = TOO_MANY_PODS
+        elif nodes.unschedulable[row] and not terms.tolerates_unschedulable(pod.tolerations):
+            reason = UNSCHEDULABLE
+        elif self.taint_toleration and (taints := terms.untolerated(pod.tolerations))[0][row]:
+            reason = str(taints[1][row])
+        elif (
+            self.node_affinity
+            and pod.selector is not None
+            and not terms.selector(pod.selector)[row]
+        ):
+            reason = AFFINITY_MISMATCH
+        elif (
+            self.node_ports
+            and pod.host_ports
+            and self._ports_taken(pod.host_ports, nodes, np.array([row]))[0]
+        ):
+            reason = PORTS_TAKEN
+        return PredicateResult(np.array([not reason]), reason)
 
     def _ports_taken(
         self, wanted: frozenset[HostPort], nodes: NodeTable, candidates: npt.NDArray[np.int64]

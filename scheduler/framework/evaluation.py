@@ -141,6 +141,7 @@ class ShapeCache:
         self.cached_predicates = bool(predicates) and all(local for _, _, local in predicates)
         self.check = check
         self.entries: dict[Hashable, ShapeEntry] = {}
+        self._last_changed: tuple[tuple[int, int, int], IntVector | None] | None = None
         self._of_task: dict[str, ShapeEntry] = {}
         """Task uid -> its shape's entry, so a shape key is built once per task."""
 
@@ -159,7 +160,13 @@ class ShapeCache:
         return entry
 
     def _changed(self, version: int) -> IntVector | None:
-        return rows_changed(self.table, version)
+        # predicate, fit and scores of one task usually ask with the same version: answer once
+        key = (version, self.table.version, self.table.epoch)
+        if self._last_changed is not None and self._last_changed[0] == key:
+            return self._last_changed[1]
+        rows = rows_changed(self.table, version)
+        self._last_changed = (key, rows)
+        return rows
 
     # -- predicates -------------------------------------------------------------------------
 

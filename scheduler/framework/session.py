@@ -566,8 +566,12 @@ def _row_local(hook: str, method: Hook) -> bool:
 
 
 def _adapt_by_name(method: Hook, spec_args: Sequence[str]) -> Hook:
-    """Call an implementation with every hook argument it names, by keyword."""
-    picks = [(name, spec_args.index(name)) for name in inspect.signature(method).parameters]
+    """Call an implementation with every hook argument it names, by keyword (positionally
+    when it names them all, in order)."""
+    names = list(inspect.signature(method).parameters)
+    if names == list(spec_args):
+        return method
+    picks = [(name, spec_args.index(name)) for name in names]
 
     def call(*args: Any) -> Any:
         return method(**{name: args[i] for name, i in picks})
