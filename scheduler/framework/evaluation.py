@@ -8,8 +8,8 @@ shape once, caches the answer, and after placements refreshes only the rows of t
 
 A plugin opts in by accepting a ``rows`` argument in ``predicate`` or ``node_score``: it then
 promises that its answer for a node depends only on that node's row (and on the task's shape
-and queue),
-and when ``rows`` is not None it returns values for exactly those rows, in that order. Plugins
+and queue), and when ``rows`` is not None it returns values for exactly those rows, in that
+order. Plugins
 that do not accept ``rows`` are called in full for every task, as before. The predicate cache
 is used only when every enabled predicate plugin is row-local (the first failing plugin names a
 node's reason, so the order of all of them matters); scores are summed, so row-local plugins'
@@ -43,32 +43,9 @@ FULL_REFRESH_FRACTION = 8
 
 
 def task_shape(task: TaskInfo) -> Hashable:
-    """The task's shape: its ``shape`` attribute where the model provides one, else the request
-    with the identity of the scheduling-relevant parts of its pod spec."""
-    shape = getattr(task, "shape", None)
-    if shape is not None:
-        return shape  # type: ignore[no-any-return]
-    spec = (task.pod or {}).get("spec") or {}
-    containers = spec.get("containers") or ()
-    init = spec.get("initContainers") or ()
-    return (
-        task.resreq,
-        task.init_resreq,
-        _frozen(spec.get("nodeSelector")),
-        _frozen(spec.get("affinity")),
-        _frozen(spec.get("tolerations")),
-        _frozen([c.get("ports") for c in containers]),
-        _frozen([c.get("resources") for c in (*containers, *init)]),
-        _frozen(spec.get("overhead")),
-    )
-
-
-def _frozen(value: Any) -> Hashable:
-    if isinstance(value, dict):
-        return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
-    if isinstance(value, list | tuple):
-        return tuple(_frozen(v) for v in value)
-    return value  # type: ignore[no-any-return]
+    """The task's shape (``TaskInfo.shape``: request, non-zero request and scheduling terms,
+    computed once per pod object)."""
+    return task.shape
 
 
 _NO_ROWS = np.zeros(0, dtype=np.int64)
