@@ -7,10 +7,12 @@ actions' questions by applying the combination rule of each hook (see
 ``pumice.framework.hookspecs``); hook implementations are called directly, in tier order,
 without going through pluggy's dispatch on the hot path.
 
-Errors of this module::
+Errors (defined in ``pumice.framework.hookcalls``, re-exported here)::
 
     SessionError              a configured plugin or action is unknown or fails to start
     PluginContractError       a plugin answered with the wrong shape or type
+
+Where decisions go is a ``Committer`` (``pumice.framework.committer``, re-exported here).
 """
 
 from __future__ import annotations
@@ -19,74 +21,51 @@ import inspect
 import logging
 import random
 import uuid
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from pumice.errors import PumiceError
 from pumice.framework.arguments import Arguments
 from pumice.framework.base import Plugin
+from pumice.framework.committer import Committer, RecordingCommitter
 from pumice.framework.config import PluginOption, SchedulerConfig
 from pumice.framework.evaluation import ShapeCache
+from pumice.framework.explain import candidate_scores
+from pumice.framework.hookcalls import (
+    Hook,
+    PluginContractError,
+    SessionError,
+    adapt,
+    adapt_by_name,
+    is_row_local,
+    read_only,
+    vector_answer,
+)
 from pumice.framework.hookspecs import HOOK_FLAGS, PluginSpec
 from pumice.framework.host import PluginHost
 from pumice.framework.results import Feasibility, JobInvalid, Vote
 from pumice.framework.statement import Statement
 from pumice.framework.view import SessionView
-from pumice.model.objects import JobInfo, QueueInfo, TaskInfo
+from pumice.model.objects import JobInfo, QueueInfo, TaskInfo, pod_name_index
 from pumice.model.snapshot import ClusterSnapshot
 
 log = logging.getLogger("pumice.session")
 
-Hook = Callable[..., Any]
+__all__ = [
+    "Committer",
+    "PluginContractError",
+    "RecordingCommitter",
+    "Session",
+    "SessionError",
+    "pod_name_index",
+]
 
 SPEC_ARGS: dict[str, tuple[str, ...]] = {
     name: tuple(inspect.signature(getattr(PluginSpec, name)).parameters)[1:] for name in HOOK_FLAGS
 }
 """Each hook's arguments, in order."""
-
-
-class SessionError(PumiceError):
-    """A configured plugin or action is unknown or could not be started."""
-
-
-class PluginContractError(SessionError):
-    """A plugin's answer does not have the shape the contract asks for."""
-
-
-class Committer(Protocol):
-    """Where committed decisions go: the binder and evictor of the daemon, or a recorder.
-
-    A committer may also have ``nominate(task, node)``: a committed statement that evicted
-    tasks calls it for every task it pipelined (a preemptor waiting for the room its victims
-    free), so the daemon can write the pod's ``status.nominatedNodeName``. It is optional:
-    the session calls it only on committers that have it.
-    """
-
-    def bind(self, task: TaskInfo, node: str) -> None: ...
-
-    def evict(self, task: TaskInfo, reason: str) -> None: ...
-
-
-class RecordingCommitter:
-    """Keeps every committed decision in ``decisions`` and logs it; writes nothing."""
-
-    def __init__(self) -> None:
-        self.decisions: list[tuple[str, str, str]] = []
-
-    def bind(self, task: TaskInfo, node: str) -> None:
-        self.decisions.append(("bind", task.key, node))
-        log.info("decision: bind %s to %s", task.key, node)
-
-    def evict(self, task: TaskInfo, reason: str) -> None:
-        self.decisions.append(("evict", task.key, reason))
-        log.info("decision: evict %s (%s)", task.key, reason)
-
-    def nominate(self, task: TaskInfo, node: str) -> None:
-        self.decisions.append(("nominate", task.key, node))
-        log.info("decision: nominate %s for %s", task.key, node)
 
 
 class Session:
@@ -196,11 +175,11 @@ class Session:
                     if flag is not None and not option.enabled(flag):
                         continue
                     method = getattr(instance, hook)
-                    if _row_local(hook, method):
-                        call = _adapt_by_name(method, SPEC_ARGS[hook])
+                    if is_row_local(hook, method):
+                        call = adapt_by_name(method, SPEC_ARGS[hook])
                         self._row_local.add((hook, option.name))
                     else:
-                        call = _adapt(method, argnames, SPEC_ARGS[hook])
+                        call = adapt(method, argnames, SPEC_ARGS[hook])
                     entry = (option.name, call)
                     self._tiers[hook][-1].append(entry)
                     self._flat[hook].append(entry)
@@ -210,7 +189,7 @@ class Session:
             self.table,
             [(n, h, ("predicate", n) in self._row_local) for n, h in self._flat["predicate"]],
             [(n, h, ("node_score", n) in self._row_local) for n, h in self._flat["node_score"]],
-            _vector,
+            vector_answer,
             self._queue_of_task,
         )
 
@@ -279,13 +258,13 @@ class Session:
         Evaluated once per task shape and kept current row by row where every predicate
         plugin is row-local (``pumice.framework.evaluation``). The mask is read-only."""
         parts, mask = self.shapes.predicate(task)
-        return Feasibility(_read_only(mask), parts=parts)
+        return Feasibility(read_only(mask), parts=parts)
 
     def fit(self, task: TaskInfo) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
         """Nodes whose idle, and whose future idle, resources hold the task's request in
         every dimension (``FIT_TOLERANCE`` of slack); read-only masks, kept per shape."""
         now, future = self.shapes.fit(task)
-        return _read_only(now), _read_only(future)
+        return read_only(now), read_only(future)
 
     def node_scores(
         self, task: TaskInfo, mask: npt.NDArray[np.bool_] | None = None
@@ -304,18 +283,18 @@ class Session:
         ]
         normalized = self._flat["normalized_score"]
         if not others and not normalized:
-            return _read_only(total if total is not None else np.zeros(n))
+            return read_only(total if total is not None else np.zeros(n))
         summed = np.zeros(n) if total is None else total.copy()
         for name, hook in others:
             answer = hook(task, self.table, None)
             if answer is not None:
-                summed += _vector(name, "node_score", answer, n, np.float64)
+                summed += vector_answer(name, "node_score", answer, n, np.float64)
         if normalized:
             candidates = mask if mask is not None else np.ones(n, dtype=np.bool_)
             for name, hook in normalized:
                 answer = hook(task, self.table, candidates)
                 if answer is not None:
-                    summed += _vector(name, "normalized_score", answer, n, np.float64)
+                    summed += vector_answer(name, "normalized_score", answer, n, np.float64)
         return summed
 
     def node_score_parts(
@@ -335,35 +314,20 @@ class Session:
                 continue
             answer = hook(task, self.table, None)
             if answer is not None:
-                parts[name] = np.array(_vector(name, "node_score", answer, n, np.float64))
+                parts[name] = np.array(vector_answer(name, "node_score", answer, n, np.float64))
         candidates = mask if mask is not None else np.ones(n, dtype=np.bool_)
         for name, hook in self._flat["normalized_score"]:
             answer = hook(task, self.table, candidates)
             if answer is not None:
-                vector = _vector(name, "normalized_score", answer, n, np.float64)
+                vector = vector_answer(name, "normalized_score", answer, n, np.float64)
                 parts[name] = parts[name] + vector if name in parts else np.array(vector)
         return parts
 
     def record_scores(self, task: TaskInfo) -> None:
         """Keep, in ``placement_scores``, each plugin's score of every node the task may go to
-        now: the nodes that pass the predicates and hold its request in their idle resources,
-        or, when there are none, in their future idle resources (the candidates allocate
-        chooses among, over which scores are normalised). Statements call this just before
-        placing a task when ``explain`` is on."""
-        table = self.table
-        fit_now, fit_future = self.fit(task)
-        feasible = self.predicate(task).mask
-        candidates = feasible & fit_now
-        if not candidates.any():
-            candidates = feasible & fit_future
-        rows = np.flatnonzero(candidates)
-        parts = self.node_score_parts(task, candidates)
-        scores: dict[str, dict[str, float]] = {}
-        for row in rows:
-            entry = {name: float(vector[row]) for name, vector in parts.items()}
-            entry["total"] = float(sum(entry.values()))
-            scores[table.nodes[int(row)].name] = entry
-        self.placement_scores[task.uid] = scores
+        now (see ``pumice.framework.explain``). Statements call this just before placing a
+        task when ``explain`` is on."""
+        self.placement_scores[task.uid] = candidate_scores(self, task)
 
     def nominate(self, task: TaskInfo, node: str) -> None:
         """Tell the committer, if it takes nominations, that ``task`` waits for ``node``."""
@@ -529,67 +493,3 @@ class Session:
         """Tell every plugin that ``task`` gave its resources back."""
         for _, hook in self._flat["on_deallocate"]:
             hook(task)
-
-
-def pod_name_index(name: str) -> tuple[int, int]:
-    """Volcano's pod index as a sort key: ``(0, 10)`` for ``job-w-10``, ``(1, 0)`` for none.
-
-    A name of at least three ``-``-separated parts whose last part is an integer has that index
-    (the pods a Volcano Job or a StatefulSet-like controller makes), so ``job-w-2`` sorts before
-    ``job-w-10``. Volcano compares indices only when both tasks have one; as a sort key, tasks
-    with an index here come before tasks without one.
-    """
-    parts = name.split("-")
-    if len(parts) >= 3:
-        last = parts[-1]
-        if last.isdigit():
-            return (0, int(last))
-    return (1, 0)
-
-
-def _adapt(method: Hook, argnames: Sequence[str], spec_args: Sequence[str]) -> Hook:
-    """Call an implementation that takes a subset of the hook's arguments positionally."""
-    if tuple(argnames) == tuple(spec_args):
-        return method
-    picks = [spec_args.index(a) for a in argnames]
-
-    def call(*args: Any) -> Any:
-        return method(*(args[i] for i in picks))
-
-    return call
-
-
-def _row_local(hook: str, method: Hook) -> bool:
-    """Does this implementation of ``predicate`` / ``node_score`` accept ``rows``? (With or
-    without a default: pluggy leaves defaulted arguments out of its argument names.)"""
-    return hook in ("predicate", "node_score") and "rows" in inspect.signature(method).parameters
-
-
-def _adapt_by_name(method: Hook, spec_args: Sequence[str]) -> Hook:
-    """Call an implementation with every hook argument it names, by keyword (positionally
-    when it names them all, in order)."""
-    names = list(inspect.signature(method).parameters)
-    if names == list(spec_args):
-        return method
-    picks = [(name, spec_args.index(name)) for name in names]
-
-    def call(*args: Any) -> Any:
-        return method(**{name: args[i] for name, i in picks})
-
-    return call
-
-
-def _read_only(arr: npt.NDArray[Any]) -> npt.NDArray[Any]:
-    """A read-only view: callers may keep it, never change the cache behind it."""
-    view = arr.view()
-    view.flags.writeable = False
-    return view
-
-
-def _vector(plugin: str, what: str, value: Any, n: int, dtype: Any) -> npt.NDArray[Any]:
-    arr = np.asarray(value, dtype=dtype)
-    if arr.shape != (n,):
-        raise PluginContractError(
-            f"plugin {plugin} returned {what} of shape {arr.shape}; expected ({n},) over the nodes"
-        )
-    return arr

@@ -414,3 +414,19 @@ class QueueInfo:
 
     def __repr__(self) -> str:
         return f"QueueInfo({self.name}, weight={self.weight}, state={self.state})"
+
+
+def pod_name_index(name: str) -> tuple[int, int]:
+    """Volcano's pod index as a sort key: ``(0, 10)`` for ``job-w-10``, ``(1, 0)`` for none.
+
+    A name of at least three ``-``-separated parts whose last part is an integer has that index
+    (the pods a Volcano Job or a StatefulSet-like controller makes), so ``job-w-2`` sorts before
+    ``job-w-10``. Volcano compares indices only when both tasks have one; as a sort key, tasks
+    with an index here come before tasks without one.
+    """
+    parts = name.split("-")
+    if len(parts) >= 3:
+        last = parts[-1]
+        if last.isdigit():
+            return (0, int(last))
+    return (1, 0)

@@ -1,0 +1,81 @@
+"""Calling plugin hook implementations on the hot path, and checking what they answer.
+
+The session calls implementations directly (not through pluggy's dispatch): an implementation
+may take a subset of a hook's arguments (pluggy's rule), so each is wrapped once, when the
+session opens, into a callable taking the hook's full argument list.
+
+Errors::
+
+    SessionError              a configured plugin or action is unknown or fails to start
+    PluginContractError       a plugin answered with the wrong shape or type
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from pumice.errors import PumiceError
+
+Hook = Callable[..., Any]
+
+
+class SessionError(PumiceError):
+    """A configured plugin or action is unknown or could not be started."""
+
+
+class PluginContractError(SessionError):
+    """A plugin's answer does not have the shape the contract asks for."""
+
+
+def adapt(method: Hook, argnames: Sequence[str], spec_args: Sequence[str]) -> Hook:
+    """Call an implementation that takes a subset of the hook's arguments positionally."""
+    if tuple(argnames) == tuple(spec_args):
+        return method
+    picks = [spec_args.index(a) for a in argnames]
+
+    def call(*args: Any) -> Any:
+        return method(*(args[i] for i in picks))
+
+    return call
+
+
+def is_row_local(hook: str, method: Hook) -> bool:
+    """Does this implementation of ``predicate`` / ``node_score`` accept ``rows``? (With or
+    without a default: pluggy leaves defaulted arguments out of its argument names.)"""
+    return hook in ("predicate", "node_score") and "rows" in inspect.signature(method).parameters
+
+
+def adapt_by_name(method: Hook, spec_args: Sequence[str]) -> Hook:
+    """Call an implementation with every hook argument it names, by keyword (positionally
+    when it names them all, in order)."""
+    names = list(inspect.signature(method).parameters)
+    if names == list(spec_args):
+        return method
+    picks = [(name, spec_args.index(name)) for name in names]
+
+    def call(*args: Any) -> Any:
+        return method(**{name: args[i] for name, i in picks})
+
+    return call
+
+
+def read_only(arr: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """A read-only view: callers may keep it, never change the cache behind it."""
+    view = arr.view()
+    view.flags.writeable = False
+    return view
+
+
+def vector_answer(plugin: str, what: str, value: Any, n: int, dtype: Any) -> npt.NDArray[Any]:
+    """``value`` as a vector of ``n`` entries, or ``PluginContractError`` naming the plugin."""
+    arr = np.asarray(value, dtype=dtype)
+    if arr.shape != (n,):
+        raise PluginContractError(
+            f"plugin {plugin} returned {what} of shape {arr.shape}; expected ({n},) over the nodes"
+        )
+    return arr
