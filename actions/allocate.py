@@ -29,7 +29,11 @@ that fit only once releasing tasks are gone used. A single candidate is taken as
 idle, pipelined otherwise. A task with no feasible node gets, in ``session.task_reasons``, the
 kube-scheduler style message ``0/N nodes are available: …`` counting each predicate reason once
 per node, and ``Insufficient <resource>`` once per node and per short dimension for the nodes
-that passed every predicate but lack resources.
+that passed every predicate but lack resources; the parts are sorted as strings.
+
+A pod whose ``status.nominatedNodeName`` names a node where it is feasible (preempt freed that
+room for it in an earlier cycle) goes there, before any scoring, as Volcano's allocate tries the
+nominated node first.
 
 Arguments: ``predicateErrorCacheEnable`` (bool, default true): once a task of a role (with a
 given request) has found no node, the job's other tasks of that role and request are given the
@@ -37,13 +41,14 @@ same reason without searching again during this action.
 
 Differences from Volcano:
 
-* no hyper-nodes (network topology), sub-jobs, sharding, scheduling gates, nominated nodes or
-  pre-predicates; every node is searched (no ``percentageOfNodesToFind`` sampling);
+* no hyper-nodes (network topology), sub-jobs, sharding, scheduling gates or pre-predicates;
+  every node is searched (no ``percentageOfNodesToFind`` sampling);
 * the error cache is keyed by role *and* request, and is off for tasks without a role, since
   pumice does not assume that such tasks are identical;
 * a task skipped by ``allocatable`` and the jobs left in an overused queue get a reason too, so
   ``kubectl describe`` says why they wait;
-* the message ``0/N nodes are available`` sorts its reasons by count (most first), then name.
+* the message is kube-scheduler's (``0/N nodes are available: `` + the ``"<count> <reason>"``
+  parts sorted as strings + ``.``), not Volcano's "are unavailable" wording.
 """
 
 from __future__ import annotations
@@ -63,6 +68,7 @@ from pumice import (
     FIT_TOLERANCE,
     Action,
     Arguments,
+    ArgumentSpec,
     Feasibility,
     JobInfo,
     JobInvalid,
@@ -76,9 +82,16 @@ from pumice import (
 )
 
 BoolMatrix = npt.NDArray[np.bool_]
+BoolVector = npt.NDArray[np.bool_]
 
 INQUEUE = "Inqueue"
 ERROR_CACHE = "predicateErrorCacheEnable"
+
+
+def nominated_node(task: TaskInfo) -> str:
+    """The pod's ``status.nominatedNodeName`` (set when preempt freed room for it), or ""."""
+    status = (task.pod or {}).get("status") or {}
+    return str(status.get("nominatedNodeName") or "")
 
 
 def describe_invalid(invalid: JobInvalid) -> str:
@@ -102,6 +115,10 @@ class _JobState:
 
 class AllocateAction(Action):
     """Volcano's allocate action (see the module docstring)."""
+
+    declared_arguments = (
+        ArgumentSpec(ERROR_CACHE, "bool", True, doc="reuse a task shape's predicate failures"),
+    )
 
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
@@ -240,23 +257,36 @@ class _Run:
         if not feasible.any():
             return self._why_not(task, feasibility)
         fits_now = feasible & fit_now
-        now = bool(fits_now.any())
-        candidates = fits_now if now else feasible
+        nominated = nominated_node(task)
+        node_name: str | None
+        if nominated in table and feasible[table.row(nominated)]:
+            # the room preempt freed for this pod: take it before anyone else can
+            now = bool(fits_now[table.row(nominated)])
+            node_name = nominated
+        else:
+            now = bool(fits_now.any())
+            node_name = self._choose(task, fits_now if now else feasible)
+        if node_name is None:  # pragma: no cover - best_node names a node whenever feasible
+            return self._why_not(task, feasibility)
+        try:
+            if now:
+                statement.allocate(task, node_name)
+            else:
+                statement.pipeline(task, node_name)
+        except StatementError as exc:
+            return str(exc)
+        return None
+
+    def _choose(self, task: TaskInfo, candidates: BoolVector) -> str | None:
+        """The node among ``candidates``: the only one, or the session's best."""
+        session = self.session
+        table = session.table
         rows = np.flatnonzero(candidates)
         if len(rows) == 1:
             node: str | None = table.nodes[int(rows[0])].name
         else:
             node = session.best_node(task, session.node_scores(task, candidates), candidates)
-        if node is None:  # pragma: no cover - best_node names a node whenever one is feasible
-            return self._why_not(task, feasibility)
-        try:
-            if now:
-                statement.allocate(task, node)
-            else:
-                statement.pipeline(task, node)
-        except StatementError as exc:
-            return str(exc)
-        return None
+        return node
 
     def _why_not(self, task: TaskInfo, feasibility: Feasibility) -> str:
         """The ``0/N nodes are available`` message, built only for a task that found no node."""

@@ -40,6 +40,8 @@ from pumice import (
 class BackfillAction(Action):
     """Place best-effort tasks of admitted jobs (see the module docstring)."""
 
+    declared_arguments = ()  # no arguments: any given is warned about
+
     def execute(self, session: Session) -> None:
         work: dict[str, list[tuple[JobInfo, list[TaskInfo]]]] = {}
         queues: dict[str, QueueInfo] = {}

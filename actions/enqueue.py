@@ -3,9 +3,10 @@
 Every queue that has Pending jobs (phase Pending or unset) is taken in queue order, and its
 jobs in job order; the queue is put back after each job so that its place is decided again.
 A job is admitted, by a statement that sets its phase to Inqueue in the session (and tells the
-plugins through ``job_enqueued``), when it has no
-``min_resources`` or when ``session.job_enqueueable(job)`` agrees (the plugins' vote, e.g.
-proportion's "does the queue still have room for its minimum"). A job that is turned down stays
+plugins through ``job_enqueued``), when it has no ``min_resources`` (the PodGroup does not set
+``minResources``; an empty one counts as set) or when ``session.job_enqueueable(job)`` agrees
+(the plugins' vote, e.g. proportion's "does the queue still have room for its minimum"). A job
+that is turned down stays
 Pending until the next session, and its reason (when no plugin gave one) is recorded in
 ``session.job_reasons``. The phase is persisted by whoever writes PodGroup status at the end of
 the cycle.
@@ -30,6 +31,8 @@ NOT_ADMITTED = "job not admitted: its queue cannot take its minResources now"
 
 class EnqueueAction(Action):
     """Move Pending jobs to Inqueue, queue by queue, while the plugins allow it."""
+
+    declared_arguments = ()  # no arguments: any given is warned about
 
     def execute(self, session: Session) -> None:
         pending: dict[str, list[JobInfo]] = {}
@@ -67,8 +70,11 @@ class EnqueueAction(Action):
 
     @staticmethod
     def admit(session: Session, job: JobInfo) -> bool:
-        """A job without minResources is admitted as is; otherwise the plugins vote."""
-        minimum = job.min_resources
-        if minimum is None or minimum.is_empty():
+        """A job without minResources is admitted as is; otherwise the plugins vote.
+
+        A PodGroup that sets ``minResources`` at all, even to nothing, is put to the vote (as in
+        Volcano), so a Closed queue keeps it Pending.
+        """
+        if job.min_resources is None:
             return True
         return session.job_enqueueable(job)

@@ -12,7 +12,9 @@ The kernel is what the decision costs without a framework: per pod, a fit mask o
 node, Volcano's binpack score over cpu and memory, argmax, and an update of the chosen row; it
 places the same pods in the same order. Speed is printed as pods/s for both and their ratio,
 measured in the same process one after the other, so a loaded machine slows both. The bench
-prints figures and never fails the build.
+prints figures and never fails the build. Times are the process's CPU time, not wall-clock
+time, so other jobs on a shared machine slow neither side (they still shift both a little,
+through caches).
 
     .venv/bin/python -P bench/bench_allocate.py [--scenario gangs|big-gang|cycle|all]
         [--record FILE]   # write the gangs scenario's decisions (pod -> node, reasons) as JSON
@@ -74,11 +76,11 @@ HOST = PluginHost.discover()  # every plugin imported up front, as a daemon does
 def run_session(snap: ClusterSnapshot) -> tuple[Session, float]:
     config = load_default_config()
     host = HOST
-    start = time.perf_counter()
+    start = time.process_time()
     session = Session.open(snap, config, host, committer=RecordingCommitter())
     session.run_actions()
     session.close()
-    return session, time.perf_counter() - start
+    return session, time.process_time() - start
 
 
 def kernel(w: workload.Workload, order: list[str]) -> tuple[float, int]:
@@ -97,7 +99,7 @@ def kernel(w: workload.Workload, order: list[str]) -> tuple[float, int]:
         for job in snap.jobs.values()
         for t in job.tasks.values()
     }
-    start = time.perf_counter()
+    start = time.process_time()
     placed = 0
     for name in order:
         req_c, req_m = requests[name]
@@ -112,7 +114,7 @@ def kernel(w: workload.Workload, order: list[str]) -> tuple[float, int]:
         used_c[row] += req_c
         used_m[row] += req_m
         placed += 1
-    return time.perf_counter() - start, placed
+    return time.process_time() - start, placed
 
 
 def decisions_of(session: Session) -> dict[str, Any]:
@@ -131,9 +133,9 @@ def pods_per_s(pods: int, seconds: float) -> float:
 
 
 def compare(label: str, w: workload.Workload, record: str | None = None) -> None:
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     snap = to_model(w)
-    build = time.perf_counter() - t0
+    build = time.process_time() - t0
     session, elapsed = run_session(snap)
     committer = session.committer
     assert isinstance(committer, RecordingCommitter)
@@ -155,12 +157,12 @@ def compare(label: str, w: workload.Workload, record: str | None = None) -> None
 
 def cycle() -> None:
     w = workload.build(nodes=5000, gangs=5000, gang_size=10, running=100_000)
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     state = to_model(w)
-    build = time.perf_counter() - t0
-    t0 = time.perf_counter()
+    build = time.process_time() - t0
+    t0 = time.process_time()
     snap = state.clone() if hasattr(state, "clone") else state
-    clone = time.perf_counter() - t0
+    clone = time.process_time() - t0
     session, elapsed = run_session(snap)
     committer = session.committer
     assert isinstance(committer, RecordingCommitter)

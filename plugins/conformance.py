@@ -8,8 +8,12 @@ back every candidate except:
   ``system-node-critical``.
 
 A task without a pod (built in code) is judged by its namespace alone. The answer keeps the
-candidates' order. When every candidate is protected the answer is empty, which by the tier
-rule means this tier decides nothing (Volcano behaves the same way).
+candidates' order.
+
+The plugin sets ``protects_victims``: the session applies its answer to the candidates before
+any tier is asked, so a protected task is never a victim whatever a later tier answers. In
+Volcano an empty answer here (every candidate protected) lets the next tier decide, which
+could pick a protected pod; pumice does not allow that.
 
 Arguments: none.
 """
@@ -36,6 +40,9 @@ def is_protected(task: TaskInfo) -> bool:
 
 class ConformancePlugin(Plugin):
     """Volcano's conformance plugin (see the module docstring)."""
+
+    protects_victims = True
+    declared_arguments = ()  # no arguments: any given is warned about
 
     @hookimpl
     def preemptable(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:

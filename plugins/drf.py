@@ -63,6 +63,8 @@ FloatVector = npt.NDArray[np.float64]
 class DrfPlugin(Plugin):
     """Volcano's drf plugin without hierarchy (see the module docstring)."""
 
+    declared_arguments = ()  # no arguments: any given is warned about
+
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
         self.session: SessionView | None = None

@@ -113,6 +113,8 @@ def histogram(counts: dict[str, int]) -> str:
 class GangPlugin(Plugin):
     """Volcano's gang plugin (see the module docstring)."""
 
+    declared_arguments = ()  # no arguments: any given is warned about
+
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
         self.session: SessionView | None = None

@@ -7,7 +7,8 @@ passed filtering. Each is None when its scorers all have weight 0. Scores are in
 kube-scheduler units (0..100 per scorer, ``MAX_NODE_SCORE``) with
 kube-scheduler's integer arithmetic (truncating divisions), then multiplied by the weight.
 
-Arguments (integers; Volcano's names and defaults; a weight of 0 switches a scorer off):
+Arguments (integers >= 0, declared in ``declared_arguments``; Volcano's names and defaults;
+a weight of 0 switches a scorer off):
 
 =========================  =======  ==========================================================
 ``leastrequested.weight``  1        NodeResourcesFit LeastAllocated over cpu and memory:
@@ -71,6 +72,7 @@ import numpy.typing as npt
 
 from pumice import (
     Arguments,
+    ArgumentSpec,
     NodeTable,
     Plugin,
     TaskInfo,
@@ -203,8 +205,21 @@ def normalize(
     return MAX_NODE_SCORE - out if reverse else out
 
 
+def _weight(name: str, default: int, doc: str) -> ArgumentSpec:
+    return ArgumentSpec(name, "int", default, minimum=0, doc=doc)
+
+
 class NodeOrderPlugin(Plugin):
     """Least/most requested, balanced resources, node affinity and taint toleration scores."""
+
+    declared_arguments = (
+        _weight(LEAST_REQUESTED, 1, "NodeResourcesFit LeastAllocated"),
+        _weight(MOST_REQUESTED, 0, "NodeResourcesFit MostAllocated"),
+        _weight(BALANCED_RESOURCE, 1, "NodeResourcesBalancedAllocation"),
+        _weight(NODE_AFFINITY, 2, "preferred node affinity"),
+        _weight(TAINT_TOLERATION, 3, "PreferNoSchedule taints"),
+        *(_weight(name, 0, "accepted, not implemented") for name in NOT_IMPLEMENTED),
+    )
 
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)

@@ -18,7 +18,7 @@ reason for each rejected node (the first failing filter, in the order below):
 Resource fit is not checked here: the actions compare requests with idle / future-idle
 resources, as in Volcano.
 
-Arguments (bool; Volcano's names):
+Arguments (bool, declared in ``declared_arguments``; Volcano's names):
 
 * ``predicate.NodeAffinityEnable`` (true), ``predicate.NodePortsEnable`` (true),
   ``predicate.TaintTolerationEnable`` (true) switch filters 4, 5 and 3 off;
@@ -46,6 +46,7 @@ import numpy.typing as npt
 from pumice import (
     COMPLETED_STATUSES,
     Arguments,
+    ArgumentSpec,
     NodeTable,
     Plugin,
     PredicateResult,
@@ -81,6 +82,13 @@ PORTS_TAKEN = "node(s) didn't have free ports for the requested pod ports"
 
 class PredicatesPlugin(Plugin):
     """Pod count, unschedulable, taints, node affinity/selector and host ports (see module)."""
+
+    declared_arguments = (
+        ArgumentSpec(NODE_AFFINITY_ENABLE, "bool", True, doc="nodeSelector and node affinity"),
+        ArgumentSpec(NODE_PORTS_ENABLE, "bool", True, doc="host ports"),
+        ArgumentSpec(TAINT_TOLERATION_ENABLE, "bool", True, doc="NoSchedule/NoExecute taints"),
+        *(ArgumentSpec(k, "bool", False, doc="accepted, not implemented") for k in NOT_IMPLEMENTED),
+    )
 
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)

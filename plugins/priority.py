@@ -31,6 +31,8 @@ log = logging.getLogger("pumice.plugins.priority")
 class PriorityPlugin(Plugin):
     """Volcano's priority plugin (see the module docstring)."""
 
+    declared_arguments = ()  # no arguments: any given is warned about
+
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
         self.session: SessionView | None = None

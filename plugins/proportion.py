@@ -170,6 +170,8 @@ def _normalised_capability(queue: QueueInfo) -> Resource | None:
 class ProportionPlugin(Plugin):
     """Volcano's proportion plugin: weighted fair share of the cluster between queues."""
 
+    declared_arguments = ()  # no arguments: any given is warned about
+
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
         self.attributes: dict[str, QueueAttributes] = {}

@@ -21,6 +21,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "run": ("pumice.commands.run", "schedule a cluster (or a simulated one) through its API"),
     "run-example": ("pumice.commands.run_example", "load the default config and show it"),
     "sim-cluster": ("pumice.sim.cli", "run the simulated Kubernetes API server"),
+    "simulate": ("pumice.commands.simulate", "replay a cluster's manifests offline"),
 }
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from pumice.framework.config import (
     ConfigError,
     SchedulerConfig,
@@ -9,12 +11,25 @@ from pumice.framework.config import (
     load_config,
     load_default_config,
 )
+from pumice.framework.configcheck import ConfigWarning, validate
 from pumice.framework.host import PluginHost
+
+log = logging.getLogger("pumice.config")
 
 
 def load_checked(path: str | None) -> tuple[SchedulerConfig, PluginHost]:
+    """``load_validated``, with its warnings logged (logger ``pumice.config``)."""
+    config, host, warnings = load_validated(path)
+    for warning in warnings:
+        log.warning("%s", warning)
+    return config, host
+
+
+def load_validated(path: str | None) -> tuple[SchedulerConfig, PluginHost, list[ConfigWarning]]:
     """Load a config (the default when ``path`` is None), discover the plugin packages it
-    allows, and check every plugin and action name against them.
+    allows, check every plugin and action name against them and every argument against what
+    its plugin or action declares; return the config, the host and the warnings (undeclared
+    arguments, known traps).
 
     A configured name whose package failed to load is reported with that failure. Raises
     ConfigError or PluginConflictError.
@@ -37,4 +52,26 @@ def load_checked(path: str | None) -> tuple[SchedulerConfig, PluginHost]:
                 key=key,
             )
     check_names(config, plugins=host.plugins, actions=host.actions)
-    return config, host
+    warnings = validate(config, host)
+    check_plugin_arguments(config, host)
+    return config, host, warnings
+
+
+def check_plugin_arguments(config: SchedulerConfig, host: PluginHost) -> None:
+    """Build every configured plugin once from its arguments, as a session would, so that a
+    plugin refusing its arguments (a ``ConfigError`` keyed inside ``arguments``) is reported
+    with the file, line and full key. Warnings the plugins log while building are kept."""
+    for t, tier in enumerate(config.tiers):
+        for p, option in enumerate(tier.plugins):
+            provided = host.get(option.name)
+            if provided is None or provided.kind != "plugin":
+                continue
+            try:
+                provided.cls(option.arguments)
+            except ConfigError as exc:
+                key = f"tiers[{t}].plugins[{p}].arguments"
+                if exc.key:
+                    key = f"{key}.{exc.key}"
+                raise ConfigError(
+                    exc.message, source=config.source, line=config.line_of(key), key=key
+                ) from None

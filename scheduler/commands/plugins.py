@@ -1,4 +1,5 @@
-"""``pumice plugins``: every plugin and action with the package it came from."""
+"""``pumice plugins``: every plugin and action with the package it came from; with
+``--arguments``, the arguments each one declares."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--config", metavar="FILE", help="apply this config's scheduler.plugins allow/deny lists"
     )
+    parser.add_argument(
+        "--arguments", action="store_true", help="list the arguments each one declares"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -22,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     except (ConfigError, PluginConflictError) as exc:
         print(str(exc), file=sys.stderr)
         return 2
-    print(render(host))
+    print(render_arguments(host) if args.arguments else render(host))
     return 0
 
 
@@ -42,4 +46,19 @@ def render(host: PluginHost) -> str:
         lines.append(f"skipped: {f.name} from {f.package} ({f.target}): {f.error}")
     for package in host.denied:
         lines.append(f"denied: package {package}")
+    return "\n".join(lines)
+
+
+def render_arguments(host: PluginHost) -> str:
+    """One line per declared argument: owner, name, kind/range/default, what it does."""
+    lines = []
+    for p in host.all():
+        declared = getattr(p.cls, "declared_arguments", None)
+        if declared is None:
+            lines.append(f"{p.name}: undeclared (every argument accepted)")
+        elif not declared:
+            lines.append(f"{p.name}: no arguments")
+        for spec in declared or ():
+            doc = f"  {spec.doc}" if spec.doc else ""
+            lines.append(f"{p.name}: {spec.name} ({spec.describe()}){doc}")
     return "\n".join(lines)

@@ -1,6 +1,7 @@
 """The scheduling framework: the plugin contract, the plugin host, sessions, statements and
 configuration."""
 
+from pumice.framework.argspec import ArgumentSpec
 from pumice.framework.arguments import Arguments
 from pumice.framework.base import Action, Plugin
 from pumice.framework.config import ConfigError, SchedulerConfig, load_config, parse_config
@@ -13,6 +14,7 @@ from pumice.framework.view import SessionView
 
 __all__ = [
     "Action",
+    "ArgumentSpec",
     "Arguments",
     "ConfigError",
     "Feasibility",

@@ -27,7 +27,7 @@ log = logging.getLogger("pumice.config")
 
 _T = TypeVar("_T")
 
-_BOOL_STRINGS = {"true": True, "t": True, "1": True, "false": False, "f": False, "0": False}
+BOOL_STRINGS = {"true": True, "t": True, "1": True, "false": False, "f": False, "0": False}
 
 
 def freeze(value: Any) -> Any:
@@ -104,8 +104,8 @@ class Arguments(Mapping[str, Any]):
             return default
         if isinstance(value, bool):
             return value
-        if isinstance(value, str) and value.strip().lower() in _BOOL_STRINGS:
-            return _BOOL_STRINGS[value.strip().lower()]
+        if isinstance(value, str) and value.strip().lower() in BOOL_STRINGS:
+            return BOOL_STRINGS[value.strip().lower()]
         return self._wrong(key, value, "true or false", default)
 
     def get_str(self, key: str, default: _T) -> str | _T:

@@ -3,12 +3,18 @@
 Subclass ``Plugin`` and mark hook methods with ``@hookimpl``; subclass ``Action`` and
 implement ``execute``. Both are built fresh for every session from their configured
 arguments, available as ``self.arguments``.
+
+Both may declare the arguments they take in ``declared_arguments`` (a tuple of
+``ArgumentSpec``; ``()`` for none), so that a bad value is a configuration error naming the
+file, line and key, and an argument nobody declared is warned about. Left at ``None``, every
+argument is accepted without a word (see ``pumice.framework.argspec``).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
+from pumice.framework.argspec import ArgumentSpec
 from pumice.framework.arguments import Arguments
 
 if TYPE_CHECKING:
@@ -20,6 +26,13 @@ class Plugin:
     """A scheduling plugin. ``name`` is set from the entry-point name when it is loaded."""
 
     name: ClassVar[str] = ""
+    declared_arguments: ClassVar[tuple[ArgumentSpec, ...] | None] = None
+    """The arguments this plugin takes; None: undeclared, anything accepted."""
+
+    protects_victims: ClassVar[bool] = False
+    """True for a plugin whose ``preemptable`` / ``reclaimable`` answers are protections
+    (conformance): the session removes what it leaves out before any tier is asked, so a later
+    tier can never offer a protected task as a victim."""
 
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments
@@ -31,6 +44,8 @@ class Action:
     """A scheduling action, run once per session in the configured order."""
 
     name: ClassVar[str] = ""
+    declared_arguments: ClassVar[tuple[ArgumentSpec, ...] | None] = None
+    """The arguments this action takes (under ``configurations``); None: undeclared."""
 
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments

@@ -223,6 +223,9 @@ class ShapeCache:
         if entry.fit_now is None or entry.fit_future is None or rows is None:
             entry.fit_now = _fits(table, request, "idle", None)
             entry.fit_future = _fits(table, request, "future_idle", None)
+        elif len(rows) == 1:  # the common case after one placement: no per-column passes
+            row = int(rows[0])
+            entry.fit_now[row], entry.fit_future[row] = table.row_fits(row, request)
         elif len(rows):
             entry.fit_now[rows] = _fits(table, request, "idle", rows)
             entry.fit_future[rows] = _fits(table, request, "future_idle", rows)

@@ -70,7 +70,9 @@ class PluginSpec:
 
     @hookspec
     def task_order_key(self, task: TaskInfo) -> Any:
-        """A sort key for a task within its job. Combination as queue_order_key.
+        """A sort key for a task within its job. Combination as queue_order_key, except that
+        the fallback puts Volcano's numeric pod-name index first (the last ``-`` part of a name
+        of three or more parts: ``job-w-2`` before ``job-w-10``), then creation time, then name.
 
         Flag: ``enableTaskOrder``.
         """
@@ -193,9 +195,13 @@ class PluginSpec:
     ) -> Sequence[TaskInfo] | None:
         """Which of ``candidates`` may be evicted for ``preemptor`` (same queue). None abstains.
 
-        Combination: inside a tier the answers are intersected; an empty answer (or an empty
-        intersection) means the tier decides nothing and the next tier is asked; the first
-        tier with a non-empty answer wins. Flag: ``enablePreemptable``.
+        Combination: first the protections: every plugin whose class sets
+        ``protects_victims`` (conformance) removes from the candidates what its answer leaves
+        out, before any tier is asked, so a protected task is never a victim whatever a later
+        tier answers (nothing left: no victims). Then, inside a tier the answers are
+        intersected; an empty answer (or an empty intersection) means the tier decides nothing
+        and the next tier is asked; the first tier with a non-empty answer wins. Flag:
+        ``enablePreemptable``.
         """
 
     @hookspec
@@ -204,7 +210,7 @@ class PluginSpec:
     ) -> Sequence[TaskInfo] | None:
         """Which of ``candidates`` (other queues) may be evicted for ``reclaimer``.
 
-        Combination as preemptable. Flag: ``enableReclaimable``.
+        Combination as preemptable (protections first). Flag: ``enableReclaimable``.
         """
 
     @hookspec
@@ -268,8 +274,8 @@ COMBINATION: dict[str, str] = {
     "job_enqueueable": "vote",
     "job_starving": "first tier with an implementation decides",
     "job_valid": "first failure wins",
-    "preemptable": "intersected in a tier; first non-empty tier wins",
-    "reclaimable": "intersected in a tier; first non-empty tier wins",
+    "preemptable": "protections first; intersected in a tier; first non-empty tier wins",
+    "reclaimable": "protections first; intersected in a tier; first non-empty tier wins",
     "on_allocate": "every plugin",
     "job_enqueued": "every plugin",
     "on_deallocate": "every plugin",

@@ -90,8 +90,10 @@ class Feasibility:
         shortfall: npt.NDArray[np.bool_] | None = None,
         dims: Sequence[str] = (),
     ) -> str:
-        """The kube-scheduler style summary: ``0/5 nodes are available: 3 Insufficient cpu.``
+        """kube-scheduler's summary: ``0/5 nodes are available: 2 Insufficient memory, 3 Too
+        many pods.`` — one ``"<count> <reason>"`` part per reason, the parts sorted as strings.
 
+        A node that fails a predicate counts once, under the first predicate's reason.
         ``shortfall`` (nodes x dimensions, named by ``dims``) marks where a request exceeds what
         a node has; a node that passed every predicate counts once under ``Insufficient <dim>``
         for each dimension it is short of, and is not available.
@@ -102,12 +104,18 @@ class Feasibility:
             short = shortfall.any(axis=1)
             per_dim = shortfall[self.mask & short].sum(axis=0)
             for index in np.flatnonzero(per_dim):
-                counts[f"Insufficient {dims[int(index)]}"] += int(per_dim[index])
+                counts[_shortage(dims[int(index)])] += int(per_dim[index])
             available = self.mask & ~short
-        ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-        detail = ", ".join(f"{n} {reason}" for reason, n in ordered)
+        # kube-scheduler sorts the "<count> <reason>" parts as strings (so "10 …" precedes "2 …")
+        detail = ", ".join(sorted(f"{n} {reason}" for reason, n in counts.items()))
         head = f"{int(available.sum())}/{len(self.mask)} nodes are available"
         return f"{head}: {detail}." if detail else f"{head}."
+
+
+def _shortage(dimension: str) -> str:
+    """kube-scheduler's reason for a node short of ``dimension``: ``Insufficient cpu``, but
+    ``Too many pods`` for the pod count."""
+    return "Too many pods" if dimension == "pods" else f"Insufficient {dimension}"
 
 
 @dataclass(frozen=True, slots=True)

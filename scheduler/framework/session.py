@@ -57,7 +57,13 @@ class PluginContractError(SessionError):
 
 
 class Committer(Protocol):
-    """Where committed decisions go: the binder and evictor of the daemon, or a recorder."""
+    """Where committed decisions go: the binder and evictor of the daemon, or a recorder.
+
+    A committer may also have ``nominate(task, node)``: a committed statement that evicted
+    tasks calls it for every task it pipelined (a preemptor waiting for the room its victims
+    free), so the daemon can write the pod's ``status.nominatedNodeName``. It is optional:
+    the session calls it only on committers that have it.
+    """
 
     def bind(self, task: TaskInfo, node: str) -> None: ...
 
@@ -77,6 +83,10 @@ class RecordingCommitter:
     def evict(self, task: TaskInfo, reason: str) -> None:
         self.decisions.append(("evict", task.key, reason))
         log.info("decision: evict %s (%s)", task.key, reason)
+
+    def nominate(self, task: TaskInfo, node: str) -> None:
+        self.decisions.append(("nominate", task.key, node))
+        log.info("decision: nominate %s for %s", task.key, node)
 
 
 class Session:
@@ -116,6 +126,15 @@ class Session:
         """Why a task was left pending this session (task uid -> message), for conditions."""
         self.job_reasons: dict[str, str] = {}
         """Why a job was not (fully) scheduled this session (job uid -> message)."""
+        self.action = ""
+        """The name of the action running now ("" outside ``run_actions``)."""
+        self.explain = False
+        """When True, every placement records its per-plugin scores in ``placement_scores``."""
+        self.placement_scores: dict[str, dict[str, dict[str, float]]] = {}
+        """Task uid -> feasible node -> {plugin: score, ..., "total": sum}, taken just before
+        the task's last allocation or pipelining this session (only when ``explain``)."""
+        # hook -> [(plugin name, callable)] of the plugins whose victim answers protect
+        self._guards: dict[str, list[tuple[str, Hook]]] = {"preemptable": [], "reclaimable": []}
 
     # -- life cycle -------------------------------------------------------------------------
 
@@ -185,6 +204,8 @@ class Session:
                     entry = (option.name, call)
                     self._tiers[hook][-1].append(entry)
                     self._flat[hook].append(entry)
+                    if hook in self._guards and getattr(provided.cls, "protects_victims", False):
+                        self._guards[hook].append(entry)
         self._shapes = ShapeCache(
             self.table,
             [(n, h, ("predicate", n) in self._row_local) for n, h in self._flat["predicate"]],
@@ -200,7 +221,11 @@ class Session:
                 raise SessionError(f"unknown action {name!r}")
             arguments = self.config.configurations.get(name) or Arguments({})
             action = provided.cls(arguments)
-            action.execute(self)
+            self.action = name
+            try:
+                action.execute(self)
+            finally:
+                self.action = ""
 
     def implemented(self, hook: str) -> bool:
         """Does any enabled plugin implement ``hook`` in this session?"""
@@ -221,8 +246,9 @@ class Session:
         return (*keys, job.creation_timestamp, job.uid)
 
     def task_order_key(self, task: TaskInfo) -> tuple[Any, ...]:
+        """Plugins' keys, then Volcano's fallback: the pod-name index, creation time, name."""
         keys = [hook(task) for _, hook in self._flat["task_order_key"]]
-        return (*keys, task.creation_timestamp, task.name)
+        return (*keys, pod_name_index(task.name), task.creation_timestamp, task.name)
 
     def sort_queues(self, queues: Iterable[QueueInfo]) -> list[QueueInfo]:
         return sorted(queues, key=self.queue_order_key)
@@ -285,6 +311,59 @@ class Session:
                 if answer is not None:
                     summed += _vector(name, "normalized_score", answer, n, np.float64)
         return summed
+
+    def node_score_parts(
+        self, task: TaskInfo, mask: npt.NDArray[np.bool_] | None = None
+    ) -> dict[str, npt.NDArray[np.float64]]:
+        """Each scoring plugin's vector for ``task`` (its weight included; ``node_score`` and
+        ``normalized_score`` over the candidates ``mask`` together), in tier order; their sum
+        is ``node_scores(task, mask)``. A plugin that answers None is left out."""
+        n = len(self.table)
+        cached = self.shapes.scores(task)
+        parts: dict[str, npt.NDArray[np.float64]] = {}
+        for name, hook in self._flat["node_score"]:
+            if ("node_score", name) in self._row_local:
+                vector = cached.get(name)
+                if vector is not None:
+                    parts[name] = np.array(vector)
+                continue
+            answer = hook(task, self.table, None)
+            if answer is not None:
+                parts[name] = np.array(_vector(name, "node_score", answer, n, np.float64))
+        candidates = mask if mask is not None else np.ones(n, dtype=np.bool_)
+        for name, hook in self._flat["normalized_score"]:
+            answer = hook(task, self.table, candidates)
+            if answer is not None:
+                vector = _vector(name, "normalized_score", answer, n, np.float64)
+                parts[name] = parts[name] + vector if name in parts else np.array(vector)
+        return parts
+
+    def record_scores(self, task: TaskInfo) -> None:
+        """Keep, in ``placement_scores``, each plugin's score of every node the task may go to
+        now: the nodes that pass the predicates and hold its request in their idle resources,
+        or, when there are none, in their future idle resources (the candidates allocate
+        chooses among, over which scores are normalised). Statements call this just before
+        placing a task when ``explain`` is on."""
+        table = self.table
+        fit_now, fit_future = self.fit(task)
+        feasible = self.predicate(task).mask
+        candidates = feasible & fit_now
+        if not candidates.any():
+            candidates = feasible & fit_future
+        rows = np.flatnonzero(candidates)
+        parts = self.node_score_parts(task, candidates)
+        scores: dict[str, dict[str, float]] = {}
+        for row in rows:
+            entry = {name: float(vector[row]) for name, vector in parts.items()}
+            entry["total"] = float(sum(entry.values()))
+            scores[table.nodes[int(row)].name] = entry
+        self.placement_scores[task.uid] = scores
+
+    def nominate(self, task: TaskInfo, node: str) -> None:
+        """Tell the committer, if it takes nominations, that ``task`` waits for ``node``."""
+        nominate = getattr(self.committer, "nominate", None)
+        if nominate is not None:
+            nominate(task, node)
 
     def best_node(
         self,
@@ -371,7 +450,11 @@ class Session:
     # -- victims ----------------------------------------------------------------------------
 
     def preemptable(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
-        """Victims for ``preemptor`` among ``candidates`` (per-tier intersection)."""
+        """Victims for ``preemptor`` among ``candidates`` (per-tier intersection).
+
+        Protections come first: every plugin with ``protects_victims`` (conformance) removes
+        the candidates it leaves out before any tier is asked, so no later tier can pick them.
+        """
         return self._victims("preemptable", preemptor, candidates)
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
@@ -381,6 +464,14 @@ class Session:
     def _victims(
         self, hook_name: str, initiator: TaskInfo, candidates: Sequence[TaskInfo]
     ) -> list[TaskInfo]:
+        for _, guard in self._guards[hook_name]:
+            kept = guard(initiator, candidates)
+            if kept is None:
+                continue
+            keep = {t.uid for t in kept}
+            candidates = [t for t in candidates if t.uid in keep]
+            if not candidates:
+                return []
         for tier in self._tiers[hook_name]:
             victims: list[TaskInfo] | None = None
             for _, hook in tier:
@@ -432,6 +523,22 @@ class Session:
         """Tell every plugin that ``task`` gave its resources back."""
         for _, hook in self._flat["on_deallocate"]:
             hook(task)
+
+
+def pod_name_index(name: str) -> tuple[int, int]:
+    """Volcano's pod index as a sort key: ``(0, 10)`` for ``job-w-10``, ``(1, 0)`` for none.
+
+    A name of at least three ``-``-separated parts whose last part is an integer has that index
+    (the pods a Volcano Job or a StatefulSet-like controller makes), so ``job-w-2`` sorts before
+    ``job-w-10``. Volcano compares indices only when both tasks have one; as a sort key, tasks
+    with an index here come before tasks without one.
+    """
+    parts = name.split("-")
+    if len(parts) >= 3:
+        last = parts[-1]
+        if last.isdigit():
+            return (0, int(last))
+    return (1, 0)
 
 
 def _adapt(method: Hook, argnames: Sequence[str], spec_args: Sequence[str]) -> Hook:

@@ -71,6 +71,8 @@ class Statement:
         node = self.session.nodes.get(node_name)
         if node is None:
             raise StatementError(f"cannot {kind.value} {task.key}: no node {node_name!r}")
+        if self.session.explain:
+            self.session.record_scores(task)
         task.node_name = node_name
         job.update_task_status(task, status)
         try:
@@ -137,16 +139,22 @@ class Statement:
     def commit(self) -> list[tuple[Operation, Exception]]:
         """Send evictions and binds to the committer; pipelines stay in the session.
 
-        An allocation becomes Binding. A committer failure undoes that one operation and is
-        returned (and logged); the rest still go.
+        An allocation becomes Binding. In a statement that evicted tasks, every pipelined task
+        (a preemptor waiting for the room) is also nominated for its node
+        (``Session.nominate``). A committer failure undoes that one operation and is returned
+        (and logged); the rest still go.
         """
         failures: list[tuple[Operation, Exception]] = []
         committer = self.session.committer
+        evicting = any(op.kind is OpKind.EVICT for op in self.operations)
         for op in self.operations:
             if op.task is None:  # a phase change: nothing to send
                 continue
             try:
-                if op.kind is OpKind.EVICT:
+                if op.kind is OpKind.PIPELINE:
+                    if evicting:
+                        self.session.nominate(op.task, op.node)
+                elif op.kind is OpKind.EVICT:
                     committer.evict(op.task, op.reason)
                 elif op.kind is OpKind.ALLOCATE:
                     job = self._job(op.task)
@@ -158,7 +166,7 @@ class Statement:
                 failures.append((op, exc))
                 if op.kind is OpKind.EVICT:
                     self._unevict(op)
-                else:
+                elif op.kind is OpKind.ALLOCATE:
                     self._unplace(op.task)
         self.operations = []
         return failures

@@ -216,6 +216,16 @@ class NodeTable:
             self._ranks = (self.epoch, ranks)
         return self._ranks[1]
 
+    def row_fits(self, row: int, request: FloatVector) -> tuple[bool, bool]:
+        """Does ``request`` (a vector over the dimensions) fit the row's idle, and its future
+        idle, resources in every dimension (``FIT_TOLERANCE`` of slack)?"""
+        need = request - FIT_TOLERANCE
+        d = len(need)
+        return (
+            bool((self._idle[:d, row] >= need).all()),
+            bool((self._future[:d, row] >= need).all()),
+        )
+
     # -- change log -------------------------------------------------------------------------
 
     @property

@@ -256,7 +256,7 @@ class JobInfo:
             priority=priority,
             min_available=int(spec.get("minMember") or 0),
             min_task_member={str(k): int(v) for k, v in (spec.get("minTaskMember") or {}).items()},
-            min_resources=Resource.from_k8s(min_res) if min_res else None,
+            min_resources=None if min_res is None else Resource.from_k8s(min_res),
             phase=(podgroup.get("status") or {}).get("phase") or "Pending",
             creation_timestamp=parse_timestamp(meta.get("creationTimestamp")),
             podgroup=podgroup,

@@ -251,8 +251,8 @@ def test_unschedulable_task_gets_the_kube_scheduler_message() -> None:
     job = gang("j", 1, cpu=5000, memory=2 * GiB)
     ssn = run_flow(snapshot(node_list, [job]), actions=ALLOCATE)
     assert ssn.task_reasons["j-0"] == (
-        "0/3 nodes are available: 2 Insufficient cpu, 1 Insufficient memory, "
-        "1 node(s) were unschedulable."
+        "0/3 nodes are available: 1 Insufficient memory, 1 node(s) were unschedulable, "
+        "2 Insufficient cpu."
     )
 
 

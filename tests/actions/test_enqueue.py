@@ -83,3 +83,19 @@ def test_closed_queue_admits_nothing_with_the_default_tiers() -> None:
     run_default(snapshot(nodes(1), [job, ok], queues))
     assert job.phase == "Pending"
     assert ok.phase == "Inqueue"
+
+
+def test_an_empty_min_resources_is_still_put_to_the_vote() -> None:
+    # Volcano asks the plugins whenever the PodGroup sets minResources, even to nothing
+    job = gang("a", 1, queue="shut", min_resources=res(), phase="Pending")
+    bare = gang("b", 1, queue="shut", phase="Pending")
+    run_default(snapshot(nodes(1), [job, bare], [queue("shut", state="Closed")]))
+    assert job.phase == "Pending"
+    assert bare.phase == "Inqueue"
+
+
+def test_from_podgroup_keeps_an_empty_min_resources_apart_from_none() -> None:
+    pg = {"metadata": {"name": "pg", "namespace": "ns"}, "spec": {"minResources": {}}}
+    assert JobInfo.from_podgroup(pg).min_resources is not None
+    del pg["spec"]["minResources"]
+    assert JobInfo.from_podgroup(pg).min_resources is None

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pumice import Feasibility, JobInvalid, PredicateResult, Vote
+from pumice import Feasibility, JobInvalid, PredicateResult, Resource, TaskInfo, Vote
 from pumice.framework.session import PluginContractError
 from support.builders import add_job, cluster, make_plugin, open_session
 
@@ -56,6 +56,27 @@ def test_job_order_falls_back_to_creation_time_then_name() -> None:
     plugins = {"flat": make_plugin("Flat", job_order_key=lambda self, job: 0)}
     ssn = open_session(plugins, [["flat"]], snap)
     assert [j.name for j in ssn.sort_jobs(jobs)] == ["x", "z", "y"]
+
+
+def test_task_order_falls_back_to_the_pod_name_index_then_creation_then_name() -> None:
+    snap = cluster()
+    job = add_job(snap, "job", tasks=0)
+    names = [("job-w-10", 1), ("job-w-2", 5), ("job-w-3", 0), ("solo", 0), ("alone", 0)]
+    tasks = [
+        TaskInfo(uid=name, name=name, resreq=Resource({"cpu": 100}), creation_timestamp=t)
+        for name, t in names
+    ]
+    for task in tasks:
+        job.add_task(task)
+    ssn = open_session({}, [], snap)
+    # indexed pods by index (2 < 3 < 10, not as text), then the rest by creation time, then name
+    assert [t.name for t in ssn.sort_tasks(tasks)] == [
+        "job-w-2",
+        "job-w-3",
+        "job-w-10",
+        "alone",
+        "solo",
+    ]
 
 
 def test_disabled_order_flag_removes_the_plugin_from_ordering() -> None:
@@ -339,7 +360,24 @@ def test_feasibility_message_counts_resource_shortfalls_of_nodes_that_passed() -
         [[True, True], [True, True], [False, True], [False, False]]  # cpu, memory
     )
     assert fit.message(shortfall, ["cpu", "memory"]) == (
-        "1/4 nodes are available: 2 Insufficient memory, 1 Insufficient cpu, "
-        "1 node(s) were unschedulable."
+        "1/4 nodes are available: 1 Insufficient cpu, 1 node(s) were unschedulable, "
+        "2 Insufficient memory."
     )
     assert fit.message() == "3/4 nodes are available: 1 node(s) were unschedulable."
+
+
+def test_feasibility_message_sorts_parts_as_strings_like_kube_scheduler() -> None:
+    reasons = ["Too many pods"] * 10 + ["node(s) were unschedulable"] * 2
+    fit = Feasibility(np.zeros(12, dtype=np.bool_), np.array(reasons, dtype=object))
+    # "10 …" sorts before "2 …" as text, which is what kubectl describe shows for other pods
+    assert fit.message() == (
+        "0/12 nodes are available: 10 Too many pods, 2 node(s) were unschedulable."
+    )
+
+
+def test_a_pod_count_shortfall_reads_too_many_pods() -> None:
+    fit = Feasibility(np.ones(3, dtype=np.bool_), np.array(["", "", ""], dtype=object))
+    shortfall = np.array([[True, False], [True, True], [False, False]])  # pods, cpu
+    assert fit.message(shortfall, ["pods", "cpu"]) == (
+        "1/3 nodes are available: 1 Insufficient cpu, 2 Too many pods."
+    )

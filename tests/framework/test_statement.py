@@ -166,3 +166,67 @@ def test_merge_moves_operations() -> None:
     assert [op.task.name for op in a.operations] == ["j-0", "j-1"] and b.operations == []
     a.discard()
     assert ssn.nodes["n0"].used == Resource.zero()
+
+
+def test_a_statement_that_evicts_nominates_its_pipelined_tasks() -> None:
+    snap = cluster(1, cpu=2000)
+    victim = running_task(snap, "victim", "n0", cpu=2000)
+    preemptor = next(iter(add_job(snap, "p", cpu=2000).tasks.values()))
+    ssn = open_session({}, [], snap)
+    statement = ssn.statement()
+    statement.evict(victim, "preempted")
+    statement.pipeline(preemptor, "n0")
+    statement.commit()
+    committer = ssn.committer
+    assert isinstance(committer, RecordingCommitter)
+    assert committer.decisions == [
+        ("evict", "default/victim-0", "preempted"),
+        ("nominate", "default/p-0", "n0"),
+    ]
+    assert preemptor.status == TaskStatus.PIPELINED
+
+
+def test_nominate_is_optional_for_a_committer() -> None:
+    class BindOnly:
+        def __init__(self) -> None:
+            self.seen: list[str] = []
+
+        def bind(self, task: Any, node: str) -> None:
+            self.seen.append(f"bind {task.name}")
+
+        def evict(self, task: Any, reason: str) -> None:
+            self.seen.append(f"evict {task.name}")
+
+    snap = cluster(1, cpu=2000)
+    victim = running_task(snap, "victim", "n0", cpu=2000)
+    preemptor = next(iter(add_job(snap, "p", cpu=2000).tasks.values()))
+    committer = BindOnly()
+    ssn = open_session({}, [], snap, committer=committer)
+    statement = ssn.statement()
+    statement.evict(victim, "preempted")
+    statement.pipeline(preemptor, "n0")
+    assert statement.commit() == []
+    assert committer.seen == ["evict victim-0"]
+
+
+def test_explain_records_each_plugins_score_of_every_feasible_node() -> None:
+    snap = cluster(3, cpu=2000)
+    running_task(snap, "busy", "n2", cpu=2000)  # n2 is full: not feasible
+    task = next(iter(add_job(snap, "j").tasks.values()))
+    plugins = {
+        "ten": make_plugin("Ten", node_score=lambda self, task, nodes: [10.0, 20.0, 30.0]),
+        "one": make_plugin("One", node_score=lambda self, task, nodes: [1.0, 0.0, 5.0]),
+    }
+    ssn = open_session(plugins, [["ten"], ["one"]], snap)
+    parts = ssn.node_score_parts(task)
+    assert {k: v.tolist() for k, v in parts.items()} == {
+        "ten": [10.0, 20.0, 30.0],
+        "one": [1.0, 0.0, 5.0],
+    }
+    assert (parts["ten"] + parts["one"]).tolist() == ssn.node_scores(task).tolist()
+    ssn.explain = True
+    ssn.statement().allocate(task, "n1")
+    assert ssn.placement_scores[task.uid] == {
+        "n0": {"ten": 10.0, "one": 1.0, "total": 11.0},
+        "n1": {"ten": 20.0, "one": 0.0, "total": 20.0},
+    }

@@ -50,18 +50,27 @@ def test_protected_candidates_are_dropped_in_order(hook: str, candidates: list[T
     assert names(getattr(ssn, hook)(preemptor, candidates)) == ["plain", "high", "bare"]
 
 
-def test_only_protected_candidates_leave_the_decision_to_the_next_tier() -> None:
+@pytest.mark.parametrize("hook", ["preemptable", "reclaimable"])
+def test_protections_hold_whatever_a_later_tier_answers(hook: str) -> None:
     snap = snapshot(("n0", 8000, 16 * 2**30))
     preemptor = task("p")
     job(snap, "me", preemptor)
     system = running("dns", namespace="kube-system")
     job(snap, "dns", system, namespace="kube-system")
-    everyone = make_plugin("All", preemptable=lambda self, preemptor, candidates: list(candidates))
-    ssn = session(snap, ["conformance"], extra={"all": everyone})
-    assert ssn.preemptable(preemptor, [system]) == []
-    # Volcano's tier rule: an empty answer does not veto; a later tier may still choose.
+    user = running("web")
+    job(snap, "web", user)
+    if hook == "preemptable":
+        everyone = make_plugin("All", preemptable=lambda self, preemptor, candidates: candidates)
+    else:
+        everyone = make_plugin("All", reclaimable=lambda self, reclaimer, candidates: candidates)
+    # Volcano lets tier 2 decide when tier 1 answers nothing; pumice applies the protection
+    # first, so the later tier never sees the kube-system pod.
     later = session(snap, ["conformance"], ["all"], extra={"all": everyone})
-    assert names(later.preemptable(preemptor, [system])) == ["dns"]
+    assert getattr(later, hook)(preemptor, [system]) == []
+    assert names(getattr(later, hook)(preemptor, [system, user])) == ["web"]
+    # the same when the protecting plugin sits in a later tier than the permissive one
+    first = session(snap, ["all"], ["conformance"], extra={"all": everyone})
+    assert names(getattr(first, hook)(preemptor, [system, user])) == ["web"]
 
 
 def test_conformance_narrows_another_plugins_victims_in_its_tier() -> None:

@@ -374,7 +374,7 @@ def test_reasons_through_a_session_message() -> None:
     feasibility = ssn.predicate(task)
     assert list(feasibility.mask) == [False, False, False, True]
     assert feasibility.message() == (
-        f"1/4 nodes are available: 2 node(s) had untolerated taint {{gpu: true}}, 1 {AFFINITY}."
+        f"1/4 nodes are available: 1 {AFFINITY}, 2 node(s) had untolerated taint {{gpu: true}}."
     )
 
 

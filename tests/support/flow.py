@@ -21,11 +21,15 @@ from pumice import (
 from pumice.actions.allocate import AllocateAction
 from pumice.actions.backfill import BackfillAction
 from pumice.actions.enqueue import EnqueueAction
+from pumice.actions.preempt import PreemptAction
+from pumice.actions.reclaim import ReclaimAction
 from pumice.framework.config import SchedulerConfig, load_default_config
 from pumice.framework.host import PluginHost
 from pumice.framework.session import RecordingCommitter
+from pumice.plugins.conformance import ConformancePlugin
 from pumice.plugins.gang import GangPlugin
 from pumice.plugins.predicates import PredicatesPlugin
+from pumice.plugins.priority import PriorityPlugin
 from pumice.plugins.proportion import ProportionPlugin, QueueAttributes
 from support.builders import PluginSpecList, make_config
 
@@ -37,11 +41,15 @@ ACTIONS: dict[str, type[Action]] = {
     "enqueue": EnqueueAction,
     "allocate": AllocateAction,
     "backfill": BackfillAction,
+    "preempt": PreemptAction,
+    "reclaim": ReclaimAction,
 }
 PLUGINS: dict[str, type[Plugin]] = {
     "gang": GangPlugin,
     "predicates": PredicatesPlugin,
     "proportion": ProportionPlugin,
+    "priority": PriorityPlugin,
+    "conformance": ConformancePlugin,
 }
 """What the hand-registered sessions offer; tests add their own test plugins."""
 

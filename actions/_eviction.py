@@ -1,0 +1,164 @@
+"""What ``preempt`` and ``reclaim`` share: who may take resources back, from whom, and how.
+
+Both actions work the same way for one waiting task (the *preemptor*): over candidate nodes,
+gather the tasks a filter allows, ask the session which of them are victims
+(``session.preemptable`` or ``session.reclaimable``, with their tier rules and protections),
+and skip the node unless the victims would free enough (future idle + their requests covers the
+preemptor's request). On a node that passes, a per-node statement evicts victims one at a time,
+the least important first, until the preemptor fits the node's future idle resources (and the
+action's own condition holds); then the preemptor is pipelined there and the per-node statement
+is merged into the caller's. A node where that never happens is discarded and the next is tried.
+
+A node where the preemptor does not fit the idle resources but fits once the releasing tasks are
+gone (room freed by evictions for an earlier task of the same job) takes it without new
+victims; Volcano would find no victims there and give up on the node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from pumice import (
+    FIT_TOLERANCE,
+    JobInfo,
+    NodeInfo,
+    Session,
+    Statement,
+    StatementError,
+    TaskInfo,
+    TaskStatus,
+)
+
+VictimFilter = Callable[[TaskInfo], bool]
+VictimChooser = Callable[[TaskInfo, Sequence[TaskInfo]], list[TaskInfo]]
+ExtraCondition = Callable[[], bool]
+
+NEVER = "Never"
+
+
+def may_preempt(task: TaskInfo) -> bool:
+    """False for a pod with ``preemptionPolicy: Never``: it waits, it never evicts."""
+    spec = (task.pod or {}).get("spec") or {}
+    return spec.get("preemptionPolicy") != NEVER
+
+
+def same_attempt(task: TaskInfo) -> tuple[object, int]:
+    """What decides an attempt's outcome besides the cluster: the task's shape (request and
+    scheduling terms) and its priority. A failed attempt changes nothing in the session, so
+    another task of the job with the same key would fail the same way."""
+    return (task.shape, task.priority)
+
+
+def pending_tasks(job: JobInfo) -> list[TaskInfo]:
+    """The job's Pending tasks (the ones that may want a node)."""
+    return list(job.tasks_in(TaskStatus.PENDING))
+
+
+def fits_future_idle(session: Session, task: TaskInfo, node: NodeInfo) -> bool:
+    """Does ``task``'s request fit what ``node`` will have once its releasing tasks are gone?"""
+    table = session.table
+    request = table.vector(task.resreq)
+    return not bool(((request - table.future_idle[node.row]) > FIT_TOLERANCE).any())
+
+
+def victims_would_free_enough(
+    session: Session, task: TaskInfo, node: NodeInfo, victims: Iterable[TaskInfo]
+) -> bool:
+    """Volcano's ValidateVictims: future idle plus every victim's request covers the task."""
+    table = session.table
+    request = table.vector(task.resreq)
+    freed = [table.vector(victim.resreq) for victim in victims]
+    room = table.future_idle[node.row].copy()  # every dimension exists by now
+    for vector in freed:
+        room[: len(vector)] += vector
+    return not bool(((request - room[: len(request)]) > FIT_TOLERANCE).any())
+
+
+def victim_order(session: Session, victims: Sequence[TaskInfo], across_queues: bool) -> list[Any]:
+    """Victims in eviction order: the least important first.
+
+    That is the reverse of the scheduling order: the job that would be scheduled last, and in a
+    job the task that would be scheduled last, go first; across queues (reclaim), the queue that
+    would be served last goes first (Volcano's default victim queue order).
+    """
+    jobs = session.jobs
+
+    def key(victim: TaskInfo) -> tuple[Any, ...]:
+        job = jobs.get(victim.job)
+        job_key = session.job_order_key(job) if job is not None else ()
+        queue_key: tuple[Any, ...] = ()
+        if across_queues and job is not None:
+            queue = session.queues.get(job.queue)
+            queue_key = session.queue_order_key(queue) if queue is not None else ()
+        return (queue_key, job_key, session.task_order_key(victim))
+
+    try:
+        return sorted(victims, key=key, reverse=True)
+    except TypeError:  # keys of plugins that do not compare across jobs: keep the given order
+        return list(victims)
+
+
+def evict_for(
+    session: Session,
+    statement: Statement,
+    preemptor: TaskInfo,
+    nodes: Sequence[NodeInfo],
+    candidate_filter: VictimFilter,
+    choose: VictimChooser,
+    enough: ExtraCondition,
+    reason: str,
+    across_queues: bool,
+) -> bool:
+    """Try ``nodes`` in order; on the first where evicting victims makes room, evict them,
+    pipeline ``preemptor`` there and merge into ``statement``. True when it was placed."""
+    for node in nodes:
+        if _releasing_makes_room(session, preemptor, node) and enough():
+            # room being freed (evictions for an earlier task of the job): no new victims
+            try:
+                statement.pipeline(preemptor, node.name)
+                return True
+            except StatementError:
+                continue
+        candidates = [t for t in node.tasks.values() if candidate_filter(t)]
+        if not candidates:
+            continue
+        victims = choose(preemptor, candidates)
+        if not victims or not victims_would_free_enough(session, preemptor, node, victims):
+            continue
+        local = session.statement()
+        queue = victim_order(session, victims, across_queues)
+        queue.reverse()  # pop() takes the least important first
+        while not (fits_future_idle(session, preemptor, node) and enough()):
+            if not queue:
+                break
+            victim = queue.pop()
+            try:
+                local.evict(victim, reason)
+            except StatementError:
+                continue
+        placed = fits_future_idle(session, preemptor, node) and enough()
+        if placed and _passes(session, preemptor, node):
+            try:
+                local.pipeline(preemptor, node.name)
+            except StatementError:
+                local.discard()
+                continue
+            statement.merge(local)
+            return True
+        local.discard()
+    return False
+
+
+def _releasing_makes_room(session: Session, task: TaskInfo, node: NodeInfo) -> bool:
+    """``task`` fits what ``node`` will have once its releasing tasks are gone, not its idle
+    resources now (free room is allocate's business, not a preemption)."""
+    table = session.table
+    request = table.vector(task.resreq)
+    fits_now = not bool(((request - table.idle[node.row]) > FIT_TOLERANCE).any())
+    return not fits_now and fits_future_idle(session, task, node)
+
+
+def _passes(session: Session, task: TaskInfo, node: NodeInfo) -> bool:
+    """The predicates still accept ``node`` for ``task`` (after the evictions)."""
+    return bool(session.predicate(task).mask[node.row])

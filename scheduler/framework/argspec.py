@@ -1,0 +1,178 @@
+"""Declared arguments: what a plugin or action accepts, so a bad value is a config error.
+
+A plugin or action declares its arguments in the class attribute ``declared_arguments``::
+
+    class Binpack(Plugin):
+        declared_arguments = (
+            ArgumentSpec("binpack.weight", "int", 1, minimum=0, doc="0 switches it off"),
+            ArgumentSpec("binpack.resources", "str", ""),
+            ArgumentSpec("binpack.resources.*", "int", 1, minimum=0),   # any key under it
+        )
+
+Three cases, read by ``check_arguments``:
+
+* ``declared_arguments = None`` (the default, for plugins written before declarations
+  existed): every argument is accepted and nothing is warned — the plugin reads what it likes;
+* ``declared_arguments = ()``: the plugin takes no arguments; any given is warned about;
+* a tuple of ``ArgumentSpec``: a declared argument with a value of the wrong type, outside its
+  range or not among its choices is an error; an argument nobody declared is a warning (Volcano
+  ignores it silently; pumice says so, but still runs).
+
+The kinds follow ``Arguments``' typed getters: ``int`` is an integer (not a bool, not
+``"10"``, not ``10.0``), ``float`` an integer or a decimal, ``bool`` a bool or a string that
+reads as one (``"true"``, ``"f"``, ``"1"``), ``str`` a string; ``any`` is a structured value
+(a list or a map) that the plugin checks itself, raising ``ConfigError`` when it is built
+(``pumice check-config`` builds every configured plugin once, so that is reported with the
+file, line and key too).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pumice.framework.arguments import BOOL_STRINGS
+
+ArgumentKind = Literal["int", "float", "bool", "str", "any"]
+
+_EXPECTED: Mapping[str, str] = {
+    "int": "an integer",
+    "float": "a number",
+    "bool": "true or false",
+    "str": "a string",
+    "any": "anything the plugin checks itself when it is built",
+}
+
+WILDCARD = ".*"
+"""A declared name ending in this covers every key under its prefix (``binpack.resources.*``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ArgumentSpec:
+    """One declared argument: its name (or ``prefix.*``), kind, default, and allowed values.
+
+    ``minimum`` / ``maximum`` bound ``int`` and ``float`` values (inclusive); ``choices``, when
+    not empty, lists every allowed value. ``doc`` says what the argument does.
+    """
+
+    name: str
+    kind: ArgumentKind
+    default: Any = None
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[Any, ...] = ()
+    doc: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in _EXPECTED:
+            raise ValueError(f"argument {self.name!r}: unknown kind {self.kind!r}")
+        if self.default is not None and self.problem(self.default) is not None:
+            raise ValueError(f"argument {self.name!r}: default {self.default!r} is not allowed")
+
+    def covers(self, key: str) -> bool:
+        """Does this declaration cover the argument ``key``?"""
+        if self.name.endswith(WILDCARD):
+            prefix = self.name[: -len(WILDCARD) + 1]  # keeps the dot: "binpack.resources."
+            return key.startswith(prefix) and len(key) > len(prefix)
+        return key == self.name
+
+    def problem(self, value: object) -> str | None:
+        """Why ``value`` is not allowed, or None when it is."""
+        number: float | None = None
+        if self.kind == "int":
+            if isinstance(value, bool) or not isinstance(value, int):
+                return f"expected {_EXPECTED['int']}, got {describe(value)}"
+            number = value
+        elif self.kind == "float":
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                return f"expected {_EXPECTED['float']}, got {describe(value)}"
+            if not math.isfinite(value):
+                return f"expected a finite number, got {describe(value)}"
+            number = value
+        elif self.kind == "bool":
+            if not isinstance(value, bool) and not (
+                isinstance(value, str) and value.strip().lower() in BOOL_STRINGS
+            ):
+                return f"expected {_EXPECTED['bool']}, got {describe(value)}"
+        elif self.kind == "any":
+            return None  # structured: the plugin refuses it with a ConfigError when built
+        elif not isinstance(value, str):
+            return f"expected {_EXPECTED['str']}, got {describe(value)}"
+        if number is not None:
+            if self.minimum is not None and number < self.minimum:
+                return f"must be at least {self.minimum:g}, got {number:g}"
+            if self.maximum is not None and number > self.maximum:
+                return f"must be at most {self.maximum:g}, got {number:g}"
+        if self.choices and value not in self.choices:
+            allowed = ", ".join(repr(c) for c in self.choices)
+            return f"expected one of {allowed}, got {describe(value)}"
+        return None
+
+    def describe(self) -> str:
+        """``int >= 0, default 1`` — for listings and docs."""
+        parts: list[str] = [self.kind]
+        if self.minimum is not None:
+            parts.append(f">= {self.minimum:g}")
+        if self.maximum is not None:
+            parts.append(f"<= {self.maximum:g}")
+        if self.choices:
+            parts.append("one of " + "|".join(str(c) for c in self.choices))
+        text = " ".join(parts)
+        return text if self.default is None else f"{text}, default {self.default!r}"
+
+
+@dataclass(frozen=True, slots=True)
+class ArgumentProblem:
+    """A problem with one argument: its name, what is wrong, and whether it only warns."""
+
+    key: str
+    message: str
+    warning: bool = False
+
+
+def check_arguments(
+    values: Mapping[str, Any], declared: Sequence[ArgumentSpec] | None, owner: str
+) -> list[ArgumentProblem]:
+    """Every problem of ``values`` against the ``declared`` arguments of ``owner`` (such as
+    ``plugin 'binpack'``), in the order of ``values``; see the module docstring."""
+    if declared is None:
+        return []
+    problems = []
+    for key, value in values.items():
+        spec = next((s for s in declared if s.covers(key)), None)
+        if spec is None:
+            problems.append(ArgumentProblem(key, _undeclared(owner, key, declared), warning=True))
+            continue
+        why = spec.problem(value)
+        if why is not None:
+            problems.append(ArgumentProblem(key, why))
+    return problems
+
+
+def _undeclared(owner: str, key: str, declared: Sequence[ArgumentSpec]) -> str:
+    if not declared:
+        return f"{owner} takes no arguments; ignored"
+    names = ", ".join(s.name for s in declared)
+    return f"{owner} does not declare this argument; ignored (it takes: {names})"
+
+
+def describe(value: object) -> str:
+    """A value as an error message shows it: ``string 'lots'``, ``integer -1``, ``a mapping``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"bool {str(value).lower()}"
+    if isinstance(value, int):
+        return f"integer {value}"
+    if isinstance(value, float):
+        return f"number {value:g}"
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        return f"string {shown!r}"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, list | tuple):
+        return "a list"
+    return type(value).__name__
