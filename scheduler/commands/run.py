@@ -23,7 +23,9 @@ from pathlib import Path
 from pumice.cache import ClusterCache
 from pumice.commands.common import load_checked
 from pumice.daemon import Daemon, DaemonOptions
+from pumice.daemon.health import HttpAddressError
 from pumice.framework.config import ConfigError
+from pumice.framework.configparse import split_host_port
 from pumice.framework.host import PluginConflictError
 from pumice.kube import KubeConfigError, KubeError, KubeSettings
 from pumice.manifests import ManifestError, load_manifests
@@ -38,6 +40,12 @@ log = logging.getLogger("pumice.run")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE", help="scheduler config (default: bundled)")
     parser.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig of the cluster")
+    parser.add_argument(
+        "--http-address",
+        metavar="HOST:PORT",
+        help="serve /livez, /readyz and /metrics there; port 0 picks a free one "
+        "(default: the config's scheduler.httpAddress, 127.0.0.1:11251; with --sim, port 0)",
+    )
     parser.add_argument(
         "--dry-run", action="store_true", help="decide and log every decision; write nothing"
     )
@@ -82,6 +90,15 @@ def run(args: argparse.Namespace) -> int:
         print("pumice run: --qps must be positive and --burst at least 1", file=sys.stderr)
         return 2
     show = args.until_idle or args.sim is not None
+    http_address = args.http_address
+    if http_address is None:
+        # A demo on a simulated cluster must not fight a real scheduler for the port.
+        http_address = "127.0.0.1:0" if args.sim is not None else config.scheduler.http_address
+    try:
+        split_host_port(http_address)
+    except ValueError as exc:
+        print(f"pumice run: --http-address {http_address!r}: {exc}", file=sys.stderr)
+        return 2
 
     def on_bound(namespace: str, name: str, node: str) -> None:
         if show:
@@ -114,6 +131,7 @@ def run(args: argparse.Namespace) -> int:
                 until_idle=args.until_idle,
                 on_bound=on_bound,
                 stop=stop,
+                http_address=http_address,
             )
             daemon = Daemon(options)
             try:
@@ -131,6 +149,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"pumice run: {exc}", file=sys.stderr)
         return 2
     except KubeError as exc:
+        print(f"pumice run: {exc}", file=sys.stderr)
+        return 1
+    except HttpAddressError as exc:
         print(f"pumice run: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pumice.cache import ClusterCache
 from pumice.daemon.binding import BackgroundWork, BoundCallback
 from pumice.daemon.committers import DryRunCommitter, LoopCommitter
+from pumice.daemon.health import HealthServer
+from pumice.daemon.metrics import DaemonMetrics
 from pumice.daemon.outcome import CycleOutcome, collect
 from pumice.daemon.reporting import Reporter
 from pumice.framework.config import SchedulerConfig
@@ -65,6 +67,8 @@ class DaemonOptions:
     bind_concurrency: int = 64
     stop: asyncio.Event | None = None
     """Set to end the loop (signals); the daemon finishes what is in flight first."""
+    http_address: str | None = None
+    """Serve /livez, /readyz and /metrics there (port 0: any free port); None: no server."""
 
 
 class Daemon:
@@ -80,10 +84,38 @@ class Daemon:
         self.reporter: Reporter | None = None
         self.cycles = 0
         self.last: CycleOutcome | None = None
+        self.synced = False
+        """Every informer's initial list is in the cache."""
+        self.metrics = DaemonMetrics(self)
+        self.health: HealthServer | None = None
+
+    @property
+    def leading(self) -> bool:
+        """May this instance write (bind, evict, events, status)?"""
+        return not self.dry_run
+
+    @property
+    def role(self) -> str:
+        return "dry-run: writes nothing" if self.dry_run else "leader election off: leading"
+
+    def waiting_for(self) -> str:
+        """The informers whose initial list is not in yet, for /readyz."""
+        names = [i.name for i in self.informers if not i.synced.is_set()]
+        return ", ".join(names) if names else "the informers to start"
 
     # -- start-up ----------------------------------------------------------------------------
 
     async def run(self) -> int:
+        if self.options.http_address is not None:
+            self.health = HealthServer(self, self.options.http_address)
+            await self.health.start()
+        try:
+            return await self._run()
+        finally:
+            if self.health is not None:
+                await self.health.stop()
+
+    async def _run(self) -> int:
         kube = await connect(self.options.kube)
         # Events and status go through a connection of their own, with its own rate limit (as
         # kube-scheduler's event broadcaster has), so that they never hold binds back.
@@ -92,6 +124,7 @@ class Daemon:
         try:
             cache = await self._make_cache(kube)
             runners = await self._start_informers(kube, cache)
+            self.synced = True
             if not self.dry_run:
                 status_kube = await connect(self.options.kube)
                 writer = StatusWriter(
@@ -259,6 +292,7 @@ class Daemon:
         outcome.seconds = time.perf_counter() - started
         self.cycles += 1
         self.last = outcome
+        self.metrics.observe_cycle(outcome)
         assert self.reporter is not None
         self.reporter.report(outcome)
         log.log(

@@ -32,7 +32,8 @@ NODES = "/nodes"
 def write_config(directory: Path, **scheduler: str) -> Path:
     """The bundled config with a short period (and any other ``scheduler:`` keys)."""
     text = (resources.files("pumice.conf") / "scheduler.yaml").read_text()
-    settings = {"period": "100ms", **scheduler}
+    # Port 0: tests running side by side never fight over the health server's port.
+    settings = {"period": "100ms", "httpAddress": '"127.0.0.1:0"', **scheduler}
     text += "\nscheduler:\n" + "".join(f"  {k}: {v}\n" for k, v in settings.items())
     path = directory / "scheduler.yaml"
     path.write_text(text)

@@ -1,0 +1,87 @@
+"""/livez, /readyz and /metrics over HTTP, served by aiohttp in the daemon's own event loop.
+
+Being in the same loop is the point of /livez: it answers only while the loop turns. /readyz is
+503 until every informer's initial list is in the cache, and its body names the informers still
+listing; readiness does not depend on leadership (a warm standby is ready), but the body says
+which one it is. /metrics is the daemon's registry in Prometheus text format.
+
+``--http-address`` with port 0 takes a free port; the address actually bound is logged and kept
+in ``HealthServer.address``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+from pumice.daemon.metrics import CONTENT_TYPE
+from pumice.errors import PumiceError
+from pumice.framework.configparse import split_host_port
+
+if TYPE_CHECKING:
+    from pumice.daemon.loop import Daemon
+
+log = logging.getLogger("pumice.daemon")
+
+
+class HttpAddressError(PumiceError):
+    """The health server's address cannot be bound (taken, or not ours)."""
+
+
+class HealthServer:
+    def __init__(self, daemon: Daemon, address: str) -> None:
+        self.daemon = daemon
+        self.requested = address
+        self.address: str | None = None
+        """``host:port`` bound, once started."""
+        self._runner: web.AppRunner | None = None
+
+    async def start(self) -> str:
+        host, port = split_host_port(self.requested)
+        host = host or "0.0.0.0"
+        app = web.Application()
+        app.router.add_get("/livez", self._livez)
+        app.router.add_get("/readyz", self._readyz)
+        app.router.add_get("/metrics", self._metrics)
+        # No access log: probes every few seconds would drown the scheduler's own lines.
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, host, port)
+        try:
+            await site.start()
+        except OSError as exc:
+            await self._runner.cleanup()
+            self._runner = None
+            raise HttpAddressError(f"cannot serve HTTP on {self.requested}: {exc}") from None
+        bound = port
+        server = site._server
+        sockets = getattr(server, "sockets", None) or []
+        if sockets:
+            bound = sockets[0].getsockname()[1]
+        self.address = f"[{host}]:{bound}" if ":" in host else f"{host}:{bound}"
+        log.info("health and metrics on http://%s (/livez /readyz /metrics)", self.address)
+        return self.address
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def _livez(self, request: web.Request) -> web.Response:
+        return web.Response(text="ok\n")
+
+    async def _readyz(self, request: web.Request) -> web.Response:
+        daemon = self.daemon
+        role = daemon.role
+        if daemon.synced:
+            return web.Response(text=f"ok: synced; {role}\n")
+        waiting = daemon.waiting_for()
+        return web.Response(
+            status=503, text=f"not ready: waiting for the initial list of {waiting}; {role}\n"
+        )
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        body = self.daemon.metrics.exposition()
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
