@@ -83,6 +83,7 @@ class Daemon:
         self.work: BackgroundWork | None = None
         self.reporter: Reporter | None = None
         self.cycles = 0
+        self.failures = 0
         self.last: CycleOutcome | None = None
         self.synced = False
         """Every informer's initial list is in the cache."""
@@ -143,7 +144,7 @@ class Daemon:
             await self._loop(cache)
             if self.work is not None:
                 await self.work.drain()
-            return 0
+            return 1 if self.options.until_idle and self.last and self.last.failed else 0
         finally:
             if self.work is not None:
                 await self.work.cancel()
@@ -241,6 +242,9 @@ class Daemon:
                 assert self.reporter is not None
                 self.reporter.report_problems()
                 cache.tidy()
+            if self.options.until_idle and outcome.failed:
+                log.error("a session failed; --until-idle gives up")
+                return
             if self.options.until_idle and self._idle(outcome):
                 log.info("idle: nothing more to schedule; exiting")
                 return
@@ -249,10 +253,10 @@ class Daemon:
 
     def _worth_a_session(self, cache: ClusterCache, seen: int | None, since: float) -> bool:
         """A session over the same cache as the last one would decide the same, so one runs
-        only when pods wait and something changed (or the last session committed, or a
-        backoff may have ended); and, for fresh PodGroup/Queue status, when anything changed,
+        only when pods wait and something changed (or the last session committed or failed,
+        or a backoff may have ended); and, for fresh PodGroup/Queue status, when anything changed,
         the last session is ``STATUS_REFRESH`` seconds old and no bind is in flight."""
-        changed = cache.generation != seen
+        changed = cache.generation != seen or (self.last is not None and self.last.failed)
         if cache.waiting() and (changed or cache.holding() or self._committed_last()):
             return True
         # Not while binds are in flight: the session would hold the GIL they need, and the
@@ -286,7 +290,13 @@ class Daemon:
             committer = LoopCommitter(loop, self.work.bind, self.work.evict, self._nominate)
         else:
             committer = DryRunCommitter()
-        outcome = await asyncio.to_thread(self._session, snapshot, committer)
+        try:
+            outcome = await asyncio.to_thread(self._session, snapshot, committer)
+        except Exception:
+            # A plugin or action failing must not stop the daemon: the next cycle tries again.
+            log.exception("session failed; retrying in the next cycle")
+            self.failures += 1
+            outcome = CycleOutcome(failed=True)
         # Let the commits the worker handed over run before judging idleness.
         await asyncio.sleep(0)
         outcome.seconds = time.perf_counter() - started
@@ -294,7 +304,8 @@ class Daemon:
         self.last = outcome
         self.metrics.observe_cycle(outcome)
         assert self.reporter is not None
-        self.reporter.report(outcome)
+        if not outcome.failed:
+            self.reporter.report(outcome)
         log.log(
             logging.INFO if outcome.binds or outcome.evictions else logging.DEBUG,
             "cycle %d: %d binds, %d evictions, %d pending, %.3fs",

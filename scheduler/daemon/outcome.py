@@ -34,6 +34,8 @@ class CycleOutcome:
     """``namespace/name`` -> the status the PodGroup should have."""
     queues: dict[str, Obj] = field(default_factory=dict)
     seconds: float = 0.0
+    failed: bool = False
+    """The session raised (logged); nothing was decided."""
 
 
 def collect(session: Session) -> CycleOutcome:

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from daemon.workload import gang, node, pod, podgroup, seed
+from pumice import Action
 from pumice.cache import PodState
 from support.daemonrun import Ledger, running_daemon, wait_for, write_config
 
@@ -140,4 +141,28 @@ async def test_gated_pods_wait_untouched_until_their_gates_are_removed(
         sim.store.commit("/pods", ("batch", "gated"), stored)
         await wait_for(lambda: len(ledger.bound("pumice")) == 2, timeout=60)
     assert_bound_exactly_once(ledger, 2)
+    ledger.close()
+
+
+class FailsTwice(Action):
+    """An action that raises in its first two sessions."""
+
+    calls = 0
+
+    def execute(self, session: Any) -> None:
+        FailsTwice.calls += 1
+        if FailsTwice.calls <= 2:
+            raise RuntimeError("this action is broken today")
+
+
+async def test_a_failing_session_never_stops_the_daemon(
+    sim: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    seed(sim, [node("n1"), pod("p")])
+    ledger = Ledger(sim)
+    config = write_config(tmp_path, actions="fails-twice, enqueue, allocate, backfill")
+    async with running_daemon(sim.kubeconfig, config, extra={"fails-twice": FailsTwice}) as d:
+        await wait_for(lambda: len(ledger.bound("pumice")) == 1, timeout=60)
+        assert d.failures == 2
+    assert "this action is broken today" in caplog.text
     ledger.close()

@@ -21,6 +21,8 @@ from typing import Any
 
 from pumice.commands.common import load_checked
 from pumice.daemon import Daemon, DaemonOptions
+from pumice.framework.config import load_config
+from pumice.framework.host import PluginHost
 from pumice.kube import KubeSettings
 from pumice.model import Resource, pod_requests
 
@@ -29,9 +31,11 @@ PODS = "/pods"
 NODES = "/nodes"
 
 
-def write_config(directory: Path, **scheduler: str) -> Path:
+def write_config(directory: Path, actions: str | None = None, **scheduler: str) -> Path:
     """The bundled config with a short period (and any other ``scheduler:`` keys)."""
     text = (resources.files("pumice.conf") / "scheduler.yaml").read_text()
+    if actions is not None:
+        text = text.replace('actions: "enqueue, allocate, backfill"', f'actions: "{actions}"')
     # Port 0: tests running side by side never fight over the health server's port.
     settings = {"period": "100ms", "httpAddress": '"127.0.0.1:0"', **scheduler}
     text += "\nscheduler:\n" + "".join(f"  {k}: {v}\n" for k, v in settings.items())
@@ -42,10 +46,17 @@ def write_config(directory: Path, **scheduler: str) -> Path:
 
 @contextlib.asynccontextmanager
 async def running_daemon(
-    kubeconfig: Path, config: Path, *, dry_run: bool = False
+    kubeconfig: Path, config: Path, *, dry_run: bool = False, extra: dict[str, type] | None = None
 ) -> AsyncIterator[Daemon]:
-    """The daemon in this process's event loop (its sessions in a worker thread)."""
-    cfg, host = load_checked(str(config))
+    """The daemon in this process's event loop (its sessions in a worker thread); ``extra``
+    plugins and actions are registered besides the installed ones."""
+    if extra:
+        cfg = load_config(config)
+        host = PluginHost.discover(cfg.scheduler.plugin_packages)
+        for name, cls in extra.items():
+            host.register(name, cls)
+    else:
+        cfg, host = load_checked(str(config))
     stop = asyncio.Event()
     daemon = Daemon(
         DaemonOptions(
