@@ -24,6 +24,7 @@ from pumice.cache import ClusterCache
 from pumice.commands.common import load_checked
 from pumice.daemon import Daemon, DaemonOptions
 from pumice.daemon.health import HttpAddressError
+from pumice.daemon.leadership import default_identity
 from pumice.framework.config import ConfigError
 from pumice.framework.configparse import split_host_port
 from pumice.framework.host import PluginConflictError
@@ -40,6 +41,25 @@ log = logging.getLogger("pumice.run")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE", help="scheduler config (default: bundled)")
     parser.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig of the cluster")
+    elect = parser.add_mutually_exclusive_group()
+    elect.add_argument(
+        "--leader-elect",
+        dest="leader_elect",
+        action="store_true",
+        default=None,
+        help="take part in leader election (default: scheduler.leaderElection.enabled)",
+    )
+    elect.add_argument(
+        "--no-leader-elect",
+        dest="leader_elect",
+        action="store_false",
+        help="lead alone, whatever the config says",
+    )
+    parser.add_argument(
+        "--identity",
+        metavar="NAME",
+        help="holderIdentity in the Lease (default: the host's name and a random suffix)",
+    )
     parser.add_argument(
         "--http-address",
         metavar="HOST:PORT",
@@ -94,6 +114,10 @@ def run(args: argparse.Namespace) -> int:
     if http_address is None:
         # A demo on a simulated cluster must not fight a real scheduler for the port.
         http_address = "127.0.0.1:0" if args.sim is not None else config.scheduler.http_address
+    identity = args.identity or default_identity()
+    if any(c.isspace() for c in identity):
+        print(f"pumice run: --identity {identity!r}: must not contain spaces", file=sys.stderr)
+        return 2
     try:
         split_host_port(http_address)
     except ValueError as exc:
@@ -125,13 +149,19 @@ def run(args: argparse.Namespace) -> int:
                 config=config,
                 host=host,
                 kube=KubeSettings(
-                    kubeconfig=kubeconfig, qps=args.qps, burst=args.burst, user_agent="pumice"
+                    kubeconfig=kubeconfig,
+                    qps=args.qps,
+                    burst=args.burst,
+                    # The identity in every request: the server's audit log tells replicas apart.
+                    user_agent=f"pumice ({identity})",
                 ),
                 dry_run=args.dry_run,
                 until_idle=args.until_idle,
                 on_bound=on_bound,
                 stop=stop,
                 http_address=http_address,
+                leader_elect=args.leader_elect,
+                identity=identity,
             )
             daemon = Daemon(options)
             try:

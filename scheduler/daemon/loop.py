@@ -17,7 +17,6 @@ or eviction is in flight or waiting out a backoff.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import socket
 import time
@@ -27,6 +26,7 @@ from pumice.cache import ClusterCache
 from pumice.daemon.binding import BackgroundWork, BoundCallback
 from pumice.daemon.committers import DryRunCommitter, LoopCommitter
 from pumice.daemon.health import HealthServer
+from pumice.daemon.leadership import Leadership, default_identity
 from pumice.daemon.metrics import DaemonMetrics
 from pumice.daemon.outcome import CycleOutcome, collect
 from pumice.daemon.reporting import Reporter
@@ -69,6 +69,10 @@ class DaemonOptions:
     """Set to end the loop (signals); the daemon finishes what is in flight first."""
     http_address: str | None = None
     """Serve /livez, /readyz and /metrics there (port 0: any free port); None: no server."""
+    leader_elect: bool | None = None
+    """None: the config's ``scheduler.leaderElection.enabled``."""
+    identity: str | None = None
+    """Our name in the Lease; None: the host's name and a random suffix."""
 
 
 class Daemon:
@@ -87,17 +91,25 @@ class Daemon:
         self.last: CycleOutcome | None = None
         self.synced = False
         """Every informer's initial list is in the cache."""
-        self.metrics = DaemonMetrics(self)
         self.health: HealthServer | None = None
+        elect = options.leader_elect
+        self.leadership = Leadership(
+            settings.leader_election,
+            scheduler_name=self.scheduler_name,
+            identity=options.identity or default_identity(),
+            enabled=settings.leader_election.enabled if elect is None else elect,
+            dry_run=self.dry_run,
+        )
+        self.metrics = DaemonMetrics(self)
 
     @property
     def leading(self) -> bool:
         """May this instance write (bind, evict, events, status)?"""
-        return not self.dry_run
+        return self.leadership.leading
 
     @property
     def role(self) -> str:
-        return "dry-run: writes nothing" if self.dry_run else "leader election off: leading"
+        return self.leadership.role
 
     def waiting_for(self) -> str:
         """The informers whose initial list is not in yet, for /readyz."""
@@ -124,6 +136,8 @@ class Daemon:
         runners: list[asyncio.Task[None]] = []
         try:
             cache = await self._make_cache(kube)
+            # Campaign while the informers list: a standby keeps its cache warm all the same.
+            await self.leadership.start(self.options.kube)
             runners = await self._start_informers(kube, cache)
             self.synced = True
             if not self.dry_run:
@@ -142,12 +156,18 @@ class Daemon:
                 )
             self.reporter = Reporter(cache, self.work, self.dry_run)
             await self._loop(cache)
+            if self.leadership.lost.is_set():
+                # Whatever is in flight is cancelled below: the new leader decides afresh.
+                log.error("%s lost the lease; exiting", self.leadership.identity)
+                return 1
             if self.work is not None:
                 await self.work.drain()
             return 1 if self.options.until_idle and self.last and self.last.failed else 0
         finally:
             if self.work is not None:
                 await self.work.cancel()
+            # After the binds: a standby must not take over while ours are still in flight.
+            await self.leadership.stop()
             for runner in runners:
                 runner.cancel()
             await asyncio.gather(*runners, return_exceptions=True)
@@ -230,7 +250,12 @@ class Daemon:
         stop = self.options.stop or asyncio.Event()
         seen: int | None = None
         last_session = 0.0
-        while not stop.is_set():
+        while not stop.is_set() and not self.leadership.lost.is_set():
+            if not self.leadership.active:
+                # Standing by: the informers keep the cache warm; nothing is written.
+                cache.tidy()
+                await self.leadership.pause(stop, self.period)
+                continue
             now = time.monotonic()
             if self._worth_a_session(cache, seen, now - last_session):
                 seen, last_session = cache.generation, now
@@ -248,8 +273,7 @@ class Daemon:
             if self.options.until_idle and self._idle(outcome):
                 log.info("idle: nothing more to schedule; exiting")
                 return
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=self.period)
+            await self.leadership.pause(stop, self.period)
 
     def _worth_a_session(self, cache: ClusterCache, seen: int | None, since: float) -> bool:
         """A session over the same cache as the last one would decide the same, so one runs

@@ -111,6 +111,11 @@ class _StateCollector(Collector):
             if key.startswith("evict-"):
                 evictions.add_metric([key.removeprefix("evict-").lower()], value)
         yield evictions
+        yield CounterMetricFamily(
+            "pumice_session_failures",
+            "Sessions that raised (retried next period)",
+            value=daemon.failures,
+        )
         yield GaugeMetricFamily(
             "pumice_leader", "1 while this instance may write (leads)", value=int(daemon.leading)
         )
