@@ -185,6 +185,16 @@ class ClusterCache:
         entry.state, entry.node, entry.left_at = PodState.LEFT, None, self._clock()
         self._sync(entry)
 
+    def evicting(self, uid: str, asked: bool = True) -> None:
+        """An eviction was asked for (``asked``) or failed (not ``asked``): until the watch
+        shows the pod terminating, sessions see it releasing, so none evicts it again."""
+        entry = self.pods.get(uid)
+        if entry is None or entry.state is not PodState.ADDED or entry.evicting == asked:
+            return
+        self._touch()
+        entry.evicting = asked
+        self._sync(entry)
+
     def gone(self, uid: str) -> None:
         """The pod no longer exists."""
         self._touch()
@@ -340,6 +350,8 @@ class ClusterCache:
         task.job = job
         if state is PodState.ASSUMED:
             task.node_name, task.status = entry.node, TaskStatus.BINDING
+        elif entry.evicting and task.status & (TaskStatus.BOUND | TaskStatus.RUNNING):
+            task.status = TaskStatus.RELEASING
         return task
 
     def _parse_task(self, entry: PodEntry) -> TaskInfo | None:

@@ -60,6 +60,8 @@ class PodEntry:
     left_at: float = 0.0
     bound: bool = False
     """The API server accepted our bind; the watch has not confirmed it yet."""
+    evicting: bool = False
+    """We asked for its eviction: counted as releasing until the watch shows it going."""
 
     @property
     def key(self) -> str:

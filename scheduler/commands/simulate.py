@@ -7,7 +7,9 @@ dicts (``simulate_state.ClusterState``). Then cycles run until nothing changes, 
 records every decision (the same snapshot → session → commit path as the daemon), runs the
 configured actions, and writes the committed decisions back into the dicts — bound pods get
 their node and turn Running, evicted pods disappear, preemptors get their nominated node,
-PodGroups their phase. The report (``simulate_report``) is a table or JSON.
+PodGroups their phase, Queues their node reservation (``status.reservation``). One cycle is one
+``period`` of the configuration on the simulated clock. The report (``simulate_report``) is a
+table or JSON.
 
 Exit codes: 0, or 2 with one line for a bad flag, configuration or manifest
 (``FILE: Pod default/small-1: spec.containers[0].resources.requests.cpu: …``).
@@ -37,6 +39,7 @@ from pumice.framework.host import PluginConflictError, PluginHost
 from pumice.framework.session import Session
 from pumice.manifests import ManifestError
 from pumice.model import ClusterSnapshot, Resource, TaskInfo
+from pumice.plugins.node_reservation import NodeReservationPlugin
 from pumice.plugins.proportion import ProportionPlugin
 
 DEFAULT_CYCLES = 10
@@ -136,15 +139,17 @@ def simulate(
     for cycle in range(1, cycles + 1):
         snap, left_out = state.snapshot()
         # the figures of the state this cycle starts from: final if the cycle changes nothing
-        _figures(snap, config, host, report)
+        _figures(snap, config, host, report, state)
         recorder = CycleRecorder(cycle)
         session = Session.open(snap, config, host, committer=recorder)
         recorder.session = session
         session.explain = explain
         try:
             session.run_actions()
+            _carry_reservations(session, state, report)
         finally:
             session.close()
+        state.clock += config.scheduler.period
         for task, node, action in recorder.binds:
             state.bind(task.key, node)
             scores = session.placement_scores.get(task.uid) if explain else None
@@ -164,8 +169,18 @@ def simulate(
     if last is not None:
         report.unschedulable = _reasons(state, last, left_out)
     if changed:  # stopped by --cycles: the figures of the state the last cycle left
-        _figures(state.snapshot()[0], config, host, report)
+        _figures(state.snapshot()[0], config, host, report, state)
     return report
+
+
+def _carry_reservations(session: Session, state: ClusterState, report: Report) -> None:
+    """Write the cycle's node reservations into the Queues, for the next cycle and the report."""
+    for _, _, plugin in session.plugins:
+        if isinstance(plugin, NodeReservationPlugin):
+            statuses = plugin.statuses()
+            for name, reservation in statuses.items():
+                state.set_reservation(name, reservation)
+            report.reservations = {k: v for k, v in statuses.items() if v is not None}
 
 
 def _reasons(state: ClusterState, session: Session, left_out: dict[str, str]) -> dict[str, str]:
@@ -189,10 +204,16 @@ def _reasons(state: ClusterState, session: Session, left_out: dict[str, str]) ->
 
 
 def _figures(
-    snap: ClusterSnapshot, config: SchedulerConfig, host: PluginHost, report: Report
+    snap: ClusterSnapshot,
+    config: SchedulerConfig,
+    host: PluginHost,
+    report: Report,
+    state: ClusterState,
 ) -> None:
     """Node usage and queue shares of ``snap``, from a session that runs no action (it
-    changes nothing in the snapshot, so the cycle's own session can use it afterwards)."""
+    changes nothing in the snapshot, so the cycle's own session can use it afterwards). Its
+    node reservations are carried into ``state`` at once: the cycle's session then finds them
+    decided (the same decision, made and logged once)."""
     report.nodes = [
         NodeUsage(n.name, n.allocatable, n.used, n.pod_count, n.max_pods)
         for n in sorted(snap.nodes.values(), key=lambda n: n.name)
@@ -200,6 +221,7 @@ def _figures(
     report.queues = {}
     session = Session.open(snap, config, host, committer=CycleRecorder(0))
     try:
+        _carry_reservations(session, state, report)
         proportion = next(
             (p for _, _, p in session.plugins if isinstance(p, ProportionPlugin)), None
         )

@@ -6,8 +6,13 @@ The JSON has exactly these keys (quantities as Kubernetes writes them: ``"4"``, 
     {"placements":    [{"pod", "node", "action", "cycle"[, "scores"]}],
      "evictions":     [{"pod", "node", "action", "cycle", "preemptor"}],
      "unschedulable": [{"pod", "message"}],
-     "queues":        {name: {"deserved": {...}, "allocated": {...}, "share": float}},
+     "queues":        {name: {"deserved": {...}, "allocated": {...}, "share": float
+                             [, "reservation": {"nodes": [...], "resource": {...}}
+                                             | {"refused": "why"}]}},
      "podgroups":     {"ns/name": {"phase": ...}}}
+
+``reservation`` appears for the queues the node-reservation plugin locks nodes for (the nodes
+and what is idle on them) or refuses (the reason).
 
 ``scores`` (with ``--explain``) maps every node where the pod was feasible to each scoring
 plugin's contribution (its weight included) and their ``total``.
@@ -83,6 +88,8 @@ class Report:
     podgroups: dict[str, str] = field(default_factory=dict)
     nodes: list[NodeUsage] = field(default_factory=list)
     cycles: int = 0
+    reservations: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Queue -> its ``status.reservation`` after the last cycle (node-reservation)."""
 
     def to_json(self) -> dict[str, Any]:
         placements = []
@@ -120,11 +127,20 @@ class Report:
                     "deserved": resource_list(q.deserved),
                     "allocated": resource_list(q.allocated),
                     "share": round(q.share, 6),
+                    **self._reservation(name),
                 }
                 for name, q in sorted(self.queues.items())
             },
             "podgroups": {key: {"phase": phase} for key, phase in sorted(self.podgroups.items())},
         }
+
+    def _reservation(self, queue: str) -> dict[str, Any]:
+        status = self.reservations.get(queue)
+        if status is None:
+            return {}
+        if "refused" in status:
+            return {"reservation": {"refused": status["refused"]}}
+        return {"reservation": {"nodes": status["nodes"], "resource": status["resource"]}}
 
 
 # -- the table ----------------------------------------------------------------------------------
@@ -193,6 +209,16 @@ def render_table(report: Report, explain: bool = False) -> str:
         rows = [("QUEUE", "DESERVED", "ALLOCATED", "SHARE")]
         for name, q in sorted(report.queues.items()):
             rows.append((name, _inline(q.deserved), _inline(q.allocated), f"{q.share:.2f}"))
+        out += _columns(rows)
+    if report.reservations:
+        out += ["", "RESERVATIONS"]
+        rows = [("QUEUE", "NODES", "IDLE ON THEM")]
+        for name, status in sorted(report.reservations.items()):
+            if "refused" in status:
+                rows.append((name, "refused", status["refused"]))
+            else:
+                idle = ",".join(f"{k}={v}" for k, v in status["resource"].items()) or "-"
+                rows.append((name, ",".join(status["nodes"]), idle))
         out += _columns(rows)
     out += ["", "PODGROUPS"]
     if report.podgroups:

@@ -5,7 +5,9 @@ clone of the nodes (``NodeInfo.from_node``, once) with the queues, jobs and task
 (``QueueInfo.from_queue``, ``JobInfo.from_podgroup``, ``TaskInfo.from_pod``, each pod parsed
 once); the cycle's decisions are written back into the dicts: a bound pod gets
 ``spec.nodeName`` and turns Running, an evicted pod disappears, a nominated pod gets
-``status.nominatedNodeName``, and PodGroups get their phase.
+``status.nominatedNodeName``, PodGroups get their phase, and Queues the ``status.reservation``
+the node-reservation plugin decided (so its locks last from cycle to cycle, as in a cluster).
+Every snapshot is taken at the simulated ``clock``.
 
 Which pods take part:
 
@@ -26,6 +28,7 @@ Input errors are ``ManifestError`` with one line ``FILE: Kind ns/name: field.pat
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -144,6 +147,9 @@ class ClusterState:
     priority_classes: dict[str, int] = field(default_factory=dict)
     default_priority: int | None = None
     notes: list[str] = field(default_factory=list)
+    clock: float = field(default_factory=time.time)
+    """The simulated time: every snapshot is taken at it (``ClusterSnapshot.taken_at``), and
+    ``pumice simulate`` moves it on by the configured ``period`` each cycle."""
     _nodes_only: ClusterSnapshot | None = field(default=None, repr=False)
     """The nodes without any task, built once; every cycle starts from a clone of it."""
     _tasks: dict[str, TaskInfo] = field(default_factory=dict, repr=False)
@@ -285,6 +291,7 @@ class ClusterState:
             nodes = [NodeInfo.from_node(n) for n in self.nodes.values()]
             self._nodes_only = ClusterSnapshot.build(nodes=nodes)
         snap = self._nodes_only.clone()
+        snap.taken_at = self.clock
         for q in queues:
             snap.put_queue(q)
         for job in jobs.values():
@@ -322,6 +329,17 @@ class ClusterState:
         pod = self.pods.get(pod_key)
         if pod is not None:
             pod.setdefault("status", {})["nominatedNodeName"] = node
+
+    def set_reservation(self, queue: str, reservation: Mapping[str, Any] | None) -> None:
+        """Write (None: remove) a Queue's ``status.reservation``, as the daemon would."""
+        obj = self.queues.get(queue)
+        if obj is None:
+            return
+        status = obj.setdefault("status", {})
+        if reservation is None:
+            status.pop("reservation", None)
+        else:
+            status["reservation"] = dict(reservation)
 
     def update_podgroup_phases(self, session_phases: Mapping[str, str]) -> dict[str, str]:
         """Write every PodGroup's phase as Volcano computes it at session close: Running

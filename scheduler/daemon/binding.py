@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pumice.cache import ClusterCache
 from pumice.kube import Binder, BindOutcome, BindResult, Evictor, EvictOutcome, StatusWriter
 
 log = logging.getLogger("pumice.daemon")
+
+Obj = dict[str, Any]
 
 INITIAL_BACKOFF = 1.0
 MAX_BACKOFF = 10.0
@@ -43,12 +45,14 @@ class BackgroundWork:
         evictor: Evictor,
         writer: StatusWriter,
         on_bound: BoundCallback | None = None,
+        nominator: Callable[[Obj, str], Awaitable[bool]] | None = None,
     ) -> None:
         self.cache = cache
         self.binder = binder
         self.evictor = evictor
         self.writer = writer
         self.on_bound = on_bound
+        self.nominator = nominator
         self.attempts: dict[str, int] = {}
         self.tasks: set[asyncio.Task[Any]] = set()
         self.binds_in_flight = 0
@@ -125,6 +129,8 @@ class BackgroundWork:
     # -- evictions ---------------------------------------------------------------------------
 
     def evict(self, uid: str, namespace: str, name: str, reason: str) -> None:
+        """Evict in the background; meanwhile the cache counts the pod as releasing."""
+        self.cache.evicting(uid)
         self.evictions_in_flight += 1
         self._spawn(self._evict(uid, namespace, name, reason))
 
@@ -139,9 +145,20 @@ class BackgroundWork:
             if outcome in (EvictOutcome.EVICTED, EvictOutcome.GONE):
                 log.info("evicted %s/%s (%s)", namespace, name, reason)
             else:
+                self.cache.evicting(uid, asked=False)  # it stays: count it as running again
                 log.warning("could not evict %s/%s: %s", namespace, name, outcome.name)
         finally:
             self.evictions_in_flight -= 1
+
+    # -- nominations ------------------------------------------------------------------------
+
+    def nominate(self, uid: str, node: str) -> None:
+        """Write the preemptor's ``status.nominatedNodeName`` (the room its victims free)."""
+        entry = self.cache.pods.get(uid)
+        if entry is None or self.nominator is None:
+            return
+        log.info("%s nominated for node %s", entry.key, node)
+        self.write(self.nominator(entry.pod, node))
 
     # -- status writes -----------------------------------------------------------------------
 

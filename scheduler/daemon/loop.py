@@ -21,6 +21,7 @@ import logging
 import socket
 import time
 from dataclasses import dataclass
+from functools import partial
 
 from pumice.cache import ClusterCache
 from pumice.daemon.binding import BackgroundWork, BoundCallback
@@ -28,6 +29,7 @@ from pumice.daemon.committers import DryRunCommitter, LoopCommitter
 from pumice.daemon.health import HealthServer
 from pumice.daemon.leadership import Leadership, default_identity
 from pumice.daemon.metrics import DaemonMetrics
+from pumice.daemon.notify import Notifier, run_watchdog
 from pumice.daemon.outcome import CycleOutcome, collect
 from pumice.daemon.reporting import Reporter
 from pumice.framework.config import SchedulerConfig
@@ -48,6 +50,7 @@ from pumice.kube import (
     connect,
     served,
 )
+from pumice.kube.nomination import nominate
 from pumice.model import ClusterSnapshot
 
 log = logging.getLogger("pumice.daemon")
@@ -88,6 +91,9 @@ class Daemon:
         self.reporter: Reporter | None = None
         self.cycles = 0
         self.failures = 0
+        self.ticks = 0
+        """Loop iterations so far (with or without a session): the watchdog's sign of life."""
+        self.notifier = Notifier.from_environment()
         self.last: CycleOutcome | None = None
         self.synced = False
         """Every informer's initial list is in the cache."""
@@ -140,6 +146,8 @@ class Daemon:
             await self.leadership.start(self.options.kube)
             runners = await self._start_informers(kube, cache)
             self.synced = True
+            self.notifier.ready(f"synced: {len(cache.state.nodes)} nodes, {len(cache.pods)} pods")
+            runners.append(asyncio.get_running_loop().create_task(self._watchdog()))
             if not self.dry_run:
                 status_kube = await connect(self.options.kube)
                 writer = StatusWriter(
@@ -153,6 +161,7 @@ class Daemon:
                     Evictor(kube),
                     writer,
                     self.options.on_bound,
+                    partial(nominate, status_kube),
                 )
             self.reporter = Reporter(cache, self.work, self.dry_run)
             await self._loop(cache)
@@ -164,6 +173,7 @@ class Daemon:
                 await self.work.drain()
             return 1 if self.options.until_idle and self.last and self.last.failed else 0
         finally:
+            self.notifier.stopping()
             if self.work is not None:
                 await self.work.cancel()
             # After the binds: a standby must not take over while ours are still in flight.
@@ -174,6 +184,17 @@ class Daemon:
             if status_kube is not None:
                 await status_kube.close()
             await kube.close()
+            self.notifier.close()
+
+    async def _watchdog(self) -> None:
+        last = -1
+
+        def alive() -> bool:
+            nonlocal last
+            moved, last = self.ticks != last, self.ticks
+            return moved
+
+        await run_watchdog(self.notifier, alive)
 
     async def _make_cache(self, kube: Kube) -> ClusterCache:
         volcano = await served(kube, PODGROUPS) and await served(kube, QUEUES)
@@ -251,6 +272,7 @@ class Daemon:
         seen: int | None = None
         last_session = 0.0
         while not stop.is_set() and not self.leadership.lost.is_set():
+            self.ticks += 1  # a standby's loop turns too: systemd's watchdog must not kill it
             if not self.leadership.active:
                 # Standing by: the informers keep the cache warm; nothing is written.
                 cache.tidy()
@@ -311,7 +333,7 @@ class Daemon:
         loop = asyncio.get_running_loop()
         committer: LoopCommitter | DryRunCommitter
         if self.work is not None:
-            committer = LoopCommitter(loop, self.work.bind, self.work.evict, self._nominate)
+            committer = LoopCommitter(loop, self.work.bind, self.work.evict, self.work.nominate)
         else:
             committer = DryRunCommitter()
         try:
@@ -330,15 +352,12 @@ class Daemon:
         assert self.reporter is not None
         if not outcome.failed:
             self.reporter.report(outcome)
-        log.log(
-            logging.INFO if outcome.binds or outcome.evictions else logging.DEBUG,
-            "cycle %d: %d binds, %d evictions, %d pending, %.3fs",
-            self.cycles,
-            outcome.binds,
-            outcome.evictions,
-            outcome.pending,
-            outcome.seconds,
+        summary = (
+            f"cycle {self.cycles}: {outcome.binds} binds, {outcome.evictions} evictions, "
+            f"{outcome.pending} pending, {outcome.seconds:.3f}s"
         )
+        log.log(logging.INFO if outcome.binds or outcome.evictions else logging.DEBUG, summary)
+        self.notifier.status(summary)
         return outcome
 
     def _session(
@@ -357,11 +376,6 @@ class Daemon:
         outcome = collect(session)
         outcome.binds, outcome.evictions = committer.binds, committer.evictions
         return outcome
-
-    def _nominate(self, uid: str, node: str) -> None:
-        # The preemptor stays pending, nominated, until its room is free; the next sessions
-        # place it once the victims are gone.
-        log.info("pod %s nominated for node %s", uid, node)
 
 
 def _instance(scheduler_name: str) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 from packaging.utils import canonicalize_name
 
 from pumice.durations import parse_duration
+from pumice.framework.argspec import describe as _describe
 from pumice.framework.arguments import Arguments
 from pumice.framework.config import (
     FLAG_ALIASES,
@@ -71,25 +72,6 @@ def split_host_port(address: str) -> tuple[str, int]:
     if not re.fullmatch(r"[0-9]{1,5}", port) or int(port) > 65535:
         raise ValueError(f"bad port {port!r} (expected 0-65535)")
     return host, int(port)
-
-
-def _describe(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return f"bool {str(value).lower()}"
-    if isinstance(value, int):
-        return f"integer {value}"
-    if isinstance(value, float):
-        return f"number {value:g}"
-    if isinstance(value, str):
-        shown = value if len(value) <= 40 else value[:37] + "..."
-        return f"string {shown!r}"
-    if isinstance(value, dict):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    return type(value).__name__
 
 
 def _seconds(value: float) -> str:

@@ -1,13 +1,14 @@
 """Node evaluation once per task shape: predicate masks, resource fit and scores, kept current.
 
 Tasks with the same *shape* — the same request and scheduling terms, as all pods of a gang or
-of a Deployment have — get the same predicate mask and the same scores from plugins that
-depend on the task only through its shape. So the session evaluates a shape once, caches the
-answer, and after placements refreshes only the rows of the ``NodeTable`` whose accounting
-changed (``NodeTable.changed_rows``).
+of a Deployment have — in the same queue get the same predicate mask and the same scores from
+plugins that depend on the task only through its shape (and queue). So the session evaluates a
+shape once, caches the answer, and after placements refreshes only the rows of the
+``NodeTable`` whose accounting changed (``NodeTable.changed_rows``).
 
 A plugin opts in by accepting a ``rows`` argument in ``predicate`` or ``node_score``: it then
-promises that its answer for a node depends only on that node's row (and on the task's shape),
+promises that its answer for a node depends only on that node's row (and on the task's shape
+and queue),
 and when ``rows`` is not None it returns values for exactly those rows, in that order. Plugins
 that do not accept ``rows`` are called in full for every task, as before. The predicate cache
 is used only when every enabled predicate plugin is row-local (the first failing plugin names a
@@ -129,8 +130,12 @@ class ShapeCache:
         predicates: Sequence[tuple[str, Hook, bool]],
         scorers: Sequence[tuple[str, Hook, bool]],
         check: Callable[..., Any],
+        group_of: Callable[[TaskInfo], Hashable] | None = None,
     ) -> None:
         self.table = table
+        self.group_of = group_of
+        """Tasks of different groups never share an entry, whatever their shape: the session
+        groups by queue, so a row-local plugin may answer per queue (node-reservation)."""
         self.predicates = predicates
         self.local_scorers = [(name, hook) for name, hook, local in scorers if local]
         self.cached_predicates = bool(predicates) and all(local for _, _, local in predicates)
@@ -145,6 +150,8 @@ class ShapeCache:
         if entry is not None and entry.epoch == self.table.epoch:
             return entry
         key = task_shape(task)
+        if self.group_of is not None:
+            key = (self.group_of(task), key)
         entry = self.entries.get(key)
         if entry is None or entry.epoch != self.table.epoch:
             entry = self.entries[key] = ShapeEntry(self.table.epoch, task)

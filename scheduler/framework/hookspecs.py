@@ -85,8 +85,9 @@ class PluginSpec:
         ``PredicateResult`` carrying the reason for the nodes it rejects.
 
         Row-local plugins accept ``rows``: by doing so a plugin promises that its answer for a
-        node depends only on that node's row and on the task's shape (request and scheduling
-        terms, see ``pumice.framework.evaluation``). The session then evaluates each shape
+        node depends only on that node's row, the task's shape (request and scheduling
+        terms, see ``pumice.framework.evaluation``) and the task's queue (shapes are kept
+        apart per queue). The session then evaluates each shape
         once and, after placements, calls again with ``rows`` = the changed rows, expecting
         answers for exactly those rows in that order (None: every row). A plugin without
         ``rows`` is called with every node, once per task.

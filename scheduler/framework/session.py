@@ -211,7 +211,13 @@ class Session:
             [(n, h, ("predicate", n) in self._row_local) for n, h in self._flat["predicate"]],
             [(n, h, ("node_score", n) in self._row_local) for n, h in self._flat["node_score"]],
             _vector,
+            self._queue_of_task,
         )
+
+    def _queue_of_task(self, task: TaskInfo) -> str:
+        """The queue of the task's job ('' if unknown): shapes are cached per queue."""
+        job = self.jobs.get(task.job)
+        return job.queue if job is not None else ""
 
     def run_actions(self) -> None:
         """Run the configured actions in order, each built from its ``configurations`` entry."""

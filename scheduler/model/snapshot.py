@@ -20,6 +20,7 @@ Nothing else may change a job in place: go through ``writable_job`` (statements 
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -48,6 +49,10 @@ class ClusterSnapshot:
     """Node name -> uids of placed tasks naming that node while it is not in the snapshot;
     they are accounted when it arrives."""
     identity: object = field(default_factory=object)
+    taken_at: float = field(default_factory=time.time)
+    """When this picture of the cluster was taken (seconds since the epoch): the clock of a
+    session's plugins. A clone is a new picture, taken when cloned; ``pumice simulate`` sets
+    its own clock (one ``period`` per cycle)."""
 
     @classmethod
     def build(
@@ -96,6 +101,7 @@ class ClusterSnapshot:
             table=table,
             task_jobs=dict(self.task_jobs),
             orphans={name: set(uids) for name, uids in self.orphans.items()},
+            taken_at=time.time(),
         )
         self.identity = object()  # the jobs are shared now: this side copies before writing too
         return other

@@ -294,3 +294,13 @@ def test_a_pod_that_left_and_never_showed_up_bound_is_dropped_after_a_while(
     clock.now += 61.0
     cache.tidy()
     assert "uid-a" not in cache.pods
+
+
+def test_an_eviction_counts_the_pod_as_releasing_until_it_fails(cache: ClusterCache) -> None:
+    cache.assigned_pods.on_add(pod("v", node_name="n1", phase="Running"))
+    cache.evicting("uid-v")
+    task = cache.snapshot().task("uid-v")
+    assert task is not None and task.status == TaskStatus.RELEASING
+    assert cache.snapshot().nodes["n1"].releasing.get("cpu") == pytest.approx(1000.0)
+    cache.evicting("uid-v", asked=False)
+    assert cache.snapshot().task("uid-v").status == TaskStatus.RUNNING  # type: ignore[union-attr]

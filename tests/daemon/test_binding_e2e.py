@@ -8,7 +8,9 @@ pods never written to.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -166,3 +168,33 @@ async def test_a_failing_session_never_stops_the_daemon(
         assert d.failures == 2
     assert "this action is broken today" in caplog.text
     ledger.close()
+
+
+async def test_systemd_hears_ready_status_watchdog_and_stopping(
+    sim: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "notify.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    listener.bind(str(path))
+    listener.setblocking(False)
+    monkeypatch.setenv("NOTIFY_SOCKET", str(path))
+    monkeypatch.setenv("WATCHDOG_USEC", "200000")  # a ping every 0.1 s
+    monkeypatch.delenv("WATCHDOG_PID", raising=False)
+    seed(sim, [node("n1"), pod("p")])
+    heard: list[str] = []
+
+    def drain() -> list[str]:
+        with contextlib.suppress(BlockingIOError):
+            while True:
+                heard.extend(listener.recv(4096).decode().splitlines())
+        return heard
+
+    try:
+        async with running_daemon(sim.kubeconfig, write_config(tmp_path)):
+            await wait_for(lambda: any(h.startswith("STATUS=cycle 1:") for h in drain()))
+            await wait_for(lambda: "WATCHDOG=1" in drain())
+        drain()
+    finally:
+        listener.close()
+    assert heard.index("READY=1") < heard.index("WATCHDOG=1")
+    assert "STOPPING=1" in heard
