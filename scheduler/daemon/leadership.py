@@ -18,7 +18,7 @@ import secrets
 import socket
 
 from pumice.framework.config import LeaderElection
-from pumice.kube import Kube, KubeSettings, LeaderElector, connect
+from pumice.kube import Kube, KubeError, KubeSettings, LeaderElector, connect
 
 log = logging.getLogger("pumice.daemon")
 
@@ -85,6 +85,10 @@ class Leadership:
             lease_duration=s.lease_duration,
             renew_deadline=s.renew_deadline,
             retry_period=s.retry_period,
+            # Released by stop(), with a bound of its own: the elector's (one retryPeriod) is
+            # too short for a busy API server, and a lease not released costs a whole
+            # leaseDuration without a scheduler.
+            release_on_cancel=False,
         )
         log.info(
             "leader election: %s candidate for lease %s/%s",
@@ -120,10 +124,16 @@ class Leadership:
 
     async def stop(self) -> None:
         """Stop campaigning; a leader releases the Lease so a standby takes over at once."""
+        was_leading = self.elector is not None and self.elector.is_leader
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
+        if was_leading and not self.lost.is_set() and self.elector is not None:
+            try:
+                await asyncio.wait_for(self.elector.release(), self.settings.renew_deadline)
+            except (TimeoutError, KubeError) as exc:
+                log.warning("%s: could not release the lease: %s", self.identity, exc)
         if self._kube is not None:
             await self._kube.close()
             self._kube = None
