@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 
 from pumice.cache import ClusterCache
-from pumice.commands.common import load_checked
+from pumice.commands.common import load_checked, load_validated
 from pumice.daemon import Daemon, DaemonOptions
 from pumice.daemon.health import HttpAddressError
 from pumice.daemon.leadership import default_identity
@@ -162,8 +162,12 @@ def run(args: argparse.Namespace) -> int:
                 http_address=http_address,
                 leader_elect=args.leader_elect,
                 identity=identity,
+                config_path=args.config,
+                config_loader=load_validated,
             )
             daemon = Daemon(options)
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(signal.SIGHUP, daemon.request_reload)
             try:
                 code = await daemon.run()
             finally:

@@ -31,6 +31,7 @@ from pumice.daemon.leadership import Leadership, default_identity
 from pumice.daemon.metrics import DaemonMetrics
 from pumice.daemon.notify import Notifier, run_watchdog
 from pumice.daemon.outcome import CycleOutcome, collect
+from pumice.daemon.reload import ConfigReloader, Loader
 from pumice.daemon.reporting import Reporter
 from pumice.framework.config import SchedulerConfig
 from pumice.framework.host import PluginHost
@@ -76,6 +77,9 @@ class DaemonOptions:
     """None: the config's ``scheduler.leaderElection.enabled``."""
     identity: str | None = None
     """Our name in the Lease; None: the host's name and a random suffix."""
+    config_path: str | None = None
+    """The file ``config`` came from: watched, and reloaded (with ``config_loader``)."""
+    config_loader: Loader | None = None
 
 
 class Daemon:
@@ -106,6 +110,11 @@ class Daemon:
             enabled=settings.leader_election.enabled if elect is None else elect,
             dry_run=self.dry_run,
         )
+        self.reloader: ConfigReloader | None = None
+        if options.config_path is not None and options.config_loader is not None:
+            self.reloader = ConfigReloader(
+                options.config_path, options.config, options.config_loader
+            )
         self.metrics = DaemonMetrics(self)
 
     @property
@@ -148,6 +157,8 @@ class Daemon:
             self.synced = True
             self.notifier.ready(f"synced: {len(cache.state.nodes)} nodes, {len(cache.pods)} pods")
             runners.append(asyncio.get_running_loop().create_task(self._watchdog()))
+            if self.reloader is not None:
+                runners.append(asyncio.get_running_loop().create_task(self.reloader.watch()))
             if not self.dry_run:
                 status_kube = await connect(self.options.kube)
                 writer = StatusWriter(
@@ -273,6 +284,7 @@ class Daemon:
         last_session = 0.0
         while not stop.is_set() and not self.leadership.lost.is_set():
             self.ticks += 1  # a standby's loop turns too: systemd's watchdog must not kill it
+            self._reload()
             if not self.leadership.active:
                 # Standing by: the informers keep the cache warm; nothing is written.
                 cache.tidy()
@@ -296,6 +308,18 @@ class Daemon:
                 log.info("idle: nothing more to schedule; exiting")
                 return
             await self.leadership.pause(stop, self.period)
+
+    def request_reload(self) -> None:
+        """SIGHUP: reload the config file at the next cycle boundary, changed or not."""
+        if self.reloader is not None:
+            self.reloader.request()
+
+    def _reload(self) -> None:
+        """At a cycle boundary: swap in a new, valid config, whole (see ``reload``)."""
+        taken = self.reloader.take() if self.reloader is not None else None
+        if taken is not None:
+            self.options.config, self.options.host = taken
+            self.period = self.options.config.scheduler.period
 
     def _worth_a_session(self, cache: ClusterCache, seen: int | None, since: float) -> bool:
         """A session over the same cache as the last one would decide the same, so one runs

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -50,12 +50,6 @@ class DaemonMetrics:
             "pumice_session_duration_seconds",
             "Seconds from snapshot to the last commit handed over, per session",
             buckets=DURATION_BUCKETS,
-            registry=self.registry,
-        )
-        self.reloads = Counter(
-            "pumice_config_reloads",
-            "Configuration reloads by result (applied, invalid, restart_needed)",
-            ["result"],
             registry=self.registry,
         )
         self.registry.register(_StateCollector(daemon, lambda: self.unschedulable))
@@ -122,6 +116,15 @@ class _StateCollector(Collector):
         yield GaugeMetricFamily(
             "pumice_ready", "1 once every informer's initial list is in", value=int(daemon.synced)
         )
+        reloads = CounterMetricFamily(
+            "pumice_config_reloads",
+            "Config reloads by result (applied, invalid, restart_needed)",
+            labels=["result"],
+        )
+        results = daemon.reloader.results if daemon.reloader is not None else {}
+        for result in ("applied", "invalid", "restart_needed"):
+            reloads.add_metric([result], results.get(result, 0))
+        yield reloads
         yield from self._informers()
         yield from self._cache()
 
