@@ -83,3 +83,54 @@ def is_gated(pod: Obj) -> bool:
 
 def is_terminal(pod: Obj) -> bool:
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+_CONTAINER_KEEP_OUT = (
+    "env",
+    "envFrom",
+    "command",
+    "args",
+    "volumeMounts",
+    "volumeDevices",
+    "livenessProbe",
+    "readinessProbe",
+    "startupProbe",
+    "lifecycle",
+    "securityContext",
+    "terminationMessagePath",
+    "terminationMessagePolicy",
+    "workingDir",
+)
+_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def slim_pod(pod: Obj) -> Obj:
+    """The pod without what no scheduling decision reads (environment, commands, probes,
+    volume mounts, container statuses, kubectl's last-applied copy), for the informers to
+    store: on a real cluster that is most of a pod's size. Everything a predicate, a score
+    or a status write may use stays."""
+    spec = pod.get("spec")
+    status = pod.get("status")
+    meta = pod.get("metadata")
+    if isinstance(spec, dict):
+        spec = dict(spec)
+        spec.pop("volumes", None)
+        for key in ("containers", "initContainers", "ephemeralContainers"):
+            if isinstance(spec.get(key), list):
+                spec[key] = [
+                    {k: v for k, v in c.items() if k not in _CONTAINER_KEEP_OUT}
+                    if isinstance(c, dict)
+                    else c
+                    for c in spec[key]
+                ]
+    if isinstance(status, dict):
+        status = {
+            k: v
+            for k, v in status.items()
+            if k not in ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses")
+        }
+    if isinstance(meta, dict) and _LAST_APPLIED in (meta.get("annotations") or {}):
+        meta = {**meta, "annotations": {
+            k: v for k, v in meta["annotations"].items() if k != _LAST_APPLIED
+        }}  # fmt: skip
+    return {**pod, "metadata": meta, "spec": spec, "status": status}

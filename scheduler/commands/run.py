@@ -23,7 +23,6 @@ from pathlib import Path
 from pumice.cache import ClusterCache
 from pumice.commands.common import load_checked, load_validated
 from pumice.daemon import Daemon, DaemonOptions
-from pumice.daemon.health import HttpAddressError
 from pumice.daemon.leadership import default_identity
 from pumice.framework.config import ConfigError
 from pumice.framework.configparse import split_host_port
@@ -183,9 +182,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"pumice run: {exc}", file=sys.stderr)
         return 2
     except KubeError as exc:
-        print(f"pumice run: {exc}", file=sys.stderr)
-        return 1
-    except HttpAddressError as exc:
         print(f"pumice run: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

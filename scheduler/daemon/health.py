@@ -6,18 +6,19 @@ listing; readiness does not depend on leadership (a warm standby is ready), but 
 which one it is. /metrics is the daemon's registry in Prometheus text format.
 
 ``--http-address`` with port 0 takes a free port; the address actually bound is logged and kept
-in ``HealthServer.address``.
+in ``HealthServer.address`` (and ``port``). An address that cannot be bound is a warning, not
+a stop: the scheduler schedules on without it.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from aiohttp import web
 
 from pumice.daemon.metrics import CONTENT_TYPE
-from pumice.errors import PumiceError
 from pumice.framework.configparse import split_host_port
 
 if TYPE_CHECKING:
@@ -25,9 +26,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("pumice.daemon")
 
-
-class HttpAddressError(PumiceError):
-    """The health server's address cannot be bound (taken, or not ours)."""
+LIVE_WITHIN = 120.0
+"""Seconds without a turn of the loop after which /livez says 503 (sessions take seconds)."""
 
 
 class HealthServer:
@@ -36,9 +36,10 @@ class HealthServer:
         self.requested = address
         self.address: str | None = None
         """``host:port`` bound, once started."""
+        self.port: int | None = None
         self._runner: web.AppRunner | None = None
 
-    async def start(self) -> str:
+    async def start(self) -> str | None:
         host, port = split_host_port(self.requested)
         host = host or "0.0.0.0"
         app = web.Application()
@@ -52,14 +53,17 @@ class HealthServer:
         try:
             await site.start()
         except OSError as exc:
+            # Health is not worth stopping the scheduler for: it schedules on, unprobed.
+            log.warning("health and metrics not served on %s: %s", self.requested, exc)
             await self._runner.cleanup()
             self._runner = None
-            raise HttpAddressError(f"cannot serve HTTP on {self.requested}: {exc}") from None
+            return None
         bound = port
         server = site._server
         sockets = getattr(server, "sockets", None) or []
         if sockets:
             bound = sockets[0].getsockname()[1]
+        self.port = bound
         self.address = f"[{host}]:{bound}" if ":" in host else f"{host}:{bound}"
         log.info("health and metrics on http://%s (/livez /readyz /metrics)", self.address)
         return self.address
@@ -70,6 +74,11 @@ class HealthServer:
             self._runner = None
 
     async def _livez(self, request: web.Request) -> web.Response:
+        # Answering at all proves the event loop turns; a loop stuck awaiting something (a
+        # session that never returns) shows as ticks that stopped.
+        last = self.daemon.last_tick
+        if last is not None and time.monotonic() - last > LIVE_WITHIN:
+            return web.Response(status=503, text=f"stalled: no loop turn for {LIVE_WITHIN:g}s\n")
         return web.Response(text="ok\n")
 
     async def _readyz(self, request: web.Request) -> web.Response:

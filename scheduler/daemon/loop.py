@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from functools import partial
 
-from pumice.cache import ClusterCache
+from pumice.cache import ClusterCache, slim_pod
 from pumice.daemon.binding import BackgroundWork, BoundCallback
 from pumice.daemon.committers import DryRunCommitter, LoopCommitter
 from pumice.daemon.health import HealthServer
@@ -72,7 +72,8 @@ class DaemonOptions:
     stop: asyncio.Event | None = None
     """Set to end the loop (signals); the daemon finishes what is in flight first."""
     http_address: str | None = None
-    """Serve /livez, /readyz and /metrics there (port 0: any free port); None: no server."""
+    """Serve /livez, /readyz and /metrics there (port 0: any free port); None: the config's
+    ``scheduler.httpAddress``."""
     leader_elect: bool | None = None
     """None: the config's ``scheduler.leaderElection.enabled``."""
     identity: str | None = None
@@ -97,6 +98,8 @@ class Daemon:
         self.failures = 0
         self.ticks = 0
         """Loop iterations so far (with or without a session): the watchdog's sign of life."""
+        self.last_tick: float | None = None
+        """When the loop last turned (monotonic): /livez's sign of life."""
         self.notifier = Notifier.from_environment()
         self.last: CycleOutcome | None = None
         self.synced = False
@@ -134,9 +137,9 @@ class Daemon:
     # -- start-up ----------------------------------------------------------------------------
 
     async def run(self) -> int:
-        if self.options.http_address is not None:
-            self.health = HealthServer(self, self.options.http_address)
-            await self.health.start()
+        address = self.options.http_address or self.options.config.scheduler.http_address
+        self.health = HealthServer(self, address)
+        await self.health.start()
         try:
             return await self._run()
         finally:
@@ -238,7 +241,14 @@ class Daemon:
             specs.insert(2, (PODGROUPS, cache.podgroups_handler, "podgroups", None))
         runners = []
         for i, (kind, handler, name, selector) in enumerate(specs):
-            informer = Informer(kube, kind, handler, name=name, field_selector=selector)
+            informer = Informer(
+                kube,
+                kind,
+                handler,
+                name=name,
+                field_selector=selector,
+                transform=slim_pod if kind is PODS else None,
+            )
             self.informers.append(informer)
             runners.append(asyncio.get_running_loop().create_task(informer.run(), name=name))
             if i == 0:
@@ -284,6 +294,7 @@ class Daemon:
         last_session = 0.0
         while not stop.is_set() and not self.leadership.lost.is_set():
             self.ticks += 1  # a standby's loop turns too: systemd's watchdog must not kill it
+            self.last_tick = time.monotonic()
             self._reload()
             if not self.leadership.active:
                 # Standing by: the informers keep the cache warm; nothing is written.

@@ -304,3 +304,31 @@ def test_an_eviction_counts_the_pod_as_releasing_until_it_fails(cache: ClusterCa
     assert cache.snapshot().nodes["n1"].releasing.get("cpu") == pytest.approx(1000.0)
     cache.evicting("uid-v", asked=False)
     assert cache.snapshot().task("uid-v").status == TaskStatus.RUNNING  # type: ignore[union-attr]
+
+
+def test_slim_pod_keeps_what_scheduling_reads_and_drops_the_rest() -> None:
+    from pumice.cache import slim_pod
+    from pumice.model import pod_requests
+
+    full = pod("a", cpu="2")
+    container = full["spec"]["containers"][0]
+    container.update(
+        env=[{"name": "X", "value": "y" * 1000}], command=["sleep"], ports=[{"hostPort": 80}]
+    )
+    full["spec"].update(
+        volumes=[{"name": "v"}], nodeSelector={"zone": "a"}, tolerations=[{"key": "k"}]
+    )
+    full["status"]["containerStatuses"] = [{"name": "c", "ready": False}]
+    full["status"]["conditions"] = [{"type": "PodScheduled", "status": "False"}]
+    full["metadata"]["annotations"] = {
+        "kubectl.kubernetes.io/last-applied-configuration": "{...}",
+        "scheduling.k8s.io/group-name": "g",
+    }
+    slim = slim_pod(full)
+    kept = slim["spec"]["containers"][0]
+    assert "env" not in kept and "command" not in kept and kept["ports"] == [{"hostPort": 80}]
+    assert "volumes" not in slim["spec"] and slim["spec"]["nodeSelector"] == {"zone": "a"}
+    assert "containerStatuses" not in slim["status"] and slim["status"]["conditions"]
+    assert slim["metadata"]["annotations"] == {"scheduling.k8s.io/group-name": "g"}
+    assert pod_requests(slim) == pod_requests(full)
+    assert "env" in full["spec"]["containers"][0]  # the original is left alone

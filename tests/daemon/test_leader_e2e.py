@@ -4,19 +4,28 @@ warm; killed hard, the leader's Lease is taken over and the standby binds the re
 from __future__ import annotations
 
 import asyncio
+import copy
 import re
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 
-from daemon.workload import gang, node, seed
+from daemon.workload import gang, node, pod, seed
 from pumice.commands.common import load_checked
 from pumice.daemon import Daemon, DaemonOptions
 from pumice.kube import KubeSettings
-from support.daemonrun import Ledger, kill_hard, start_process, wait_for, write_config
+from support.daemonrun import (
+    Ledger,
+    kill_hard,
+    running_daemon,
+    start_process,
+    wait_for,
+    write_config,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -155,3 +164,76 @@ async def test_a_dry_run_instance_never_touches_the_lease(sim: Any, tmp_path: Pa
     assert await asyncio.wait_for(task, 60) == 0
     assert lease(sim) is None
     assert sim.writes.select() == []
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+async def test_the_daemon_schedules_only_once_another_holders_lease_expires(
+    sim: Any, tmp_path: Path
+) -> None:
+    now = _now()
+    sim.create(
+        {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": "pumice", "namespace": "kube-system"},
+            "spec": {
+                "holderIdentity": "someone-else",
+                "leaseDurationSeconds": 2,
+                "acquireTime": now,
+                "renewTime": now,
+                "leaseTransitions": 0,
+            },
+        }
+    )
+    seed(sim, [node("n1"), pod("p")])
+    ledger = Ledger(sim)
+    config = write_config(
+        tmp_path,
+        leaderElection="{enabled: true, leaseDuration: 2s, renewDeadline: 1500ms, "
+        "retryPeriod: 200ms}",
+    )
+    async with running_daemon(sim.kubeconfig, config) as daemon:
+        await wait_for(lambda: daemon.synced, timeout=60)
+        assert daemon.cycles == 0 and ledger.bound("pumice") == []  # someone else leads
+        await wait_for(lambda: len(ledger.bound("pumice")) == 1, timeout=60)
+        spec = (lease(sim) or {})["spec"]
+        assert spec["holderIdentity"] == daemon.leadership.identity
+        assert spec["leaseTransitions"] == 1
+    assert holder(sim) == ""  # handed back at exit
+    ledger.close()
+
+
+async def test_a_lease_taken_by_another_ends_the_run_with_1(sim: Any, tmp_path: Path) -> None:
+    seed(sim, [node("n1")])
+    config = write_config(
+        tmp_path,
+        leaderElection="{enabled: true, leaseDuration: 2s, renewDeadline: 1s, retryPeriod: 200ms}",
+    )
+    cfg, host = load_checked(str(config))
+    daemon = Daemon(
+        DaemonOptions(config=cfg, host=host, kube=KubeSettings(kubeconfig=str(sim.kubeconfig)))
+    )
+
+    async def steal() -> None:  # another instance that keeps renewing the Lease as its own
+        while True:
+            for table in list(sim.store.tables()):
+                stored = sim.store.table(table).get(("kube-system", "pumice"))
+                if table.endswith("leases") and stored is not None:
+                    stored = copy.deepcopy(stored)
+                    stored["spec"]["holderIdentity"] = "thief"
+                    stored["spec"]["renewTime"] = _now()
+                    sim.store.commit(table, ("kube-system", "pumice"), stored)
+            await asyncio.sleep(0.1)
+
+    task = asyncio.get_running_loop().create_task(daemon.run())
+    await wait_for(lambda: task.done() or daemon.cycles >= 1, timeout=60)
+    thief = asyncio.get_running_loop().create_task(steal())
+    try:
+        assert await asyncio.wait_for(task, 60) == 1
+    finally:
+        thief.cancel()
+        task.cancel()
+    assert daemon.leadership.lost.is_set() and holder(sim) == "thief"

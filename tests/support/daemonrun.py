@@ -36,8 +36,8 @@ def write_config(directory: Path, actions: str | None = None, **scheduler: str) 
     text = (resources.files("pumice.conf") / "scheduler.yaml").read_text()
     if actions is not None:
         text = text.replace('actions: "enqueue, allocate, backfill"', f'actions: "{actions}"')
-    # Port 0: tests running side by side never fight over the health server's port.
-    settings = {"period": "100ms", "httpAddress": '"127.0.0.1:0"', **scheduler}
+    # port 0: tests (and other checkouts on this machine) never collide on the health port
+    settings = {"period": "100ms", "httpAddress": "127.0.0.1:0", **scheduler}
     text += "\nscheduler:\n" + "".join(f"  {k}: {v}\n" for k, v in settings.items())
     path = directory / "scheduler.yaml"
     path.write_text(text)
