@@ -34,6 +34,9 @@ from pumice.sim import SimConfig, SimServer
 DEFAULT_LOG_LEVEL = logging.INFO
 """``pumice run`` logs its decisions at info unless told otherwise."""
 
+STRUCTURED_LOGS = True
+"""Log through structlog: JSON lines off a terminal, key=value on one (``pumice.logsetup``)."""
+
 log = logging.getLogger("pumice.run")
 
 

@@ -23,6 +23,8 @@ import time
 from dataclasses import dataclass
 from functools import partial
 
+import structlog
+
 from pumice.cache import ClusterCache, slim_pod
 from pumice.daemon.binding import BackgroundWork, BoundCallback
 from pumice.daemon.committers import DryRunCommitter, LoopCommitter
@@ -363,6 +365,15 @@ class Daemon:
 
     async def cycle(self, cache: ClusterCache) -> CycleOutcome:
         """One session over a fresh snapshot; its commits go out as they are made."""
+        # Every line logged for this cycle — in the worker thread, and by the binds it hands
+        # back (their callbacks carry this context) — says which cycle it belongs to.
+        structlog.contextvars.bind_contextvars(cycle=self.cycles + 1)
+        try:
+            return await self._cycle(cache)
+        finally:
+            structlog.contextvars.unbind_contextvars("cycle")
+
+    async def _cycle(self, cache: ClusterCache) -> CycleOutcome:
         started = time.perf_counter()
         snapshot = cache.snapshot()
         loop = asyncio.get_running_loop()
