@@ -25,7 +25,7 @@ from functools import partial
 
 import structlog
 
-from pumice.cache import ClusterCache, slim_pod
+from pumice.cache import ClusterCache, PodState, slim_pod
 from pumice.daemon.binding import BackgroundWork, BoundCallback
 from pumice.daemon.committers import DryRunCommitter, LoopCommitter
 from pumice.daemon.health import HealthServer
@@ -179,6 +179,7 @@ class Daemon:
                     self.options.on_bound,
                     partial(nominate, status_kube),
                 )
+                self.work.on_bound_uid = self.metrics.bound
             self.reporter = Reporter(cache, self.work, self.dry_run)
             await self._loop(cache)
             if self.leadership.lost.is_set():
@@ -375,6 +376,11 @@ class Daemon:
 
     async def _cycle(self, cache: ClusterCache) -> CycleOutcome:
         started = time.perf_counter()
+        if not self.dry_run:
+            waiting = [e.uid for e in cache.entries(PodState.INITIAL)]
+            self.metrics.attempting(waiting, time.monotonic())
+            assumed = [e.uid for e in cache.entries(PodState.ASSUMED)]
+            self.metrics.forget([*waiting, *assumed])
         snapshot = cache.snapshot()
         loop = asyncio.get_running_loop()
         committer: LoopCommitter | DryRunCommitter

@@ -16,7 +16,8 @@ internal queues, something else).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
@@ -52,7 +53,31 @@ class DaemonMetrics:
             buckets=DURATION_BUCKETS,
             registry=self.registry,
         )
+        self.sli = Histogram(
+            "scheduler_pod_scheduling_sli_duration_seconds",
+            "Seconds from a pod's first scheduling attempt to its bind (as upstream's SLI)",
+            buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600),
+            registry=self.registry,
+        )
+        self.first_attempt: dict[str, float] = {}
+        """Pod uid -> when a session first offered it (monotonic), until it is bound."""
         self.registry.register(_StateCollector(daemon, lambda: self.unschedulable))
+
+    def attempting(self, uids: Iterable[str], now: float) -> None:
+        """A session is about to offer these pods: the first time starts their SLI clock."""
+        for uid in uids:
+            self.first_attempt.setdefault(uid, now)
+
+    def bound(self, uid: str) -> None:
+        started = self.first_attempt.pop(uid, None)
+        if started is not None:
+            self.sli.observe(time.monotonic() - started)
+
+    def forget(self, keep: Iterable[str]) -> None:
+        """Drop the clocks of pods no longer waiting nor assumed (deleted, bound elsewhere)."""
+        alive = set(keep)
+        for uid in [u for u in self.first_attempt if u not in alive]:
+            del self.first_attempt[uid]
 
     def observe_cycle(self, outcome: CycleOutcome) -> None:
         unschedulable = len(outcome.task_reasons)
