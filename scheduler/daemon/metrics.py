@@ -16,15 +16,16 @@ internal queues, something else).
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from pumice.model import TaskStatus
+from pumice.model import QuantityError, Resource, TaskStatus
 
 if TYPE_CHECKING:
     from pumice.daemon.loop import Daemon
@@ -59,9 +60,18 @@ class DaemonMetrics:
             buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600),
             registry=self.registry,
         )
+        self.action_duration = Histogram(
+            "pumice_action_duration_seconds",
+            "Seconds an action took in a session",
+            ["action"],
+            buckets=DURATION_BUCKETS,
+            registry=self.registry,
+        )
+        self.queues: dict[str, Mapping[str, Any]] = {}
+        """The last session's Queue status (``allocated`` …), per queue."""
         self.first_attempt: dict[str, float] = {}
         """Pod uid -> when a session first offered it (monotonic), until it is bound."""
-        self.registry.register(_StateCollector(daemon, lambda: self.unschedulable))
+        self.registry.register(_StateCollector(daemon, self))
 
     def attempting(self, uids: Iterable[str], now: float) -> None:
         """A session is about to offer these pods: the first time starts their SLI clock."""
@@ -80,6 +90,10 @@ class DaemonMetrics:
             del self.first_attempt[uid]
 
     def observe_cycle(self, outcome: CycleOutcome) -> None:
+        for action, seconds in outcome.action_seconds.items():
+            self.action_duration.labels(action).observe(seconds)
+        if outcome.queues:
+            self.queues = dict(outcome.queues)
         unschedulable = len(outcome.task_reasons)
         self.unschedulable += unschedulable
         self.session_duration.observe(outcome.seconds)
@@ -96,9 +110,9 @@ class DaemonMetrics:
 class _StateCollector(Collector):
     """Reads the daemon's own counters and the cache at scrape time (see the module doc)."""
 
-    def __init__(self, daemon: Daemon, unschedulable: Callable[[], int]) -> None:
+    def __init__(self, daemon: Daemon, metrics: DaemonMetrics) -> None:
         self.daemon = daemon
-        self.unschedulable = unschedulable
+        self.metrics = metrics
 
     def collect(self) -> Iterator[Metric]:
         daemon = self.daemon
@@ -109,7 +123,7 @@ class _StateCollector(Collector):
             labels=["result"],
         )
         attempts.add_metric(["scheduled"], outcomes.get("BOUND", 0))
-        attempts.add_metric(["unschedulable"], self.unschedulable())
+        attempts.add_metric(["unschedulable"], self.metrics.unschedulable)
         attempts.add_metric(["error"], outcomes.get("FAILED", 0))
         yield attempts
         binds = CounterMetricFamily(
@@ -198,3 +212,15 @@ class _StateCollector(Collector):
                 pending.add_metric([queue], count)
         yield objects
         yield pending
+        allocated = GaugeMetricFamily(
+            "pumice_queue_allocated",
+            "Resources allocated in each queue at the last session (cpu in cores, memory in "
+            "bytes, others in their own unit)",
+            labels=["queue", "resource"],
+        )
+        for queue, status in sorted(self.metrics.queues.items()):
+            with contextlib.suppress(QuantityError):
+                amounts = Resource.from_k8s(status.get("allocated") or {})
+                for name, value in sorted(amounts.items()):
+                    allocated.add_metric([queue, name], value / 1000 if name == "cpu" else value)
+        yield allocated

@@ -34,6 +34,8 @@ class CycleOutcome:
     """``namespace/name`` -> the status the PodGroup should have."""
     queues: dict[str, Obj] = field(default_factory=dict)
     seconds: float = 0.0
+    action_seconds: dict[str, float] = field(default_factory=dict)
+    """Seconds each action took in the session."""
     failed: bool = False
     """The session raised (logged); nothing was decided."""
 
@@ -41,6 +43,7 @@ class CycleOutcome:
 def collect(session: Session) -> CycleOutcome:
     """Reasons and statuses of everything a session looked at."""
     out = CycleOutcome()
+    out.action_seconds = dict(session.action_seconds)
     queue_jobs: dict[str, list[JobInfo]] = {}
     for job in session.jobs.values():
         if job.queue in session.queues:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from daemon.workload import gang, node, pod, seed
@@ -99,4 +100,8 @@ async def test_metrics_count_the_binds_the_server_accepted(sim: Any, tmp_path: P
     # Every bound pod had a first attempt: its SLI was observed once.
     assert values[("scheduler_pod_scheduling_sli_duration_seconds_count", ())] == accepted
     assert ("pumice_relists_total", (("informer", "pending-pods"),)) in values
+    assert values[("pumice_action_duration_seconds_count", (("action", "allocate"),))] >= 1
+    # 12 pods of 250m in the default queue: 3 cores.
+    cpu = (("queue", "default"), ("resource", "cpu"))
+    assert values[("pumice_queue_allocated", cpu)] == pytest.approx(3.0)
     ledger.close()
