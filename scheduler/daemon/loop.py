@@ -295,12 +295,16 @@ class Daemon:
         stop = self.options.stop or asyncio.Event()
         seen: int | None = None
         last_session = 0.0
+        standing_by: str | None = None
         while not stop.is_set() and not self.leadership.lost.is_set():
             self.ticks += 1  # a standby's loop turns too: systemd's watchdog must not kill it
             self.last_tick = time.monotonic()
             self._reload()
             if not self.leadership.active:
                 # Standing by: the informers keep the cache warm; nothing is written.
+                if standing_by != self.role:
+                    standing_by = self.role
+                    self.notifier.status(standing_by)  # `systemctl status` says who leads
                 cache.tidy()
                 await self.leadership.pause(stop, self.period)
                 continue

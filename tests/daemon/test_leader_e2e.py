@@ -4,8 +4,10 @@ warm; killed hard, the leader's Lease is taken over and the standby binds the re
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import re
+import socket
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
@@ -171,8 +173,20 @@ def _now() -> str:
 
 
 async def test_the_daemon_schedules_only_once_another_holders_lease_expires(
-    sim: Any, tmp_path: Path
+    sim: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    listener.bind(str(tmp_path / "notify.sock"))
+    listener.setblocking(False)
+    monkeypatch.setenv("NOTIFY_SOCKET", str(tmp_path / "notify.sock"))
+    heard: list[str] = []
+
+    def drain() -> list[str]:
+        with contextlib.suppress(BlockingIOError):
+            while True:
+                heard.extend(listener.recv(4096).decode().splitlines())
+        return heard
+
     now = _now()
     sim.create(
         {
@@ -204,6 +218,10 @@ async def test_the_daemon_schedules_only_once_another_holders_lease_expires(
         assert spec["leaseTransitions"] == 1
     assert holder(sim) == ""  # handed back at exit
     ledger.close()
+    drain()
+    listener.close()
+    # systemd's status said who led while this one stood by.
+    assert any(h.startswith("STATUS=standby") and "someone-else" in h for h in heard), heard
 
 
 async def test_a_lease_taken_by_another_ends_the_run_with_1(sim: Any, tmp_path: Path) -> None:
