@@ -53,7 +53,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     # A command may log more by default (``pumice run`` logs its decisions at info).
     quiet = int(getattr(command, "DEFAULT_LOG_LEVEL", logging.ERROR))
     level = {0: quiet, 1: min(quiet, logging.WARNING)}.get(args.verbose, logging.DEBUG)
-    logging.basicConfig(level=level, format="pumice: %(levelname)s: %(name)s: %(message)s")
+    if getattr(command, "STRUCTURED_LOGS", False):
+        from pumice.logsetup import configure_daemon_logging  # structlog only where used
+
+        configure_daemon_logging(level)  # JSON lines, or key=value on a terminal
+    else:
+        logging.basicConfig(level=level, format="pumice: %(levelname)s: %(name)s: %(message)s")
     code = command.run(args)
     return int(code)
 

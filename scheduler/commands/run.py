@@ -21,8 +21,9 @@ from importlib import resources
 from pathlib import Path
 
 from pumice.cache import ClusterCache
-from pumice.commands.common import load_checked
+from pumice.commands.common import load_checked, load_validated
 from pumice.daemon import Daemon, DaemonOptions
+from pumice.daemon.leadership import default_identity
 from pumice.framework.config import ConfigError
 from pumice.framework.configparse import split_host_port
 from pumice.framework.host import PluginConflictError
@@ -33,12 +34,40 @@ from pumice.sim import SimConfig, SimServer
 DEFAULT_LOG_LEVEL = logging.INFO
 """``pumice run`` logs its decisions at info unless told otherwise."""
 
+STRUCTURED_LOGS = True
+"""Log through structlog: JSON lines off a terminal, key=value on one (``pumice.logsetup``)."""
+
 log = logging.getLogger("pumice.run")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE", help="scheduler config (default: bundled)")
     parser.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig of the cluster")
+    elect = parser.add_mutually_exclusive_group()
+    elect.add_argument(
+        "--leader-elect",
+        dest="leader_elect",
+        action="store_true",
+        default=None,
+        help="take part in leader election (default: scheduler.leaderElection.enabled)",
+    )
+    elect.add_argument(
+        "--no-leader-elect",
+        dest="leader_elect",
+        action="store_false",
+        help="lead alone, whatever the config says",
+    )
+    parser.add_argument(
+        "--identity",
+        metavar="NAME",
+        help="holderIdentity in the Lease (default: the host's name and a random suffix)",
+    )
+    parser.add_argument(
+        "--http-address",
+        metavar="HOST:PORT",
+        help="serve /livez, /readyz and /metrics there; port 0 picks a free one "
+        "(default: the config's scheduler.httpAddress, 127.0.0.1:11251; with --sim, port 0)",
+    )
     parser.add_argument(
         "--dry-run", action="store_true", help="decide and log every decision; write nothing"
     )
@@ -46,19 +75,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--until-idle",
         action="store_true",
         help="exit 0 once a cycle finds nothing to schedule and nothing is in flight",
-    )
-    parser.add_argument(
-        "--leader-elect",
-        action="store_true",
-        help="schedule only while holding the config's Lease (scheduler.leaderElection)",
-    )
-    parser.add_argument(
-        "--identity", metavar="NAME", help="Lease holder identity (default: NAME-hostname)"
-    )
-    parser.add_argument(
-        "--http-address",
-        metavar="HOST:PORT",
-        help="serve /livez, /readyz and /metrics here (default: scheduler.httpAddress)",
     )
     parser.add_argument(
         "--qps", type=float, default=50.0, help="client-side request rate limit (default: 50/s)"
@@ -92,16 +108,23 @@ def run(args: argparse.Namespace) -> int:
         except ManifestError as exc:
             print(f"pumice run: --sim: {exc}", file=sys.stderr)
             return 2
-    if args.http_address is not None:
-        try:
-            split_host_port(args.http_address)
-        except ValueError as exc:
-            print(f"pumice run: --http-address {args.http_address}: {exc}", file=sys.stderr)
-            return 2
     if args.qps <= 0 or args.burst < 1:
         print("pumice run: --qps must be positive and --burst at least 1", file=sys.stderr)
         return 2
     show = args.until_idle or args.sim is not None
+    http_address = args.http_address
+    if http_address is None:
+        # A demo on a simulated cluster must not fight a real scheduler for the port.
+        http_address = "127.0.0.1:0" if args.sim is not None else config.scheduler.http_address
+    identity = args.identity or default_identity()
+    if any(c.isspace() for c in identity):
+        print(f"pumice run: --identity {identity!r}: must not contain spaces", file=sys.stderr)
+        return 2
+    try:
+        split_host_port(http_address)
+    except ValueError as exc:
+        print(f"pumice run: --http-address {http_address!r}: {exc}", file=sys.stderr)
+        return 2
 
     def on_bound(namespace: str, name: str, node: str) -> None:
         if show:
@@ -128,17 +151,25 @@ def run(args: argparse.Namespace) -> int:
                 config=config,
                 host=host,
                 kube=KubeSettings(
-                    kubeconfig=kubeconfig, qps=args.qps, burst=args.burst, user_agent="pumice"
+                    kubeconfig=kubeconfig,
+                    qps=args.qps,
+                    burst=args.burst,
+                    # The identity in every request: the server's audit log tells replicas apart.
+                    user_agent=f"pumice ({identity})",
                 ),
                 dry_run=args.dry_run,
                 until_idle=args.until_idle,
-                leader_elect=args.leader_elect,
-                identity=args.identity,
-                http_address=args.http_address,
                 on_bound=on_bound,
                 stop=stop,
+                http_address=http_address,
+                leader_elect=args.leader_elect,
+                identity=identity,
+                config_path=args.config,
+                config_loader=load_validated,
             )
             daemon = Daemon(options)
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(signal.SIGHUP, daemon.request_reload)
             try:
                 code = await daemon.run()
             finally:

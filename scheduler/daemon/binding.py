@@ -52,6 +52,8 @@ class BackgroundWork:
         self.evictor = evictor
         self.writer = writer
         self.on_bound = on_bound
+        self.on_bound_uid: Callable[[str], None] | None = None
+        """Told the uid of each pod bound (the metrics' scheduling SLI)."""
         self.nominator = nominator
         self.attempts: dict[str, int] = {}
         self.tasks: set[asyncio.Task[Any]] = set()
@@ -101,6 +103,8 @@ class BackgroundWork:
             log.info("bound %s/%s to %s", namespace, name, node)
             if self.on_bound is not None:
                 self.on_bound(namespace, name, node)
+            if self.on_bound_uid is not None:
+                self.on_bound_uid(uid)
             entry = self.cache.pods.get(uid)
             if entry is not None:
                 note = f"Successfully assigned {namespace}/{name} to {node}"

@@ -1,15 +1,13 @@
-"""The daemon's HTTP endpoints: ``/livez``, ``/readyz`` and ``/metrics``.
+"""/livez, /readyz and /metrics over HTTP, served by aiohttp in the daemon's own event loop.
 
-* ``/livez`` — 200 while the loop turns (an iteration within the last ``LIVE_WITHIN`` seconds,
-  or the daemon is still starting or waiting for the Lease), else 503: a wedged loop is
-  restarted by the kubelet.
-* ``/readyz`` — 200 once the process is up (synced and scheduling, or a standby waiting for
-  the Lease, which must count as ready or a rolling update of two replicas never proceeds).
-* ``/metrics`` — Prometheus text format; upstream ``scheduler_…`` names where the concept is the
-  same (``scheduler_pending_pods``, ``scheduler_schedule_attempts_total``), ``pumice_…`` else.
+Being in the same loop is the point of /livez: it answers only while the loop turns. /readyz is
+503 until every informer's initial list is in the cache, and its body names the informers still
+listing; readiness does not depend on leadership (a warm standby is ready), but the body says
+which one it is. /metrics is the daemon's registry in Prometheus text format.
 
-The address is ``--http-address`` or ``scheduler.httpAddress``; when it cannot be bound the
-daemon logs a warning and schedules without it (health is not worth stopping the scheduler).
+``--http-address`` with port 0 takes a free port; the address actually bound is logged and kept
+in ``HealthServer.address`` (and ``port``). An address that cannot be bound is a warning, not
+a stop: the scheduler schedules on without it.
 """
 
 from __future__ import annotations
@@ -20,82 +18,79 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from pumice.daemon.metrics import CONTENT_TYPE
 from pumice.framework.configparse import split_host_port
 
 if TYPE_CHECKING:
     from pumice.daemon.loop import Daemon
 
-log = logging.getLogger("pumice.daemon.health")
+log = logging.getLogger("pumice.daemon")
 
 LIVE_WITHIN = 120.0
+"""Seconds without a turn of the loop after which /livez says 503 (sessions take seconds)."""
 
 
 class HealthServer:
     def __init__(self, daemon: Daemon, address: str) -> None:
         self.daemon = daemon
-        self.address = address
-        self.runner: web.ServerRunner | None = None
+        self.requested = address
+        self.address: str | None = None
+        """``host:port`` bound, once started."""
         self.port: int | None = None
+        self._runner: web.AppRunner | None = None
 
-    async def start(self) -> None:
-        host, port = split_host_port(self.address)
-        server = web.Server(self._handle)
-        self.runner = web.ServerRunner(server)
-        await self.runner.setup()
-        site = web.TCPSite(self.runner, host or None, port)
+    async def start(self) -> str | None:
+        host, port = split_host_port(self.requested)
+        host = host or "0.0.0.0"
+        app = web.Application()
+        app.router.add_get("/livez", self._livez)
+        app.router.add_get("/readyz", self._readyz)
+        app.router.add_get("/metrics", self._metrics)
+        # No access log: probes every few seconds would drown the scheduler's own lines.
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, host, port)
         try:
             await site.start()
         except OSError as exc:
-            log.warning("health and metrics not served on %s: %s", self.address, exc)
-            await self.runner.cleanup()
-            self.runner = None
-            return
-        sockets = getattr(site._server, "sockets", None) or []
-        self.port = sockets[0].getsockname()[1] if sockets else port
-        log.info("health and metrics on %s (port %s)", self.address, self.port)
+            # Health is not worth stopping the scheduler for: it schedules on, unprobed.
+            log.warning("health and metrics not served on %s: %s", self.requested, exc)
+            await self._runner.cleanup()
+            self._runner = None
+            return None
+        bound = port
+        server = site._server
+        sockets = getattr(server, "sockets", None) or []
+        if sockets:
+            bound = sockets[0].getsockname()[1]
+        self.port = bound
+        self.address = f"[{host}]:{bound}" if ":" in host else f"{host}:{bound}"
+        log.info("health and metrics on http://%s (/livez /readyz /metrics)", self.address)
+        return self.address
 
     async def stop(self) -> None:
-        if self.runner is not None:
-            await self.runner.cleanup()
-            self.runner = None
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
 
-    async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
-        if request.path == "/livez":
-            live = self.daemon.last_tick is None or (
-                time.monotonic() - self.daemon.last_tick < LIVE_WITHIN
-            )
-            return web.Response(status=200 if live else 503, text="ok" if live else "stalled")
-        if request.path == "/readyz":
-            return web.Response(text="ok")
-        if request.path == "/metrics":
-            return web.Response(text=self.metrics(), content_type="text/plain")
-        return web.Response(status=404, text="not found")
+    async def _livez(self, request: web.Request) -> web.Response:
+        # Answering at all proves the event loop turns; a loop stuck awaiting something (a
+        # session that never returns) shows as ticks that stopped.
+        last = self.daemon.last_tick
+        if last is not None and time.monotonic() - last > LIVE_WITHIN:
+            return web.Response(status=503, text=f"stalled: no loop turn for {LIVE_WITHIN:g}s\n")
+        return web.Response(text="ok\n")
 
-    def metrics(self) -> str:
-        d = self.daemon
-        cache = d.cache
-        lines = [
-            "# HELP scheduler_pending_pods Pods of ours waiting for a node.",
-            "# TYPE scheduler_pending_pods gauge",
-            f"scheduler_pending_pods {cache.waiting() if cache is not None else 0}",
-            "# HELP scheduler_schedule_attempts_total Bind attempts by outcome.",
-            "# TYPE scheduler_schedule_attempts_total counter",
-        ]
-        outcomes = d.work.outcomes if d.work is not None else {}
-        for outcome, count in sorted(outcomes.items()):
-            lines.append(f'scheduler_schedule_attempts_total{{result="{outcome.lower()}"}} {count}')
-        lines += [
-            "# HELP pumice_sessions_total Scheduling sessions run.",
-            "# TYPE pumice_sessions_total counter",
-            f"pumice_sessions_total {d.cycles}",
-            "# HELP pumice_session_failures_total Sessions that raised.",
-            "# TYPE pumice_session_failures_total counter",
-            f"pumice_session_failures_total {d.failures}",
-            "# HELP pumice_last_session_seconds Duration of the last session.",
-            "# TYPE pumice_last_session_seconds gauge",
-            f"pumice_last_session_seconds {d.last.seconds if d.last is not None else 0.0}",
-            "# HELP pumice_leader 1 while this instance holds the Lease (or runs without one).",
-            "# TYPE pumice_leader gauge",
-            f"pumice_leader {1 if d.leading else 0}",
-        ]
-        return "\n".join(lines) + "\n"
+    async def _readyz(self, request: web.Request) -> web.Response:
+        daemon = self.daemon
+        role = daemon.role
+        if daemon.synced:
+            return web.Response(text=f"ok: synced; {role}\n")
+        waiting = daemon.waiting_for()
+        return web.Response(
+            status=503, text=f"not ready: waiting for the initial list of {waiting}; {role}\n"
+        )
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        body = self.daemon.metrics.exposition()
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})

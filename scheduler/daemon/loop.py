@@ -17,19 +17,23 @@ or eviction is in flight or waiting out a backoff.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import socket
 import time
 from dataclasses import dataclass
 from functools import partial
 
-from pumice.cache import ClusterCache, slim_pod
+import structlog
+
+from pumice.cache import ClusterCache, PodState, slim_pod
 from pumice.daemon.binding import BackgroundWork, BoundCallback
 from pumice.daemon.committers import DryRunCommitter, LoopCommitter
 from pumice.daemon.health import HealthServer
+from pumice.daemon.leadership import Leadership, default_identity
+from pumice.daemon.metrics import DaemonMetrics
 from pumice.daemon.notify import Notifier, run_watchdog
 from pumice.daemon.outcome import CycleOutcome, collect
+from pumice.daemon.reload import ConfigReloader, Loader
 from pumice.daemon.reporting import Reporter
 from pumice.framework.config import SchedulerConfig
 from pumice.framework.host import PluginHost
@@ -49,7 +53,6 @@ from pumice.kube import (
     connect,
     served,
 )
-from pumice.kube.leader import LeaderElector, LeadershipLost
 from pumice.kube.nomination import nominate
 from pumice.model import ClusterSnapshot
 
@@ -67,15 +70,19 @@ class DaemonOptions:
     dry_run: bool = False
     until_idle: bool = False
     on_bound: BoundCallback | None = None
-    leader_elect: bool = False
-    """Hold the config's Lease while scheduling (also ``scheduler.leaderElection.enabled``)."""
-    identity: str | None = None
-    """The Lease holder's identity (default: ``<schedulerName>-<hostname>``)."""
-    http_address: str | None = None
-    """Health and metrics (default: ``scheduler.httpAddress``)."""
     bind_concurrency: int = 64
     stop: asyncio.Event | None = None
     """Set to end the loop (signals); the daemon finishes what is in flight first."""
+    http_address: str | None = None
+    """Serve /livez, /readyz and /metrics there (port 0: any free port); None: the config's
+    ``scheduler.httpAddress``."""
+    leader_elect: bool | None = None
+    """None: the config's ``scheduler.leaderElection.enabled``."""
+    identity: str | None = None
+    """Our name in the Lease; None: the host's name and a random suffix."""
+    config_path: str | None = None
+    """The file ``config`` came from: watched, and reloaded (with ``config_loader``)."""
+    config_loader: Loader | None = None
 
 
 class Daemon:
@@ -92,37 +99,71 @@ class Daemon:
         self.cycles = 0
         self.failures = 0
         self.ticks = 0
-        self.last_tick: float | None = None
-        self.elector: LeaderElector | None = None
-        self.health: HealthServer | None = None
         """Loop iterations so far (with or without a session): the watchdog's sign of life."""
+        self.last_tick: float | None = None
+        """When the loop last turned (monotonic): /livez's sign of life."""
         self.notifier = Notifier.from_environment()
         self.last: CycleOutcome | None = None
+        self.synced = False
+        """Every informer's initial list is in the cache."""
+        self.health: HealthServer | None = None
+        elect = options.leader_elect
+        self.leadership = Leadership(
+            settings.leader_election,
+            scheduler_name=self.scheduler_name,
+            identity=options.identity or default_identity(),
+            enabled=settings.leader_election.enabled if elect is None else elect,
+            dry_run=self.dry_run,
+        )
+        self.reloader: ConfigReloader | None = None
+        if options.config_path is not None and options.config_loader is not None:
+            self.reloader = ConfigReloader(
+                options.config_path, options.config, options.config_loader
+            )
+        self.metrics = DaemonMetrics(self)
+
+    @property
+    def leading(self) -> bool:
+        """May this instance write (bind, evict, events, status)?"""
+        return self.leadership.leading
+
+    @property
+    def role(self) -> str:
+        return self.leadership.role
+
+    def waiting_for(self) -> str:
+        """The informers whose initial list is not in yet, for /readyz."""
+        names = [i.name for i in self.informers if not i.synced.is_set()]
+        return ", ".join(names) if names else "the informers to start"
 
     # -- start-up ----------------------------------------------------------------------------
 
     async def run(self) -> int:
+        address = self.options.http_address or self.options.config.scheduler.http_address
+        self.health = HealthServer(self, address)
+        await self.health.start()
+        try:
+            return await self._run()
+        finally:
+            if self.health is not None:
+                await self.health.stop()
+
+    async def _run(self) -> int:
         kube = await connect(self.options.kube)
         # Events and status go through a connection of their own, with its own rate limit (as
         # kube-scheduler's event broadcaster has), so that they never hold binds back.
         status_kube: Kube | None = None
         runners: list[asyncio.Task[None]] = []
-        elector = self.elector = self._elector(kube)
-        health = HealthServer(
-            self, self.options.http_address or self.options.config.scheduler.http_address
-        )
-        await health.start()
-        self.health = health
         try:
-            holding: asyncio.Task[None] | None = None
-            if elector is not None:
-                await elector.acquire()
-                holding = asyncio.get_running_loop().create_task(elector.hold())
-                runners.append(holding)
             cache = await self._make_cache(kube)
+            # Campaign while the informers list: a standby keeps its cache warm all the same.
+            await self.leadership.start(self.options.kube)
             runners = await self._start_informers(kube, cache)
+            self.synced = True
             self.notifier.ready(f"synced: {len(cache.state.nodes)} nodes, {len(cache.pods)} pods")
             runners.append(asyncio.get_running_loop().create_task(self._watchdog()))
+            if self.reloader is not None:
+                runners.append(asyncio.get_running_loop().create_task(self.reloader.watch()))
             if not self.dry_run:
                 status_kube = await connect(self.options.kube)
                 writer = StatusWriter(
@@ -138,8 +179,13 @@ class Daemon:
                     self.options.on_bound,
                     partial(nominate, status_kube),
                 )
+                self.work.on_bound_uid = self.metrics.bound
             self.reporter = Reporter(cache, self.work, self.dry_run)
-            await self._loop_while_leading(cache, holding)
+            await self._loop(cache)
+            if self.leadership.lost.is_set():
+                # Whatever is in flight is cancelled below: the new leader decides afresh.
+                log.error("%s lost the lease; exiting", self.leadership.identity)
+                return 1
             if self.work is not None:
                 await self.work.drain()
             return 1 if self.options.until_idle and self.last and self.last.failed else 0
@@ -147,55 +193,15 @@ class Daemon:
             self.notifier.stopping()
             if self.work is not None:
                 await self.work.cancel()
+            # After the binds: a standby must not take over while ours are still in flight.
+            await self.leadership.stop()
             for runner in runners:
                 runner.cancel()
             await asyncio.gather(*runners, return_exceptions=True)
-            await health.stop()
-            if elector is not None:
-                await elector.release()
             if status_kube is not None:
                 await status_kube.close()
             await kube.close()
             self.notifier.close()
-
-    @property
-    def leading(self) -> bool:
-        """Holding the Lease, or running without leader election."""
-        return self.elector is None or self.elector.leading
-
-    def _elector(self, kube: Kube) -> LeaderElector | None:
-        settings = self.options.config.scheduler.leader_election
-        if not (self.options.leader_elect or settings.enabled):
-            return None
-        if self.dry_run:
-            log.warning("dry-run: no leader election (nothing is written, the Lease neither)")
-            return None
-        return LeaderElector(
-            kube,
-            namespace=settings.lease_namespace,
-            name=settings.lease_name,
-            identity=self.options.identity or _instance(self.scheduler_name),
-            lease_duration=settings.lease_duration,
-            renew_deadline=settings.renew_deadline,
-            retry_period=settings.retry_period,
-        )
-
-    async def _loop_while_leading(
-        self, cache: ClusterCache, holding: asyncio.Task[None] | None
-    ) -> None:
-        """The loop, ended by a lost Lease (raised: another instance may be scheduling now)."""
-        if holding is None:
-            await self._loop(cache)
-            return
-        looping = asyncio.get_running_loop().create_task(self._loop(cache))
-        await asyncio.wait({looping, holding}, return_when=asyncio.FIRST_COMPLETED)
-        if looping.done():
-            await looping
-            return
-        looping.cancel()
-        await asyncio.gather(looping, return_exceptions=True)
-        error = holding.exception() if not holding.cancelled() else None
-        raise error or LeadershipLost("leader election ended")
 
     async def _watchdog(self) -> None:
         last = -1
@@ -289,9 +295,19 @@ class Daemon:
         stop = self.options.stop or asyncio.Event()
         seen: int | None = None
         last_session = 0.0
-        while not stop.is_set():
-            self.ticks += 1
+        standing_by: str | None = None
+        while not stop.is_set() and not self.leadership.lost.is_set():
+            self.ticks += 1  # a standby's loop turns too: systemd's watchdog must not kill it
             self.last_tick = time.monotonic()
+            self._reload()
+            if not self.leadership.active:
+                # Standing by: the informers keep the cache warm; nothing is written.
+                if standing_by != self.role:
+                    standing_by = self.role
+                    self.notifier.status(standing_by)  # `systemctl status` says who leads
+                cache.tidy()
+                await self.leadership.pause(stop, self.period)
+                continue
             now = time.monotonic()
             if self._worth_a_session(cache, seen, now - last_session):
                 seen, last_session = cache.generation, now
@@ -309,8 +325,19 @@ class Daemon:
             if self.options.until_idle and self._idle(outcome):
                 log.info("idle: nothing more to schedule; exiting")
                 return
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=self.period)
+            await self.leadership.pause(stop, self.period)
+
+    def request_reload(self) -> None:
+        """SIGHUP: reload the config file at the next cycle boundary, changed or not."""
+        if self.reloader is not None:
+            self.reloader.request()
+
+    def _reload(self) -> None:
+        """At a cycle boundary: swap in a new, valid config, whole (see ``reload``)."""
+        taken = self.reloader.take() if self.reloader is not None else None
+        if taken is not None:
+            self.options.config, self.options.host = taken
+            self.period = self.options.config.scheduler.period
 
     def _worth_a_session(self, cache: ClusterCache, seen: int | None, since: float) -> bool:
         """A session over the same cache as the last one would decide the same, so one runs
@@ -343,7 +370,21 @@ class Daemon:
 
     async def cycle(self, cache: ClusterCache) -> CycleOutcome:
         """One session over a fresh snapshot; its commits go out as they are made."""
+        # Every line logged for this cycle — in the worker thread, and by the binds it hands
+        # back (their callbacks carry this context) — says which cycle it belongs to.
+        structlog.contextvars.bind_contextvars(cycle=self.cycles + 1)
+        try:
+            return await self._cycle(cache)
+        finally:
+            structlog.contextvars.unbind_contextvars("cycle")
+
+    async def _cycle(self, cache: ClusterCache) -> CycleOutcome:
         started = time.perf_counter()
+        if not self.dry_run:
+            waiting = [e.uid for e in cache.entries(PodState.INITIAL)]
+            self.metrics.attempting(waiting, time.monotonic())
+            assumed = [e.uid for e in cache.entries(PodState.ASSUMED)]
+            self.metrics.forget([*waiting, *assumed])
         snapshot = cache.snapshot()
         loop = asyncio.get_running_loop()
         committer: LoopCommitter | DryRunCommitter
@@ -363,6 +404,7 @@ class Daemon:
         outcome.seconds = time.perf_counter() - started
         self.cycles += 1
         self.last = outcome
+        self.metrics.observe_cycle(outcome)
         assert self.reporter is not None
         if not outcome.failed:
             self.reporter.report(outcome)

@@ -39,6 +39,8 @@ class CycleOutcome:
     """Queue name -> why its node reservation was refused, for reasons not yet in its status
     (each gets a Queue event)."""
     seconds: float = 0.0
+    action_seconds: dict[str, float] = field(default_factory=dict)
+    """Seconds each action took in the session."""
     failed: bool = False
     """The session raised (logged); nothing was decided."""
 
@@ -46,6 +48,7 @@ class CycleOutcome:
 def collect(session: Session) -> CycleOutcome:
     """Reasons and statuses of everything a session looked at."""
     out = CycleOutcome()
+    out.action_seconds = dict(session.action_seconds)
     queue_jobs: dict[str, list[JobInfo]] = {}
     for job in session.jobs.values():
         if job.queue in session.queues:

@@ -205,7 +205,8 @@ class LeaderElection:
     """Leader election through a ``coordination.k8s.io/v1`` Lease; durations in seconds."""
 
     enabled: bool = False
-    lease_name: str = "pumice"
+    lease_name: str | None = None
+    """None: the scheduler's name (``scheduler.schedulerName``), whatever the namespace."""
     lease_namespace: str = "kube-system"
     lease_duration: float = 15.0
     renew_deadline: float = 10.0

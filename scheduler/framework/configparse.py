@@ -337,7 +337,7 @@ class _Parser:
         default = LeaderElection()
         result = LeaderElection(
             enabled=self.flag(section, path, "enabled", default.enabled),
-            lease_name=self.text(section, path, "leaseName", default.lease_name),
+            lease_name=self.text(section, path, "leaseName", "") or default.lease_name,
             lease_namespace=self.text(section, path, "leaseNamespace", default.lease_namespace),
             lease_duration=self.seconds(section, path, "leaseDuration", default.lease_duration),
             renew_deadline=self.seconds(section, path, "renewDeadline", default.renew_deadline),

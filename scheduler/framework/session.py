@@ -20,6 +20,7 @@ from __future__ import annotations
 import inspect
 import logging
 import random
+import time
 import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -106,6 +107,8 @@ class Session:
         self.job_reasons: dict[str, str] = {}
         """Why a job was not (fully) scheduled this session (job uid -> message)."""
         self.action = ""
+        self.action_seconds: dict[str, float] = {}
+        """Wall-clock seconds each action took in ``run_actions`` (the daemon's metrics)."""
         """The name of the action running now ("" outside ``run_actions``)."""
         self.explain = False
         """When True, every placement records its per-plugin scores in ``placement_scores``."""
@@ -207,10 +210,13 @@ class Session:
             arguments = self.config.configurations.get(name) or Arguments({})
             action = provided.cls(arguments)
             self.action = name
+            started = time.perf_counter()
             try:
                 action.execute(self)
             finally:
                 self.action = ""
+                elapsed = time.perf_counter() - started
+                self.action_seconds[name] = self.action_seconds.get(name, 0.0) + elapsed
 
     def implemented(self, hook: str) -> bool:
         """Does any enabled plugin implement ``hook`` in this session?"""

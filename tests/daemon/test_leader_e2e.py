@@ -1,10 +1,14 @@
-"""Leader election: a Lease held by another instance keeps the daemon from scheduling until it
-expires; then the daemon takes it, schedules, and hands it back at exit."""
+"""Two ``pumice run --leader-elect`` replicas against one sim: one binds, the other stands by
+warm; killed hard, the leader's Lease is taken over and the standby binds the rest."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
+import re
+import socket
+import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -12,21 +16,178 @@ from typing import Any
 import aiohttp
 import pytest
 
-from daemon.workload import node, pod, seed
-from pumice.kube.leader import LeadershipLost
-from support.daemonrun import Ledger, running_daemon, wait_for, write_config
+from daemon.workload import gang, node, pod, seed
+from pumice.commands.common import load_checked
+from pumice.daemon import Daemon, DaemonOptions
+from pumice.kube import KubeSettings
+from support.daemonrun import (
+    Ledger,
+    kill_hard,
+    running_daemon,
+    start_process,
+    wait_for,
+    write_config,
+)
 
 pytestmark = pytest.mark.slow
 
-LEASES = "coordination.k8s.io/leases"
+# Short periods keep the test quick; nothing asserts on how long anything took.
+ELECTION = "{enabled: true, leaseDuration: 3s, renewDeadline: 2s, retryPeriod: 200ms}"
 
 
-def lease(sim: Any) -> dict[str, Any]:
-    return dict(sim.store.table(LEASES).get(("kube-system", "pumice"), {}).get("spec") or {})
+def lease(sim: Any, name: str = "pumice") -> dict[str, Any] | None:
+    for table in sim.store.tables():
+        if table.endswith("leases"):
+            found = sim.store.table(table).get(("kube-system", name))
+            if found is not None:
+                return dict(found)
+    return None
 
 
-async def test_the_daemon_schedules_only_while_it_holds_the_lease(sim: Any, tmp_path: Path) -> None:
-    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+def holder(sim: Any) -> str:
+    return str(((lease(sim) or {}).get("spec") or {}).get("holderIdentity") or "")
+
+
+def http_address(log: Path) -> str | None:
+    found = re.search(r"health and metrics on http://(\S+)", log.read_text(errors="replace"))
+    return found.group(1) if found else None
+
+
+async def readyz(address: str) -> tuple[int, str]:
+    async with (
+        aiohttp.ClientSession() as client,
+        client.get(f"http://{address}/readyz") as response,
+    ):
+        return response.status, await response.text()
+
+
+def alive(procs: dict[str, subprocess.Popen[bytes]], logs: dict[str, Path]) -> None:
+    for who, proc in procs.items():
+        if proc.poll() is not None:
+            raise AssertionError(f"replica {who} exited {proc.returncode}: {logs[who].read_text()}")
+
+
+def writes_by(sim: Any, identity: str) -> list[Any]:
+    return list(sim.writes.select(user_agent=f"({identity})"))
+
+
+async def test_only_the_leader_binds_and_the_standby_takes_over(sim: Any, tmp_path: Path) -> None:
+    seed(sim, [node(f"n{i:02d}", cpu="8") for i in range(10)])
+    config = write_config(tmp_path, leaderElection=ELECTION)
+    ledger = Ledger(sim)
+    logs = {who: tmp_path / f"{who}.log" for who in ("a", "b")}
+    procs: dict[str, subprocess.Popen[bytes]] = {}
+    try:
+        procs["a"] = start_process(sim.kubeconfig, config, "--identity", "replica-a", log=logs["a"])
+        await wait_for(lambda: alive(procs, logs) or holder(sim) == "replica-a", timeout=120)
+        procs["b"] = start_process(sim.kubeconfig, config, "--identity", "replica-b", log=logs["b"])
+        # The standby is ready (its cache synced) though it does not lead.
+        await wait_for(lambda: alive(procs, logs) or http_address(logs["b"]), timeout=120)
+        address_b = http_address(logs["b"])
+        assert address_b is not None
+        for _ in range(600):
+            status, body = await readyz(address_b)
+            if status == 200:
+                break
+            await asyncio.sleep(0.2)
+        assert status == 200 and "standby" in body, body
+
+        first = []
+        for g in range(10):
+            first += gang(f"first-{g}", 4)
+        seed(sim, first)
+        await wait_for(lambda: alive(procs, logs) or len(ledger.bound()) == 40, timeout=180)
+        binds_a = [w for w in writes_by(sim, "replica-a") if w.resource == "pods/binding"]
+        assert len(binds_a) == 40
+        # The standby wrote nothing but its attempts on the Lease.
+        assert {w.resource for w in writes_by(sim, "replica-b")} <= {"leases"}
+
+        kill_hard(procs.pop("a"))
+        second = []
+        for g in range(10):
+            second += gang(f"second-{g}", 4)
+        seed(sim, second)
+        await wait_for(lambda: alive(procs, logs) or holder(sim) == "replica-b", timeout=180)
+        await wait_for(lambda: alive(procs, logs) or len(ledger.bound()) == 80, timeout=180)
+        binds_b = [w for w in writes_by(sim, "replica-b") if w.resource == "pods/binding"]
+        assert {w.name for w in binds_b} == {
+            p["metadata"]["name"] for p in second if p["kind"] == "Pod"
+        }
+    finally:
+        for proc in procs.values():
+            kill_hard(proc)
+    accepted = ledger.accepted_binds()
+    assert len(accepted) == 80 and set(accepted.values()) == {1}
+    assert ledger.rebinds() == {}
+    assert (lease(sim) or {})["spec"]["leaseTransitions"] >= 1
+    ledger.close()
+
+
+async def test_a_leader_that_cannot_renew_exits_non_zero(sim: Any, tmp_path: Path) -> None:
+    seed(sim, [node("n1")])
+    cfg, host = load_checked(str(write_config(tmp_path, leaderElection=ELECTION)))
+    daemon = Daemon(
+        DaemonOptions(
+            config=cfg,
+            host=host,
+            kube=KubeSettings(kubeconfig=str(sim.kubeconfig)),
+            identity="doomed",
+        )
+    )
+    task = asyncio.get_running_loop().create_task(daemon.run())
+    try:
+        await wait_for(lambda: task.done() or daemon.leading, timeout=60)
+        assert holder(sim) == "doomed"
+        sim.faults.fail(500, verb="update", resource="leases")
+        code = await asyncio.wait_for(task, 120)
+    finally:
+        task.cancel()
+    assert code == 1
+    assert daemon.leadership.lost.is_set() and not daemon.leading
+
+
+async def test_a_dry_run_instance_never_touches_the_lease(sim: Any, tmp_path: Path) -> None:
+    seed(sim, [node("n1"), *gang("g", 2)])
+    cfg, host = load_checked(str(write_config(tmp_path, leaderElection=ELECTION)))
+    stop = asyncio.Event()
+    daemon = Daemon(
+        DaemonOptions(
+            config=cfg,
+            host=host,
+            kube=KubeSettings(kubeconfig=str(sim.kubeconfig)),
+            dry_run=True,
+            leader_elect=True,
+            stop=stop,
+        )
+    )
+    task = asyncio.get_running_loop().create_task(daemon.run())
+    await wait_for(lambda: task.done() or daemon.cycles >= 1, timeout=60)
+    stop.set()
+    assert await asyncio.wait_for(task, 60) == 0
+    assert lease(sim) is None
+    assert sim.writes.select() == []
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+async def test_the_daemon_schedules_only_once_another_holders_lease_expires(
+    sim: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    listener.bind(str(tmp_path / "notify.sock"))
+    listener.setblocking(False)
+    monkeypatch.setenv("NOTIFY_SOCKET", str(tmp_path / "notify.sock"))
+    heard: list[str] = []
+
+    def drain() -> list[str]:
+        with contextlib.suppress(BlockingIOError):
+            while True:
+                heard.extend(listener.recv(4096).decode().splitlines())
+        return heard
+
+    now = _now()
     sim.create(
         {
             "apiVersion": "coordination.k8s.io/v1",
@@ -49,57 +210,48 @@ async def test_the_daemon_schedules_only_while_it_holds_the_lease(sim: Any, tmp_
         "retryPeriod: 200ms}",
     )
     async with running_daemon(sim.kubeconfig, config) as daemon:
-        await asyncio.sleep(1.0)
+        await wait_for(lambda: daemon.synced, timeout=60)
         assert daemon.cycles == 0 and ledger.bound("pumice") == []  # someone else leads
         await wait_for(lambda: len(ledger.bound("pumice")) == 1, timeout=60)
-        spec = lease(sim)
-        assert spec["holderIdentity"].startswith("pumice-")
+        spec = (lease(sim) or {})["spec"]
+        assert spec["holderIdentity"] == daemon.leadership.identity
         assert spec["leaseTransitions"] == 1
-    assert not lease(sim).get("holderIdentity")  # handed back at exit
+    assert holder(sim) == ""  # handed back at exit
     ledger.close()
+    drain()
+    listener.close()
+    # systemd's status said who led while this one stood by.
+    assert any(h.startswith("STATUS=standby") and "someone-else" in h for h in heard), heard
 
 
-async def test_a_lost_lease_ends_the_run(sim: Any, tmp_path: Path) -> None:
+async def test_a_lease_taken_by_another_ends_the_run_with_1(sim: Any, tmp_path: Path) -> None:
     seed(sim, [node("n1")])
     config = write_config(
         tmp_path,
         leaderElection="{enabled: true, leaseDuration: 2s, renewDeadline: 1s, retryPeriod: 200ms}",
     )
+    cfg, host = load_checked(str(config))
+    daemon = Daemon(
+        DaemonOptions(config=cfg, host=host, kube=KubeSettings(kubeconfig=str(sim.kubeconfig)))
+    )
 
     async def steal() -> None:  # another instance that keeps renewing the Lease as its own
         while True:
-            stored = copy.deepcopy(sim.store.table(LEASES)[("kube-system", "pumice")])
-            stored["spec"]["holderIdentity"] = "thief"
-            stored["spec"]["renewTime"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-            sim.store.commit(LEASES, ("kube-system", "pumice"), stored)
+            for table in list(sim.store.tables()):
+                stored = sim.store.table(table).get(("kube-system", "pumice"))
+                if table.endswith("leases") and stored is not None:
+                    stored = copy.deepcopy(stored)
+                    stored["spec"]["holderIdentity"] = "thief"
+                    stored["spec"]["renewTime"] = _now()
+                    sim.store.commit(table, ("kube-system", "pumice"), stored)
             await asyncio.sleep(0.1)
 
-    async def lead_then_lose() -> None:
-        async with running_daemon(sim.kubeconfig, config) as daemon:
-            await wait_for(lambda: daemon.cycles >= 1, timeout=60)
-            thief = asyncio.get_running_loop().create_task(steal())
-            try:
-                await asyncio.sleep(3.0)  # the run ends on its own; leaving the block reports it
-            finally:
-                thief.cancel()
-
-    with pytest.raises(LeadershipLost):
-        await lead_then_lose()
-
-
-async def test_health_and_metrics_are_served(sim: Any, tmp_path: Path) -> None:
-    seed(sim, [node("n1"), pod("p")])
-    ledger = Ledger(sim)
-    async with running_daemon(sim.kubeconfig, write_config(tmp_path)) as daemon:
-        await wait_for(lambda: len(ledger.bound("pumice")) == 1, timeout=60)
-        assert daemon.health is not None and daemon.health.port
-        base = f"http://127.0.0.1:{daemon.health.port}"
-        async with aiohttp.ClientSession() as http:
-            for path in ("/livez", "/readyz"):
-                async with http.get(base + path) as resp:
-                    assert resp.status == 200
-            async with http.get(base + "/metrics") as resp:
-                text = await resp.text()
-    assert 'scheduler_schedule_attempts_total{result="bound"} 1' in text
-    assert "pumice_sessions_total" in text and "pumice_leader 1" in text
-    ledger.close()
+    task = asyncio.get_running_loop().create_task(daemon.run())
+    await wait_for(lambda: task.done() or daemon.cycles >= 1, timeout=60)
+    thief = asyncio.get_running_loop().create_task(steal())
+    try:
+        assert await asyncio.wait_for(task, 60) == 1
+    finally:
+        thief.cancel()
+        task.cancel()
+    assert daemon.leadership.lost.is_set() and holder(sim) == "thief"

@@ -1,0 +1,226 @@
+"""The daemon's Prometheus metrics, in a registry of its own (one per ``Daemon``).
+
+Two kinds: what happens once per cycle is observed when the cycle ends (``observe_cycle``:
+the attempt and session histograms, unschedulable attempts); what the daemon already counts
+elsewhere — binds and their outcomes, evictions, the cache's objects, the informers' restarts
+and relists, leadership — is read at scrape time by ``_StateCollector``, so there is a single
+count and /metrics can never disagree with the daemon's own books.
+
+Names follow kube-scheduler where the concept is the same
+(``scheduler_schedule_attempts_total{result}`` counts pods: a pod bound is one ``scheduled``
+attempt, a pod left pending by a session one ``unschedulable`` attempt, a bind the server
+refused one ``error``); everything else is ``pumice_…`` in base units. ``pumice_pending_pods``
+is labelled by Volcano queue (upstream's ``scheduler_pending_pods{queue}`` means its own
+internal queues, something else).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client import CollectorRegistry, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from pumice.model import QuantityError, Resource, TaskStatus
+
+if TYPE_CHECKING:
+    from pumice.daemon.loop import Daemon
+    from pumice.daemon.outcome import CycleOutcome
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+DURATION_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+
+class DaemonMetrics:
+    def __init__(self, daemon: Daemon) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.unschedulable = 0
+        """Pods a session left pending, summed over sessions (one attempt per pod a session)."""
+        self.attempt_duration = Histogram(
+            "scheduler_scheduling_attempt_duration_seconds",
+            "Scheduling attempt latency in seconds: the session that decided the pod",
+            ["result"],
+            buckets=DURATION_BUCKETS,
+            registry=self.registry,
+        )
+        self.session_duration = Histogram(
+            "pumice_session_duration_seconds",
+            "Seconds from snapshot to the last commit handed over, per session",
+            buckets=DURATION_BUCKETS,
+            registry=self.registry,
+        )
+        self.sli = Histogram(
+            "scheduler_pod_scheduling_sli_duration_seconds",
+            "Seconds from a pod's first scheduling attempt to its bind (as upstream's SLI)",
+            buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600),
+            registry=self.registry,
+        )
+        self.action_duration = Histogram(
+            "pumice_action_duration_seconds",
+            "Seconds an action took in a session",
+            ["action"],
+            buckets=DURATION_BUCKETS,
+            registry=self.registry,
+        )
+        self.queues: dict[str, Mapping[str, Any]] = {}
+        """The last session's Queue status (``allocated`` …), per queue."""
+        self.first_attempt: dict[str, float] = {}
+        """Pod uid -> when a session first offered it (monotonic), until it is bound."""
+        self.registry.register(_StateCollector(daemon, self))
+
+    def attempting(self, uids: Iterable[str], now: float) -> None:
+        """A session is about to offer these pods: the first time starts their SLI clock."""
+        for uid in uids:
+            self.first_attempt.setdefault(uid, now)
+
+    def bound(self, uid: str) -> None:
+        started = self.first_attempt.pop(uid, None)
+        if started is not None:
+            self.sli.observe(time.monotonic() - started)
+
+    def forget(self, keep: Iterable[str]) -> None:
+        """Drop the clocks of pods no longer waiting nor assumed (deleted, bound elsewhere)."""
+        alive = set(keep)
+        for uid in [u for u in self.first_attempt if u not in alive]:
+            del self.first_attempt[uid]
+
+    def observe_cycle(self, outcome: CycleOutcome) -> None:
+        for action, seconds in outcome.action_seconds.items():
+            self.action_duration.labels(action).observe(seconds)
+        if outcome.queues:
+            self.queues = dict(outcome.queues)
+        unschedulable = len(outcome.task_reasons)
+        self.unschedulable += unschedulable
+        self.session_duration.observe(outcome.seconds)
+        # Every pod the session decided on waited for the whole session.
+        for _ in range(outcome.binds):
+            self.attempt_duration.labels("scheduled").observe(outcome.seconds)
+        for _ in range(unschedulable):
+            self.attempt_duration.labels("unschedulable").observe(outcome.seconds)
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class _StateCollector(Collector):
+    """Reads the daemon's own counters and the cache at scrape time (see the module doc)."""
+
+    def __init__(self, daemon: Daemon, metrics: DaemonMetrics) -> None:
+        self.daemon = daemon
+        self.metrics = metrics
+
+    def collect(self) -> Iterator[Metric]:
+        daemon = self.daemon
+        outcomes = dict(daemon.work.outcomes) if daemon.work is not None else {}
+        attempts = CounterMetricFamily(
+            "scheduler_schedule_attempts",
+            "Pods scheduled (bound), left unschedulable by a session, or whose bind failed",
+            labels=["result"],
+        )
+        attempts.add_metric(["scheduled"], outcomes.get("BOUND", 0))
+        attempts.add_metric(["unschedulable"], self.metrics.unschedulable)
+        attempts.add_metric(["error"], outcomes.get("FAILED", 0))
+        yield attempts
+        binds = CounterMetricFamily(
+            "pumice_binds",
+            "Bind requests by outcome (bound, bound_elsewhere, gone, failed)",
+            labels=["outcome"],
+        )
+        for outcome in ("BOUND", "BOUND_ELSEWHERE", "GONE", "FAILED"):
+            binds.add_metric([outcome.lower()], outcomes.get(outcome, 0))
+        yield binds
+        yield CounterMetricFamily(
+            "pumice_bind_failures", "Bind requests that failed", value=outcomes.get("FAILED", 0)
+        )
+        evictions = CounterMetricFamily(
+            "pumice_evictions", "Evictions by outcome", labels=["outcome"]
+        )
+        for key, value in outcomes.items():
+            if key.startswith("evict-"):
+                evictions.add_metric([key.removeprefix("evict-").lower()], value)
+        yield evictions
+        yield CounterMetricFamily(
+            "pumice_session_failures",
+            "Sessions that raised (retried next period)",
+            value=daemon.failures,
+        )
+        yield GaugeMetricFamily(
+            "pumice_leader", "1 while this instance may write (leads)", value=int(daemon.leading)
+        )
+        yield GaugeMetricFamily(
+            "pumice_ready", "1 once every informer's initial list is in", value=int(daemon.synced)
+        )
+        reloads = CounterMetricFamily(
+            "pumice_config_reloads",
+            "Config reloads by result (applied, invalid, restart_needed)",
+            labels=["result"],
+        )
+        results = daemon.reloader.results if daemon.reloader is not None else {}
+        for result in ("applied", "invalid", "restart_needed"):
+            reloads.add_metric([result], results.get(result, 0))
+        yield reloads
+        yield from self._informers()
+        yield from self._cache()
+
+    def _informers(self) -> Iterator[Metric]:
+        restarts = CounterMetricFamily(
+            "pumice_watch_restarts",
+            "Watches started after an informer's first",
+            labels=["informer"],
+        )
+        relists = CounterMetricFamily(
+            "pumice_relists", "Lists after an informer's first", labels=["informer"]
+        )
+        events = CounterMetricFamily(
+            "pumice_watch_events", "Watch events applied to the cache", labels=["informer"]
+        )
+        for informer in list(self.daemon.informers):
+            restarts.add_metric([informer.name], informer.stats.watch_restarts)
+            relists.add_metric([informer.name], informer.stats.relists)
+            events.add_metric([informer.name], informer.stats.events)
+        yield restarts
+        yield relists
+        yield events
+
+    def _cache(self) -> Iterator[Metric]:
+        cache = self.daemon.cache
+        objects = GaugeMetricFamily(
+            "pumice_cache_objects", "Objects in the scheduler's cache", labels=["kind"]
+        )
+        pending = GaugeMetricFamily(
+            "pumice_pending_pods",
+            "Our pods waiting for a node, per Volcano queue",
+            labels=["queue"],
+        )
+        if cache is not None:
+            state = cache.state
+            objects.add_metric(["nodes"], len(state.nodes))
+            objects.add_metric(["pods"], len(cache.pods))
+            objects.add_metric(["podgroups"], len(cache.podgroups))
+            objects.add_metric(["queues"], len(state.queues))
+            per_queue: dict[str, int] = dict.fromkeys(state.queues, 0)
+            for job in list(state.jobs.values()):
+                waiting = sum(1 for _ in job.tasks_in(TaskStatus.PENDING))
+                if waiting and job.queue in per_queue:
+                    per_queue[job.queue] += waiting
+            for queue, count in sorted(per_queue.items()):
+                pending.add_metric([queue], count)
+        yield objects
+        yield pending
+        allocated = GaugeMetricFamily(
+            "pumice_queue_allocated",
+            "Resources allocated in each queue at the last session (cpu in cores, memory in "
+            "bytes, others in their own unit)",
+            labels=["queue", "resource"],
+        )
+        for queue, status in sorted(self.metrics.queues.items()):
+            with contextlib.suppress(QuantityError):
+                amounts = Resource.from_k8s(status.get("allocated") or {})
+                for name, value in sorted(amounts.items()):
+                    allocated.add_metric([queue, name], value / 1000 if name == "cpu" else value)
+        yield allocated

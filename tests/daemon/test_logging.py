@@ -1,0 +1,81 @@
+"""``pumice run``'s log lines: JSON when stderr is not a terminal, key=value on one, and the
+``cycle`` id on every line a cycle logs."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import logging
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import structlog
+
+from pumice.logsetup import configure_daemon_logging
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.fixture
+def restore_logging() -> Iterator[None]:
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    for handler in handlers:
+        root.addHandler(handler)
+    root.setLevel(level)
+    structlog.contextvars.clear_contextvars()
+
+
+def test_json_lines_off_a_terminal_carry_the_bound_cycle(restore_logging: None) -> None:
+    out = io.StringIO()
+    configure_daemon_logging(logging.INFO, out)
+    structlog.contextvars.bind_contextvars(cycle=7)
+    logging.getLogger("pumice.daemon").info("bound %s to %s", "batch/p", "n1")
+    structlog.contextvars.clear_contextvars()
+    logging.getLogger("pumice.daemon").debug("not shown at info")
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert len(lines) == 1
+    assert lines[0]["event"] == "bound batch/p to n1"
+    assert lines[0]["cycle"] == 7
+    assert lines[0]["level"] == "info" and lines[0]["logger"] == "pumice.daemon"
+
+
+def test_key_value_on_a_terminal(restore_logging: None) -> None:
+    out = Terminal()
+    configure_daemon_logging(logging.INFO, out)
+    structlog.contextvars.bind_contextvars(cycle=3)
+    logging.getLogger("pumice.daemon").warning("bind failed")
+    text = out.getvalue()
+    assert "bind failed" in text and "cycle=3" in text
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(text.splitlines()[0])
+
+
+@pytest.mark.slow
+async def test_pumice_run_logs_json_with_cycle_ids(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    result = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "pumice.cli", "run", "--sim", "--until-idle"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    records = [json.loads(line) for line in result.stderr.splitlines() if line.strip()]
+    binds = [r for r in records if str(r["event"]).startswith("bound ")]
+    assert binds and all(isinstance(r.get("cycle"), int) for r in binds)
+    assert any(str(r["event"]).startswith("cycle ") and "cycle" in r for r in records)
