@@ -9,6 +9,7 @@ import orjson
 import pytest
 
 from support.manifests import (
+    CONFIG,
     gang_pods,
     node,
     pending,
@@ -24,24 +25,6 @@ from support.manifests import (
 )
 
 Capsys = pytest.CaptureFixture[str]
-
-VOLCANO_CONF = """\
-actions: "enqueue, allocate, preempt, reclaim, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-    enablePreemptable: false
-  - name: conformance
-- plugins:
-  - name: overcommit
-  - name: drf
-    enablePreemptable: false
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-  - name: binpack
-"""
 
 
 def cluster() -> list[dict[str, object]]:
@@ -139,7 +122,7 @@ def test_bad_yaml_and_bad_flags_exit_2(tmp_path: Path, capsys: Capsys) -> None:
 
 def test_volcanos_scheduler_conf_loads_and_runs_unchanged(tmp_path: Path, capsys: Capsys) -> None:
     conf = tmp_path / "volcano-scheduler.conf"
-    conf.write_text(VOLCANO_CONF)
+    conf.write_text(CONFIG)  # Volcano's shipped tiers with every action
     code, _, err = run_cli(["check-config", str(conf)], capsys)
     assert code == 0, err
     cluster_file = write_yaml(tmp_path / "c.yaml", cluster())
