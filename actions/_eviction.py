@@ -23,6 +23,7 @@ from pumice import (
     FIT_TOLERANCE,
     JobInfo,
     NodeInfo,
+    QueueInfo,
     Session,
     Statement,
     StatementError,
@@ -53,6 +54,24 @@ def same_attempt(task: TaskInfo) -> tuple[object, int]:
 def pending_tasks(job: JobInfo) -> list[TaskInfo]:
     """The job's Pending tasks (the ones that may want a node)."""
     return list(job.tasks_in(TaskStatus.PENDING))
+
+
+def starving_jobs_by_queue(
+    session: Session,
+) -> tuple[dict[str, list[JobInfo]], dict[str, QueueInfo]]:
+    """The admitted, valid, starving jobs with pending tasks, grouped by queue (preempt and
+    reclaim both start from them), and those queues."""
+    by_queue: dict[str, list[JobInfo]] = {}
+    queues: dict[str, QueueInfo] = {}
+    for job in session.jobs.values():
+        if job.is_pending() or session.job_valid(job) is not None:
+            continue
+        queue = session.queues.get(job.queue)
+        if queue is None or not session.job_starving(job) or not pending_tasks(job):
+            continue
+        queues[queue.name] = queue
+        by_queue.setdefault(queue.name, []).append(job)
+    return by_queue, queues
 
 
 def fits_future_idle(session: Session, task: TaskInfo, node: NodeInfo) -> bool:

@@ -59,7 +59,13 @@ from pumice import (
     Statement,
     TaskInfo,
 )
-from pumice.actions._eviction import evict_for, may_preempt, pending_tasks, same_attempt
+from pumice.actions._eviction import (
+    evict_for,
+    may_preempt,
+    pending_tasks,
+    same_attempt,
+    starving_jobs_by_queue,
+)
 
 
 class PreemptAction(Action):
@@ -68,16 +74,7 @@ class PreemptAction(Action):
     declared_arguments = ()  # no arguments: any given is warned about
 
     def execute(self, session: Session) -> None:
-        by_queue: dict[str, list[JobInfo]] = {}
-        queues: dict[str, QueueInfo] = {}
-        for job in session.jobs.values():
-            if job.is_pending() or session.job_valid(job) is not None:
-                continue
-            queue = session.queues.get(job.queue)
-            if queue is None or not session.job_starving(job) or not pending_tasks(job):
-                continue
-            queues[queue.name] = queue
-            by_queue.setdefault(queue.name, []).append(job)
+        by_queue, queues = starving_jobs_by_queue(session)
         for queue in session.sort_queues(queues.values()):
             # the session's own copies: statements change those, and job_starving /
             # job_pipelined must see what the statements did
