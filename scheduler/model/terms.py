@@ -16,7 +16,8 @@ request's own order, zeros left out, whole amounts as ``int`` — and its ``PodT
 tasks with equal shapes get identical predicate masks and scores from the built-in plugins, so
 they can be evaluated once (the pods of a gang usually share one shape). The pairs keep the
 request's order rather than being sorted because score sums run in that order; equal shapes
-must give bit-identical floats. The hash is computed once.
+must give bit-identical floats. The hash is computed once, and ``task.shape`` hands tasks of
+equal shape one shared object.
 
 ``TaskInfo.terms`` and ``TaskInfo.shape`` compute these once per pod object and cache them.
 """
@@ -305,3 +306,19 @@ class TaskShape:
 
     def __repr__(self) -> str:
         return f"TaskShape(request={self.request}, nonzero={self.nonzero}, terms={self.terms})"
+
+    @classmethod
+    def of(cls, request: Resource, nonzero: Resource, terms: PodTerms) -> TaskShape:
+        """The shape, shared: tasks of equal shape get the very same object (so comparing
+        them is an identity test)."""
+        shape = cls(request, nonzero, terms)
+        known = _shapes.get(shape)
+        if known is not None:
+            return known
+        if len(_shapes) >= _INTERN_LIMIT:
+            _shapes.clear()
+        _shapes[shape] = shape
+        return shape
+
+
+_shapes: dict[TaskShape, TaskShape] = {}

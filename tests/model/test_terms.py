@@ -157,6 +157,7 @@ def test_pods_of_a_gang_share_a_shape() -> None:
     assert a.shape == b.shape
     assert hash(a.shape) == hash(b.shape)
     assert len({a.shape, b.shape}) == 1
+    assert a.shape is b.shape  # shared
     assert a.shape.request == (("cpu", 600), ("memory", 1024 * MiB + 64 * MiB))
     assert a.shape is a.shape
     # how the request is split between containers does not matter when each names cpu and memory
