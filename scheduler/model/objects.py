@@ -127,7 +127,7 @@ class TaskInfo:
         self._fresh()
         shape = self._shape
         if shape is None:
-            shape = self._shape = TaskShape(self.resreq, self.nonzero_request, self.terms)
+            shape = self._shape = TaskShape.of(self.resreq, self.nonzero_request, self.terms)
         return shape
 
     @property

@@ -16,7 +16,9 @@ whole millicore or byte happens once, as in kube-scheduler. On the hot path they
 every quantity is read as a whole number of nano-units (10⁻⁹ of its Kubernetes unit; every
 suffix down to ``n`` gives one), parsed once per distinct string and remembered. A pod with a
 quantity finer than that (``1e-12``) is summed again with ``Fraction``; both give the same
-result.
+result. A pod with app containers only (no init containers, overhead or pod-level resources)
+gets the answer remembered for the same container requests, written as strings: a gang's pods
+share one immutable ``Resource``.
 
 ``non_zero=True`` is for scoring only: a container (app, sidecar or init) that omits a cpu
 request counts as 100m and one that omits a memory request as 200Mi; an explicit 0 stays 0.

@@ -16,7 +16,8 @@ request's own order, zeros left out, whole amounts as ``int`` — and its ``PodT
 tasks with equal shapes get identical predicate masks and scores from the built-in plugins, so
 they can be evaluated once (the pods of a gang usually share one shape). The pairs keep the
 request's order rather than being sorted because score sums run in that order; equal shapes
-must give bit-identical floats. The hash is computed once.
+must give bit-identical floats. The hash is computed once, and ``task.shape`` hands tasks of
+equal shape one shared object.
 
 ``TaskInfo.terms`` and ``TaskInfo.shape`` compute these once per pod object and cache them.
 """
@@ -95,9 +96,61 @@ def pod_terms(pod: Mapping[str, Any] | None) -> PodTerms:
         return NO_TERMS
     spec = pod.get("spec") or {}
     affinity = spec.get("affinity")
+    node_selector = spec.get("nodeSelector")
+    tolerations = spec.get("tolerations")
+    host_ports = _host_ports(spec)
+    raw: tuple[Any, ...] | None = None
+    if not affinity:  # the common case: remembered by the raw selector and tolerations
+        raw = (
+            tuple(node_selector.items()) if node_selector else (),
+            tuple([tuple(t.items()) for t in tolerations]) if tolerations else (),
+            host_ports,
+        )
+        try:
+            known = _by_raw.get(raw)
+        except TypeError:  # an unhashable value somewhere: parse as usual
+            known = raw = None
+        if known is not None:
+            return known
+    terms = _parse(spec, affinity, node_selector, tolerations, host_ports)
+    if raw is not None and _plain(raw):
+        if len(_by_raw) >= _INTERN_LIMIT:
+            _by_raw.clear()
+        _by_raw[raw] = terms
+    return terms
+
+
+_by_raw: dict[tuple[Any, ...], PodTerms] = {}
+"""(nodeSelector items, each toleration's items, host ports) -> terms, for pods without
+affinity: a gang's or a Deployment's pods repeat them."""
+
+_TOLERATION_FIELDS = frozenset({"key", "operator", "value", "effect"})
+
+
+def _plain(raw: tuple[Any, ...]) -> bool:
+    """Only strings (or nulls) where the canonical form reads them: a raw key equal to such a
+    key has them too (``1 == 1.0 == True``, whose ``str`` differ, never equals a string), so a
+    remembered answer is never given to a pod it is wrong for."""
+    selector, tolerations, _ = raw
+    if not all(type(k) is str and type(v) is str for k, v in selector):
+        return False
+    return all(
+        type(v) is str or v is None
+        for items in tolerations
+        for k, v in items
+        if k in _TOLERATION_FIELDS
+    )
+
+
+def _parse(
+    spec: Mapping[str, Any],
+    affinity: Mapping[str, Any] | None,
+    node_selector: Mapping[str, Any] | None,
+    tolerations: Iterable[Mapping[str, Any]] | None,
+    host_ports: frozenset[HostPort],
+) -> PodTerms:
     node_affinity = (affinity.get("nodeAffinity") or {}) if affinity else {}
     required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
-    node_selector = spec.get("nodeSelector")
     selector: Selector | None = None
     if node_selector or required is not None:
         items = tuple(sorted((str(k), str(v)) for k, v in (node_selector or {}).items()))
@@ -107,8 +160,6 @@ def pod_terms(pod: Mapping[str, Any] | None) -> PodTerms:
             terms = tuple(sorted({_term(t) for t in raw_terms}))
         selector = (items, terms)
     preferred = node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution")
-    tolerations = spec.get("tolerations")
-    host_ports = _host_ports(spec)
     if selector is None and not preferred and not tolerations and not host_ports:
         return NO_TERMS
     key = (
@@ -255,3 +306,19 @@ class TaskShape:
 
     def __repr__(self) -> str:
         return f"TaskShape(request={self.request}, nonzero={self.nonzero}, terms={self.terms})"
+
+    @classmethod
+    def of(cls, request: Resource, nonzero: Resource, terms: PodTerms) -> TaskShape:
+        """The shape, shared: tasks of equal shape get the very same object (so comparing
+        them is an identity test)."""
+        shape = cls(request, nonzero, terms)
+        known = _shapes.get(shape)
+        if known is not None:
+            return known
+        if len(_shapes) >= _INTERN_LIMIT:
+            _shapes.clear()
+        _shapes[shape] = shape
+        return shape
+
+
+_shapes: dict[TaskShape, TaskShape] = {}

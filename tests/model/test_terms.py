@@ -157,6 +157,7 @@ def test_pods_of_a_gang_share_a_shape() -> None:
     assert a.shape == b.shape
     assert hash(a.shape) == hash(b.shape)
     assert len({a.shape, b.shape}) == 1
+    assert a.shape is b.shape  # shared
     assert a.shape.request == (("cpu", 600), ("memory", 1024 * MiB + 64 * MiB))
     assert a.shape is a.shape
     # how the request is split between containers does not matter when each names cpu and memory
@@ -196,3 +197,20 @@ def test_shape_amounts_are_whole_numbers_where_they_can_be() -> None:
     assert type(shape.request[0][1]) is int
     assert shape == task.shape
     assert shape != "not a shape"
+
+
+def test_remembered_terms_are_never_given_to_a_pod_they_are_wrong_for() -> None:
+    # 1 == True, but their canonical strings differ: non-string values are never remembered
+    assert pod_terms(pod(node_selector={"x": 1})).selector == ((("x", "1"),), None)  # type: ignore[dict-item]
+    assert pod_terms(pod(node_selector={"x": True})).selector == ((("x", "True"),), None)  # type: ignore[dict-item]
+    assert pod_terms(pod(node_selector={"x": "1"})).selector == ((("x", "1"),), None)
+    seconds = {"key": "k", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 30}
+    first = pod_terms(pod(tolerations=[seconds]))
+    assert pod_terms(pod(tolerations=[{**seconds, "tolerationSeconds": 60}])) is first
+    assert first.tolerations == (("k", "Exists", "", "NoExecute"),)
+    odd = {"key": "k", "operator": "Exists", "tolerationSeconds": [1]}  # unhashable: parsed
+    assert pod_terms(pod(tolerations=[odd])).tolerations == (("k", "Exists", "", ""),)
+    # equal raw terms give the very same object
+    a = pod_terms(pod(node_selector={"zone": "a"}, tolerations=[toleration("t", "Exists")]))
+    b = pod_terms(pod(node_selector={"zone": "a"}, tolerations=[toleration("t", "Exists")]))
+    assert a is b
