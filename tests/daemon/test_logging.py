@@ -3,13 +3,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import io
 import json
 import logging
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +13,7 @@ import pytest
 import structlog
 
 from pumice.logsetup import configure_daemon_logging
+from support.daemonrun import run_demo
 
 
 class Terminal(io.StringIO):
@@ -64,16 +61,7 @@ def test_key_value_on_a_terminal(restore_logging: None) -> None:
 
 @pytest.mark.slow
 async def test_pumice_run_logs_json_with_cycle_ids(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    result = await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, "-m", "pumice.cli", "run", "--sim", "--until-idle"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path,
-        env=env,
-    )
+    result = await run_demo(tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     records = [json.loads(line) for line in result.stderr.splitlines() if line.strip()]
     binds = [r for r in records if str(r["event"]).startswith("bound ")]

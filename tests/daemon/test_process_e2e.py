@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import Any
 import pytest
 
 from daemon.workload import gang, node, seed
-from support.daemonrun import Ledger, kill_hard, start_process, wait_for, write_config
+from support.daemonrun import Ledger, kill_hard, run_demo, start_process, wait_for, write_config
 
 pytestmark = pytest.mark.slow
 
@@ -53,16 +52,7 @@ async def test_kill_9_mid_run_then_restart_binds_nothing_twice(sim: Any, tmp_pat
 async def test_the_make_run_demo_binds_the_example_and_exits_0(tmp_path: Path) -> None:
     """What ``make run`` runs: the bundled example, simulated in-process, until idle, in the
     environment ``make run`` has (without the test-only plugin packages conftest adds)."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    result = await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, "-m", "pumice.cli", "run", "--sim", "--until-idle"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path,
-        env=env,
-    )
+    result = await run_demo(tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     binds = [line for line in result.stdout.splitlines() if line.startswith("bound ")]
     assert len(binds) >= 5, result.stdout

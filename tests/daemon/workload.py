@@ -4,17 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from sim.simkit import node as node  # the sim tests' Node, re-exported for the daemon tests
+
 Obj = dict[str, Any]
-
-
-def node(name: str, cpu: str = "8", memory: str = "32Gi", pods: str = "110") -> Obj:
-    capacity = {"cpu": cpu, "memory": memory, "pods": pods}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-        "status": {"capacity": capacity, "allocatable": dict(capacity)},
-    }
 
 
 def pod(
