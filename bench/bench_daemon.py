@@ -338,8 +338,30 @@ def print_cycles(log: Path) -> None:
     print(f"  {len(cycles)} cycles with binds: {shown}")
 
 
+async def start_py_spy(pid: int, profile: str | None) -> asyncio.subprocess.Process | None:
+    """``py-spy record`` of the daemon (every thread, idle frames left out) into ``profile``,
+    in py-spy's collapsed-stack format; None without ``--py-spy`` or without py-spy."""
+    if profile is None:
+        return None
+    spy = Path(sys.executable).parent / "py-spy"
+    if not spy.exists():
+        print("  (py-spy is not installed in this environment: no profile)")
+        return None
+    return await asyncio.create_subprocess_exec(
+        str(spy), "record", "--pid", str(pid), "--rate", "200", "--format", "raw", "--gil",
+        "--output", profile, "--nonblocking",
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+
+
 async def daemon(
-    kubeconfig: Path, config: Path, writes: WriteLog, pods: int, limit: float, width: int
+    kubeconfig: Path,
+    config: Path,
+    writes: WriteLog,
+    pods: int,
+    limit: float,
+    width: int,
+    profile: str | None = None,
 ) -> float:
     """``pumice run`` synced and idle, then the pods are created: creation → bound, pods/s."""
     log = config.parent / "daemon.log"
@@ -352,9 +374,13 @@ async def daemon(
                 return 0.0
             await asyncio.sleep(0.1)
         await asyncio.sleep(1.0)  # idle: its first cycles found nothing to do
+        spy = await start_py_spy(proc.pid, profile)
         created = await create_pods(kubeconfig, "pumice", "pumice", pods, width)
         await wait_bound(writes, "pumice", pods, limit, proc)
         rss = peak_rss_mib(proc.pid)
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)  # py-spy writes its profile on SIGINT
+            await spy.wait()
     finally:
         await stop(proc)
     rate = report("pumice daemon", writes, "pumice", pods, created)
@@ -451,11 +477,22 @@ async def main() -> int:
         help="only start-up: BOUND running pods of another scheduler besides the pending ones; "
         "time to a synced cache and the daemon's RSS (dry-run, nothing bound)",
     )
+    parser.add_argument(
+        "--py-spy",
+        metavar="FILE",
+        help="profile the daemon while the pods are created and bound (py-spy record, "
+        "collapsed stacks) into FILE; needs py-spy in the environment (pip install py-spy)",
+    )
+    parser.add_argument(
+        "--logs", metavar="DIR", help="keep the daemon's logs there (default: thrown away)"
+    )
     parser.add_argument("--greedy-binder", metavar="KUBECONFIG", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.greedy_binder:
         return await greedy_binder(args.greedy_binder)
-    with tempfile.TemporaryDirectory(prefix="pumice-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="pumice-bench-") as scratch:
+        tmp = args.logs or scratch
+        Path(tmp).mkdir(parents=True, exist_ok=True)
         cluster, kubeconfig = Path(tmp) / "cluster.yaml", Path(tmp) / "kubeconfig"
         # Pending pods are seeded only for --sync-only: the other phases create theirs.
         seeded = args.pods if args.sync_only is not None else 0
@@ -478,7 +515,9 @@ async def main() -> int:
                 writes = WriteLog(http, url)
                 width = args.create_concurrency
                 bare = await greedy(kubeconfig, writes, args.pods, args.limit, width)
-                ours = await daemon(kubeconfig, config, writes, args.pods, args.limit, width)
+                ours = await daemon(
+                    kubeconfig, config, writes, args.pods, args.limit, width, args.py_spy
+                )
                 if bare:
                     print(f"daemon / bare binder: {ours / bare:.2f}x (creation -> bound)")
                 if not args.no_backlog:

@@ -7,6 +7,10 @@ node) and sent by the ``Binder``; the answer settles the assumption:
 * BOUND_ELSEWHERE — someone else won: forget, no retry (the watch will show where it went);
 * GONE — the pod was deleted;
 * FAILED — forget and offer the pod again after a backoff of 1 s doubling to 10 s.
+
+Status writes (the ``Scheduled`` event of each bind, conditions, PodGroup and Queue status) go
+through a ``StatusLane``: they wait while binds are in flight, and the ``Scheduled`` events are
+shed when too many wait (see ``pumice.daemon.writes``).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pumice.cache import ClusterCache
+from pumice.daemon.writes import StatusLane
 from pumice.kube import Binder, BindOutcome, BindResult, Evictor, EvictOutcome, StatusWriter
 
 log = logging.getLogger("pumice.daemon")
@@ -60,6 +65,7 @@ class BackgroundWork:
         self.binds_in_flight = 0
         self.evictions_in_flight = 0
         self.outcomes: dict[str, int] = {}
+        self.lane = StatusLane(lambda: self.binds_in_flight > 0)
 
     @property
     def in_flight(self) -> int:
@@ -93,6 +99,8 @@ class BackgroundWork:
             self._settle(uid, namespace, name, node, result)
         finally:
             self.binds_in_flight -= 1
+            if self.binds_in_flight == 0:
+                self.lane.pump()  # the status writes held back may all go now
 
     def _settle(self, uid: str, namespace: str, name: str, node: str, result: BindResult) -> None:
         outcome = result.outcome
@@ -108,7 +116,8 @@ class BackgroundWork:
             entry = self.cache.pods.get(uid)
             if entry is not None:
                 note = f"Successfully assigned {namespace}/{name} to {node}"
-                self._spawn(self._write(self.writer.pod_event(entry.pod, "Scheduled", note)))
+                event = self.writer.pod_event(entry.pod, "Scheduled", note)
+                self.lane.submit(event, sheddable=True)
         elif outcome is BindOutcome.BOUND_ELSEWHERE:
             self.attempts.pop(uid, None)
             self.cache.bound_elsewhere(uid)
@@ -167,17 +176,11 @@ class BackgroundWork:
     # -- status writes -----------------------------------------------------------------------
 
     def write(self, coro: Any) -> None:
-        """Send a status write in the background; failures are logged, never raised."""
-        self._spawn(self._write(coro))
-
-    async def _write(self, coro: Any) -> None:
-        try:
-            await coro
-        except Exception as exc:
-            log.warning("status write failed: %s: %s", type(exc).__name__, exc)
+        """Send a status write behind the binds; failures are logged, never raised."""
+        self.lane.submit(coro)
 
     async def drain(self, timeout: float = 30.0) -> None:
-        """Wait for everything in flight (binds, evictions, status writes)."""
+        """Wait for everything in flight (binds, evictions, then the status writes)."""
         deadline = asyncio.get_running_loop().time() + timeout
         while self.tasks:
             left = deadline - asyncio.get_running_loop().time()
@@ -185,9 +188,13 @@ class BackgroundWork:
                 log.warning("%d background requests still in flight at exit", len(self.tasks))
                 return
             await asyncio.wait(set(self.tasks), timeout=left)
+        left = deadline - asyncio.get_running_loop().time()
+        if not await self.lane.drain(max(0.0, left)):
+            log.warning("%d status writes still queued at exit", self.lane.pending)
 
     async def cancel(self) -> None:
         for task in list(self.tasks):
             task.cancel()
         if self.tasks:
             await asyncio.gather(*self.tasks, return_exceptions=True)
+        await self.lane.cancel()
