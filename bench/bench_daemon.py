@@ -207,14 +207,26 @@ def peak_rss_mib(pid: int) -> float:
     return float("nan")
 
 
-def report(who: str, writes: WriteLog, namespace: str, pods: int, created: float) -> float:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU the process used so far (the machine's other load does not count)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def report(
+    who: str, writes: WriteLog, namespace: str, pods: int, created: float, cpu: float
+) -> float:
     """Print and return the creation → bound figure of one scheduler."""
     bound, span = writes.binds(namespace), writes.span(namespace)
     rate = bound / span if span == span and span > 0 else 0.0
     done = "" if bound >= pods else " (not all: stopped at the limit)"
     print(
         f"{who}: {bound}/{pods} pods created -> bound in {span:.2f} s = {rate:,.0f} pods/s{done}"
-        f" (creating them took {created:.2f} s)"
+        f" (creating them took {created:.2f} s); its CPU meanwhile {cpu:.1f} s"
+        f" = {cpu / max(1, bound) * 1e3:.2f} ms per pod"
     )
     return rate
 
@@ -297,11 +309,13 @@ async def greedy(kubeconfig: Path, writes: WriteLog, pods: int, limit: float, wi
         if b"ready" not in line:
             print(f"bare greedy binder did not start: {line!r}")
             return 0.0
+        cpu = cpu_seconds(proc.pid)
         created = await create_pods(kubeconfig, "greedy", "greedy", pods, width)
         await wait_bound(writes, "greedy", pods, limit, proc)
+        cpu = cpu_seconds(proc.pid) - cpu
     finally:
         await stop(proc)
-    return report("bare greedy binder", writes, "greedy", pods, created)
+    return report("bare greedy binder", writes, "greedy", pods, created, cpu)
 
 
 # -- the daemon ------------------------------------------------------------------------------
@@ -375,15 +389,17 @@ async def daemon(
             await asyncio.sleep(0.1)
         await asyncio.sleep(1.0)  # idle: its first cycles found nothing to do
         spy = await start_py_spy(proc.pid, profile)
+        cpu = cpu_seconds(proc.pid)
         created = await create_pods(kubeconfig, "pumice", "pumice", pods, width)
         await wait_bound(writes, "pumice", pods, limit, proc)
+        cpu = cpu_seconds(proc.pid) - cpu
         rss = peak_rss_mib(proc.pid)
         if spy is not None:
             spy.send_signal(signal.SIGINT)  # py-spy writes its profile on SIGINT
             await spy.wait()
     finally:
         await stop(proc)
-    rate = report("pumice daemon", writes, "pumice", pods, created)
+    rate = report("pumice daemon", writes, "pumice", pods, created, cpu)
     print_cycles(log)
     print(f"  peak RSS {rss:,.0f} MiB")
     return rate
