@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from pumice.model import JobInfo, QueueInfo, Resource, TaskInfo, TaskStatus
@@ -139,3 +141,15 @@ def test_queue_from_volcano_queue() -> None:
     default = QueueInfo.from_queue({"metadata": {"name": "default"}})
     assert default.weight == 1 and default.reclaimable and default.is_open()
     assert default.capability is None and default.guarantee.is_empty()
+
+
+@pytest.mark.parametrize("cls", [TaskInfo, JobInfo])
+def test_copy_carries_every_field(cls: type) -> None:
+    # __copy__ is written out field by field for speed: a field added later must be in it.
+    original = cls(uid="u1", name="n1")
+    for i, name in enumerate(cls.__slots__):
+        object.__setattr__(original, name, object() if name != "uid" else f"uid-{i}")
+    other = copy.copy(original)
+    assert other is not original and type(other) is cls
+    missing = [n for n in cls.__slots__ if getattr(other, n) is not getattr(original, n)]
+    assert missing == []
