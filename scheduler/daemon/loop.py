@@ -3,10 +3,11 @@
 ::
 
     connect ─► informers (nodes first, then pods, PodGroups, Queues, PriorityClasses)
-            ─► wait until every initial list is in the cache
+            ─► wait until every initial list is in the cache; freeze it (``collector``)
             ─► loop: snapshot (event-loop thread) ─► session (worker thread) ─► commits
                      handed back to the loop: assume + bind in the background
                      ─► reasons and statuses written ─► sleep ``period`` (from the end)
+                     ─► garbage collected (the cycle's snapshot), never mid-session
 
 The session runs in ``asyncio.to_thread`` so watch events keep flowing into the cache while it
 decides; it only ever sees its own clone. In dry-run the committer logs instead of binding and
@@ -27,6 +28,7 @@ import structlog
 
 from pumice.cache import ClusterCache, PodState, slim_pod
 from pumice.daemon.binding import BackgroundWork, BoundCallback
+from pumice.daemon.collector import PacedCollector
 from pumice.daemon.committers import DryRunCommitter, LoopCommitter
 from pumice.daemon.health import HealthServer
 from pumice.daemon.leadership import Leadership, default_identity
@@ -121,6 +123,7 @@ class Daemon:
                 options.config_path, options.config, options.config_loader
             )
         self.metrics = DaemonMetrics(self)
+        self.collector = PacedCollector()
 
     @property
     def leading(self) -> bool:
@@ -160,6 +163,7 @@ class Daemon:
             await self.leadership.start(self.options.kube)
             runners = await self._start_informers(kube, cache)
             self.synced = True
+            self.collector.start()  # what the initial lists brought is frozen from here on
             self.notifier.ready(f"synced: {len(cache.state.nodes)} nodes, {len(cache.pods)} pods")
             runners.append(asyncio.get_running_loop().create_task(self._watchdog()))
             if self.reloader is not None:
@@ -202,6 +206,7 @@ class Daemon:
                 await status_kube.close()
             await kube.close()
             self.notifier.close()
+            self.collector.stop()
 
     async def _watchdog(self) -> None:
         last = -1
@@ -298,6 +303,7 @@ class Daemon:
         standing_by: str | None = None
         while not stop.is_set() and not self.leadership.lost.is_set():
             self.ticks += 1  # a standby's loop turns too: systemd's watchdog must not kill it
+            self.collector.turn()  # between cycles: what the last one left (its snapshot)
             self.last_tick = time.monotonic()
             self._reload()
             if not self.leadership.active:
