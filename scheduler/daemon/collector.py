@@ -14,9 +14,12 @@ So once the initial lists are in the cache, ``PacedCollector.start``:
   as a whole, are not scanned again;
 * turns automatic collection off;
 
-and the loop calls ``turn`` at every turn: a young collection (``gc.collect(1)``) frees what
-the last cycle left behind — its snapshot — at a cost close to what that cycle allocated, and
-every ``full_interval`` seconds a full one frees cycles among the objects that lived longer.
+and the loop calls ``turn`` at every turn. Once ``young_limit`` objects allocated since the last
+collection are alive (about three snapshots' worth), a young collection (``gc.collect(1)``)
+frees what the last cycles left behind — their snapshots — at a cost close to what was
+allocated; objects that die sooner (most of what a watch event or a bind makes) are never
+scanned at all. Every ``full_interval`` seconds a full collection frees cycles among the
+objects that lived longer.
 ``stop`` puts the collector back as it was. Daemons in one process (tests) share it: the
 first to start sets it up, the last to stop restores it.
 """
@@ -32,6 +35,8 @@ log = logging.getLogger("pumice.daemon")
 
 FULL_INTERVAL = 300.0
 """Seconds between full collections."""
+YOUNG_LIMIT = 100_000
+"""Live objects allocated since the last collection that make a turn collect."""
 
 _holders = 0
 _was_enabled = True
@@ -39,9 +44,13 @@ _was_enabled = True
 
 class PacedCollector:
     def __init__(
-        self, full_interval: float = FULL_INTERVAL, clock: Callable[[], float] = time.monotonic
+        self,
+        full_interval: float = FULL_INTERVAL,
+        young_limit: int = YOUNG_LIMIT,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.full_interval = full_interval
+        self.young_limit = young_limit
         self._clock = clock
         self._started = False
         self._last_full = 0.0
@@ -70,8 +79,10 @@ class PacedCollector:
         if now - self._last_full >= self.full_interval:
             self._last_full = now
             gc.collect()
-        else:
+        elif gc.get_count()[0] >= self.young_limit:
             gc.collect(1)
+        else:
+            return
         self.collections += 1
         self.seconds += time.perf_counter() - started
 
