@@ -126,6 +126,8 @@ class WriteLog:
         self.cursor = 0
         self.created: dict[str, list[float]] = {}
         self.bound: dict[str, list[float]] = {}
+        self.other: dict[str, int] = {}
+        """Other accepted writes by namespace (events, status) while pods were bound."""
 
     async def poll(self) -> None:
         async with self.http.get(f"{self.url}/sim/writes", params={"since": self.cursor}) as resp:
@@ -138,6 +140,8 @@ class WriteLog:
                 self.bound.setdefault(w["namespace"], []).append(w["time"])
             elif w["resource"] == "pods" and w["verb"] == "create":
                 self.created.setdefault(w["namespace"], []).append(w["time"])
+            else:
+                self.other[w["namespace"]] = self.other.get(w["namespace"], 0) + 1
 
     def binds(self, namespace: str) -> int:
         return len(self.bound.get(namespace, ()))
@@ -226,7 +230,8 @@ def report(
     print(
         f"{who}: {bound}/{pods} pods created -> bound in {span:.2f} s = {rate:,.0f} pods/s{done}"
         f" (creating them took {created:.2f} s); its CPU meanwhile {cpu:.1f} s"
-        f" = {cpu / max(1, bound) * 1e3:.2f} ms per pod"
+        f" = {cpu / max(1, bound) * 1e3:.2f} ms per pod;"
+        f" {writes.other.get(namespace, 0)} other writes (events, status)"
     )
     return rate
 
