@@ -299,8 +299,8 @@ class NodeOrderPlugin(Plugin):
         numpy's per-call overhead on one element."""
         score = 0.0
         if self.least_weight or self.most_weight or self.balanced_weight:
-            alloc = [_cell(nodes, "allocatable", r, row) for r in SCORED]
-            used = [_cell(nodes, "used", r, row) for r in SCORED]
+            alloc = nodes.cells("allocatable", row, SCORED)
+            used = nodes.cells("used", row, SCORED)
             if self.least_weight or self.most_weight:
                 non_zero = task.nonzero_request
                 requested = [u + non_zero[r] for u, r in zip(used, SCORED, strict=True)]
@@ -366,11 +366,6 @@ class NodeOrderPlugin(Plugin):
             self._flat = np.full(n, float(self.taint_weight * MAX_NODE_SCORE))
             self._flat.flags.writeable = False
         return self._flat
-
-
-def _cell(nodes: NodeTable, quantity: str, name: str, row: int) -> float:
-    col = nodes.column(quantity, name)
-    return 0.0 if col is None else float(col[row])
 
 
 def _combine_one(per_resource: list[float], allocatable: list[float]) -> float:
