@@ -28,7 +28,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pumice.framework.results import Feasibility, PredicatePart, PredicateResult
+from pumice.framework.candidates import (
+    Candidates,
+    full_candidates,
+    refresh_candidate_row,
+    refresh_candidate_rows,
+    summed_scores,
+)
+from pumice.framework.results import PredicatePart, PredicateResult
 from pumice.model.node import FIT_TOLERANCE, NodeTable
 from pumice.model.objects import TaskInfo
 
@@ -93,37 +100,6 @@ class ShapeEntry:
     score_total: FloatVector | None = None
     score_version: int = 0
     candidates: Candidates | None = None
-
-
-@dataclass(slots=True)
-class Candidates:
-    """Where a shape may go now and later, with the summed scores there; the cache's own
-    vectors, kept current row by row (read them, never change them).
-
-    ``future``: every predicate passes and the request fits the future idle resources;
-    ``now``: and the idle ones too. ``best_future`` / ``best_now`` hold, on those rows, the
-    row-local scores' total plus each vector of ``extras`` (per-task scores that a plugin
-    answered as the same read-only vector as before, so they can be kept too), summed in
-    that order, and ``-inf`` elsewhere: the values ``Session.best_node`` would compare.
-    """
-
-    future: BoolVector
-    now: BoolVector
-    future_count: int
-    now_count: int
-    best_future: FloatVector
-    best_now: FloatVector
-    extras: tuple[FloatVector, ...] = ()
-    version: int = 0
-    parts: list[PredicatePart] = field(default_factory=list)
-    """The predicate plugins' parts behind ``future`` (for the reasons of a task that fails)."""
-
-    def feasibility(self) -> Feasibility:
-        """What the predicates said: the mask and, on demand, each node's first reason."""
-        mask = np.ones(len(self.future), dtype=np.bool_)
-        for part in self.parts:
-            mask &= part.mask
-        return Feasibility(mask, parts=self.parts)
 
 
 class ShapeCache:
@@ -315,11 +291,11 @@ class ShapeCache:
         rows = None if cands is None else self._changed(cands.version)
         if cands is None or rows is None:
             extras = () if cands is None else cands.extras
-            cands = _full_candidates(mask, fit_now, fit_future, total, extras)
+            cands = full_candidates(mask, fit_now, fit_future, total, extras)
         elif len(rows) == 1:
-            _refresh_candidate_row(cands, int(rows[0]), mask, fit_now, fit_future, total)
+            refresh_candidate_row(cands, int(rows[0]), mask, fit_now, fit_future, total)
         elif len(rows):
-            _refresh_candidate_rows(cands, rows, mask, fit_now, fit_future, total)
+            refresh_candidate_rows(cands, rows, mask, fit_now, fit_future, total)
         cands.version = table.version
         cands.parts = parts
         if self.cached_predicates:
@@ -350,7 +326,7 @@ class ShapeCache:
             entry.parts = entry.fit_now = entry.score_total = entry.candidates = None
             return None
         entry.mask_version = entry.fit_version = entry.score_version = table.version
-        _refresh_candidate_row(
+        refresh_candidate_row(
             cands, row, entry.mask, entry.fit_now, entry.fit_future, entry.score_total
         )
         cands.version = table.version
@@ -414,7 +390,7 @@ class ShapeCache:
         ):
             return cands
         total = self.score_total(task)
-        summed = _summed(total, extras, len(cands.future))
+        summed = summed_scores(total, extras, len(cands.future))
         cands.best_future = np.where(cands.future, summed, -np.inf)
         cands.best_now = np.where(cands.now, summed, -np.inf)
         cands.extras = extras
@@ -438,77 +414,3 @@ def _fits(table: NodeTable, request: FloatVector, quantity: str, rows: IntVector
         values = column if rows is None else column[rows]
         fits &= values >= request[index] - FIT_TOLERANCE
     return fits
-
-
-def _summed(total: FloatVector | None, extras: Sequence[FloatVector], n: int) -> FloatVector:
-    """The row-local total plus each extra, in order (as ``Session.node_scores`` adds)."""
-    summed = np.zeros(n) if total is None else total.copy()
-    for extra in extras:
-        summed += extra
-    return summed
-
-
-def _full_candidates(
-    mask: BoolVector,
-    fit_now: BoolVector,
-    fit_future: BoolVector,
-    total: FloatVector | None,
-    extras: tuple[FloatVector, ...],
-) -> Candidates:
-    future = mask & fit_future
-    now = future & fit_now
-    summed = _summed(total, extras, len(mask))
-    return Candidates(
-        future=future,
-        now=now,
-        future_count=int(np.count_nonzero(future)),
-        now_count=int(np.count_nonzero(now)),
-        best_future=np.where(future, summed, -np.inf),
-        best_now=np.where(now, summed, -np.inf),
-        extras=extras,
-    )
-
-
-def _refresh_candidate_row(
-    cands: Candidates,
-    row: int,
-    mask: BoolVector,
-    fit_now: BoolVector,
-    fit_future: BoolVector,
-    total: FloatVector | None,
-) -> None:
-    """One changed row in Python scalars: the same IEEE sums as the vector path."""
-    future = bool(mask[row]) and bool(fit_future[row])
-    now = future and bool(fit_now[row])
-    if future != cands.future[row]:
-        cands.future[row] = future
-        cands.future_count += 1 if future else -1
-    if now != cands.now[row]:
-        cands.now[row] = now
-        cands.now_count += 1 if now else -1
-    score = 0.0 if total is None else float(total[row])
-    for extra in cands.extras:
-        score += float(extra[row])
-    cands.best_future[row] = score if future else -np.inf
-    cands.best_now[row] = score if now else -np.inf
-
-
-def _refresh_candidate_rows(
-    cands: Candidates,
-    rows: IntVector,
-    mask: BoolVector,
-    fit_now: BoolVector,
-    fit_future: BoolVector,
-    total: FloatVector | None,
-) -> None:
-    future = mask[rows] & fit_future[rows]
-    now = future & fit_now[rows]
-    cands.future_count += int(np.count_nonzero(future)) - int(np.count_nonzero(cands.future[rows]))
-    cands.now_count += int(np.count_nonzero(now)) - int(np.count_nonzero(cands.now[rows]))
-    cands.future[rows] = future
-    cands.now[rows] = now
-    score = np.zeros(len(rows)) if total is None else total[rows]
-    for extra in cands.extras:
-        score = score + extra[rows]
-    cands.best_future[rows] = np.where(future, score, -np.inf)
-    cands.best_now[rows] = np.where(now, score, -np.inf)

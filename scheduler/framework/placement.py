@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from pumice.framework.evaluation import Candidates
+from pumice.framework.candidates import Candidates
 from pumice.framework.hookcalls import read_only, vector_answer
 from pumice.model.objects import TaskInfo
 

@@ -30,9 +30,10 @@ import numpy.typing as npt
 
 from pumice.framework.arguments import Arguments
 from pumice.framework.base import Plugin
+from pumice.framework.candidates import Candidates
 from pumice.framework.committer import Committer, RecordingCommitter
 from pumice.framework.config import PluginOption, SchedulerConfig
-from pumice.framework.evaluation import Candidates, ShapeCache
+from pumice.framework.evaluation import ShapeCache
 from pumice.framework.explain import candidate_scores
 from pumice.framework.hookcalls import (
     Hook,
