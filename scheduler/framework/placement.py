@@ -50,6 +50,8 @@ def pick_best(
     top = masked[top_row]
     if top == -np.inf and not mask[top_row]:
         return None
+    if session.tie_break != "random" and table.rows_in_name_order:
+        return nodes[top_row].name  # argmax names the first of the tied rows: the smallest
     ties = np.flatnonzero(masked == top)
     if len(ties) == 1:
         return nodes[top_row].name

@@ -63,6 +63,7 @@ class NodeTable:
         self._changes: list[int] = []
         self.epoch = 0
         self._ranks: tuple[int, IntVector] | None = None
+        self._in_order: tuple[int, bool] | None = None
         self.ensure_dims(dims)
 
     # -- shape ------------------------------------------------------------------------------
@@ -194,6 +195,15 @@ class NodeTable:
             self._ranks = (self.epoch, ranks)
         return self._ranks[1]
 
+    @property
+    def rows_in_name_order(self) -> bool:
+        """Are the rows sorted by node name (then the first of tied rows has the smallest
+        name)? Computed once per epoch, with ``name_rank``."""
+        if self._in_order is None or self._in_order[0] != self.epoch:
+            ranks = self.name_rank
+            self._in_order = (self.epoch, bool((ranks == np.arange(len(ranks))).all()))
+        return self._in_order[1]
+
     def row_fits(self, row: int, request: FloatVector) -> tuple[bool, bool]:
         """Does ``request`` (a vector over the dimensions) fit the row's idle, and its future
         idle, resources in every dimension (``FIT_TOLERANCE`` of slack)?"""
@@ -253,6 +263,8 @@ class NodeTable:
         other.epoch = 0
         current = self._ranks is not None and self._ranks[0] == self.epoch
         other._ranks = (0, self._ranks[1]) if current and self._ranks is not None else None
+        in_order = self._in_order
+        other._in_order = (0, in_order[1]) if in_order and in_order[0] == self.epoch else None
         other._row_of = dict(self._row_of)
         other.nodes = [node._copy_into(other) for node in self.nodes]
         return other
