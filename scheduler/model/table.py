@@ -206,13 +206,19 @@ class NodeTable:
 
     def row_fits(self, row: int, request: FloatVector) -> tuple[bool, bool]:
         """Does ``request`` (a vector over the dimensions) fit the row's idle, and its future
-        idle, resources in every dimension (``FIT_TOLERANCE`` of slack)?"""
-        need = request - FIT_TOLERANCE
-        d = len(need)
-        return (
-            bool((self._idle[:d, row] >= need).all()),
-            bool((self._future[:d, row] >= need).all()),
-        )
+        idle, resources in every dimension (``FIT_TOLERANCE`` of slack)? In Python floats:
+        one row, where numpy's per-call cost is more than the comparisons."""
+        d = len(request)
+        idle = self._idle[:d, row].tolist()
+        future = self._future[:d, row].tolist()
+        now = later = True
+        for i, amount in enumerate(request.tolist()):
+            need = amount - FIT_TOLERANCE
+            if not idle[i] >= need:
+                now = False
+            if not future[i] >= need:
+                later = False
+        return now, later
 
     # -- change log -------------------------------------------------------------------------
 
