@@ -106,6 +106,8 @@ def _resource_weight(arguments: Arguments, key: str) -> int:
 class BinpackPlugin(Plugin):
     """Volcano's binpack node order (see the module docstring for the formula)."""
 
+    row_local_reads_queue = False  # its row-local answers read the row and the shape only
+
     declared_arguments = (
         ArgumentSpec(WEIGHT, "int", 1, minimum=0, doc="the plugin's weight; 0 switches it off"),
         ArgumentSpec(CPU, "int", 1, minimum=0, doc="the weight of cpu"),

@@ -213,6 +213,8 @@ def _weight(name: str, default: int, doc: str) -> ArgumentSpec:
 class NodeOrderPlugin(Plugin):
     """Least/most requested, balanced resources, node affinity and taint toleration scores."""
 
+    row_local_reads_queue = False  # its row-local answers read the row and the shape only
+
     declared_arguments = (
         _weight(LEAST_REQUESTED, 1, "NodeResourcesFit LeastAllocated"),
         _weight(MOST_REQUESTED, 0, "NodeResourcesFit MostAllocated"),

@@ -83,6 +83,8 @@ PORTS_TAKEN = "node(s) didn't have free ports for the requested pod ports"
 class PredicatesPlugin(Plugin):
     """Pod count, unschedulable, taints, node affinity/selector and host ports (see module)."""
 
+    row_local_reads_queue = False  # its row-local answers read the row and the shape only
+
     declared_arguments = (
         ArgumentSpec(NODE_AFFINITY_ENABLE, "bool", True, doc="nodeSelector and node affinity"),
         ArgumentSpec(NODE_PORTS_ENABLE, "bool", True, doc="host ports"),

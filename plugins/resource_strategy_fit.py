@@ -269,6 +269,8 @@ class Scoring:
 class ResourceStrategyFitPlugin(Plugin):
     """Volcano's resource-strategy-fit, with its sra score and proportional predicate."""
 
+    row_local_reads_queue = False  # its row-local answers read the row and the shape only
+
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
         self.weight = weight(NAME, WEIGHT, arguments.get(WEIGHT), DEFAULT_WEIGHT)

@@ -9,8 +9,10 @@ shape once, caches the answer, and after placements refreshes only the rows of t
 A plugin opts in by accepting a ``rows`` argument in ``predicate`` or ``node_score``: it then
 promises that its answer for a node depends only on that node's row (and on the task's shape
 and queue), and when ``rows`` is not None it returns values for exactly those rows, in that
-order. Plugins
-that do not accept ``rows`` are called in full for every task, as before. The predicate cache
+order. The cache is kept per (queue, shape) unless every row-local plugin of the session
+declares ``row_local_reads_queue = False`` (its answers ignore the queue; the built-in ones but
+node-reservation do): then tasks of one shape share it across queues. Plugins that do not
+accept ``rows`` are called in full for every task, as before. The predicate cache
 is used only when every enabled predicate plugin is row-local (the first failing plugin names a
 node's reason, so the order of all of them matters); scores are summed, so row-local plugins'
 scores are cached and the others' added per task.
