@@ -141,14 +141,14 @@ class BinpackPlugin(Plugin):
     @hookimpl
     def node_score(
         self, task: TaskInfo, nodes: NodeTable, rows: npt.NDArray[np.int64] | None = None
-    ) -> FloatVector | None:
+    ) -> FloatVector | float | None:
         # Row-local: a node's score reads only its own allocatable and used columns.
         if self.weight == 0:
             return None
         if self.shape is not None:
             return self.shape.node_score(task, nodes, rows) * float(SHAPE_SCALE * self.weight)
         if rows is not None and len(rows) == 1:
-            return np.array([self._score_row(task, nodes, int(rows[0]))])
+            return self._score_row(task, nodes, int(rows[0]))  # one row: a plain number
         n = len(nodes) if rows is None else len(rows)
         parts = np.zeros(n)
         fits = np.ones(n, dtype=np.bool_)

@@ -273,14 +273,14 @@ class NodeOrderPlugin(Plugin):
     @hookimpl
     def node_score(
         self, task: TaskInfo, nodes: NodeTable, rows: npt.NDArray[np.int64] | None = None
-    ) -> FloatVector | None:
+    ) -> FloatVector | float | None:
         # Row-local: resource scores read the node's own row; the label scores are normalised
         # over every node once per session (labels and taints do not change within one).
         if not self.enabled:
             return None
         gpu = task.resreq[GPU]
         if rows is not None and len(rows) == 1 and not gpu:
-            return np.array([self._score_row(task, nodes, int(rows[0]))])
+            return self._score_row(task, nodes, int(rows[0]))  # one row: a plain number
         n = len(nodes) if rows is None else len(rows)
         score = np.zeros(n)
         if self.least_weight or self.most_weight or self.balanced_weight:

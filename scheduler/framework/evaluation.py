@@ -93,6 +93,8 @@ class ShapeEntry:
     """The first task of this shape: every plugin call for the shape is made with it, so a
     plugin's own per-task caches hit on every refresh (the answer depends only on the shape)."""
     parts: list[PredicatePart] | None = None
+    parts_by_name: tuple[list[PredicatePart], dict[str, PredicatePart]] | None = None
+    """``parts`` by plugin name, with the list it was made from."""
     mask: BoolVector | None = None
     mask_version: int = 0
     fit_now: BoolVector | None = None
@@ -340,11 +342,13 @@ class ShapeCache:
         assert entry.parts is not None and entry.mask is not None
         assert entry.fit_now is not None and entry.fit_future is not None
         rows = np.array((row,), dtype=np.int64)
-        by_name = {part.name: part for part in entry.parts}
+        by_name = entry.parts_by_name
+        if by_name is None or by_name[0] is not entry.parts:
+            by_name = entry.parts_by_name = (entry.parts, {p.name: p for p in entry.parts})
         passed = True
         for name, hook, _ in self.predicates:
             answer = hook(task, table, rows)
-            part = by_name.get(name)
+            part = by_name[1].get(name)
             if answer is None or part is None:
                 if (answer is None) != (part is None):
                     return False
@@ -377,8 +381,10 @@ class ShapeCache:
                 if (answer is None) != (vec is None):
                     return False
                 continue
-            vec[row] = check(name, "node_score", answer, 1, np.float64)[0]
-            total += float(vec[row])
+            if type(answer) is not float:
+                answer = float(check(name, "node_score", answer, 1, np.float64)[0])
+            vec[row] = answer
+            total += answer
         entry.score_total[row] = total
         return True
 

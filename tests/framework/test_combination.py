@@ -437,3 +437,11 @@ def test_row_local_answers_are_cached_per_queue_unless_every_plugin_says_they_ne
     # one that says it does not shares the entry of the same shape
     assert ssn.node_scores(long)[0] == float(len("a-long-queue-name" if reads_queue else "default"))
     assert len(ssn.shapes.entries) == (2 if reads_queue else 1)
+
+
+def test_a_plain_number_answers_for_one_row_only() -> None:
+    from pumice.framework.hookcalls import vector_answer
+
+    assert vector_answer("p", "node_score", 3.5, 1, np.float64).tolist() == [3.5]
+    with pytest.raises(PluginContractError, match="plugin p returned node_score of shape"):
+        vector_answer("p", "node_score", 3.5, 2, np.float64)
