@@ -136,7 +136,7 @@ class BinpackPlugin(Plugin):
         weights["memory"] = _resource_weight(arguments, MEMORY)
         self.resource_weights = weights
         """Resource name -> weight; resources not listed here are ignored."""
-        self._row_plans: dict[Resource, tuple[list[str], list[float], list[int], int]] = {}
+        self._row_plans: dict[Resource, tuple[tuple[str, ...], list[float], list[int], int]] = {}
 
     @hookimpl
     def node_score(
@@ -198,7 +198,7 @@ class BinpackPlugin(Plugin):
         score = parts / weight_sum * float(MAX_NODE_SCORE * self.weight)
         return score if fits else 0.0
 
-    def _row_plan(self, task: TaskInfo) -> tuple[list[str], list[float], list[int], int]:
+    def _row_plan(self, task: TaskInfo) -> tuple[tuple[str, ...], list[float], list[int], int]:
         """The weighed resources of the task's request: names, amounts, weights, and the
         weight sum (each weighed resource the task asks for counts, as in the vector path)."""
         names: list[str] = []
@@ -211,7 +211,7 @@ class BinpackPlugin(Plugin):
             names.append(name)
             requests.append(request)
             weights.append(weight)
-        return names, requests, weights, sum(weights)
+        return tuple(names), requests, weights, sum(weights)
 
 
 # -- shaped binpack (RequestedToCapacityRatio) ----------------------------------------------

@@ -393,8 +393,10 @@ class ShapeCache:
     ) -> Candidates:
         """``cands`` with ``extras`` (read-only vectors) in its best scores: the same object
         when they are the vectors already in, else recomputed in full (and kept)."""
-        if len(extras) == len(cands.extras) and all(
-            a is b for a, b in zip(extras, cands.extras, strict=True)
+        known = cands.extras
+        if len(extras) == len(known) and (
+            (len(extras) == 1 and extras[0] is known[0])
+            or all(a is b for a, b in zip(extras, known, strict=True))
         ):
             return cands
         total = self.score_total(task)
