@@ -9,8 +9,10 @@ shape once, caches the answer, and after placements refreshes only the rows of t
 A plugin opts in by accepting a ``rows`` argument in ``predicate`` or ``node_score``: it then
 promises that its answer for a node depends only on that node's row (and on the task's shape
 and queue), and when ``rows`` is not None it returns values for exactly those rows, in that
-order. Plugins
-that do not accept ``rows`` are called in full for every task, as before. The predicate cache
+order. The cache is kept per (queue, shape) unless every row-local plugin of the session
+declares ``row_local_reads_queue = False`` (its answers ignore the queue; the built-in ones but
+node-reservation do): then tasks of one shape share it across queues. Plugins that do not
+accept ``rows`` are called in full for every task, as before. The predicate cache
 is used only when every enabled predicate plugin is row-local (the first failing plugin names a
 node's reason, so the order of all of them matters); scores are summed, so row-local plugins'
 scores are cached and the others' added per task.
@@ -28,7 +30,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pumice.framework.results import Feasibility, PredicatePart, PredicateResult
+from pumice.framework.candidates import (
+    Candidates,
+    full_candidates,
+    refresh_candidate_row,
+    refresh_candidate_rows,
+    summed_scores,
+)
+from pumice.framework.results import PredicatePart, PredicateResult
 from pumice.model.node import FIT_TOLERANCE, NodeTable
 from pumice.model.objects import TaskInfo
 
@@ -84,6 +93,8 @@ class ShapeEntry:
     """The first task of this shape: every plugin call for the shape is made with it, so a
     plugin's own per-task caches hit on every refresh (the answer depends only on the shape)."""
     parts: list[PredicatePart] | None = None
+    parts_by_name: tuple[list[PredicatePart], dict[str, PredicatePart]] | None = None
+    """``parts`` by plugin name, with the list it was made from."""
     mask: BoolVector | None = None
     mask_version: int = 0
     fit_now: BoolVector | None = None
@@ -93,37 +104,6 @@ class ShapeEntry:
     score_total: FloatVector | None = None
     score_version: int = 0
     candidates: Candidates | None = None
-
-
-@dataclass(slots=True)
-class Candidates:
-    """Where a shape may go now and later, with the summed scores there; the cache's own
-    vectors, kept current row by row (read them, never change them).
-
-    ``future``: every predicate passes and the request fits the future idle resources;
-    ``now``: and the idle ones too. ``best_future`` / ``best_now`` hold, on those rows, the
-    row-local scores' total plus each vector of ``extras`` (per-task scores that a plugin
-    answered as the same read-only vector as before, so they can be kept too), summed in
-    that order, and ``-inf`` elsewhere: the values ``Session.best_node`` would compare.
-    """
-
-    future: BoolVector
-    now: BoolVector
-    future_count: int
-    now_count: int
-    best_future: FloatVector
-    best_now: FloatVector
-    extras: tuple[FloatVector, ...] = ()
-    version: int = 0
-    parts: list[PredicatePart] = field(default_factory=list)
-    """The predicate plugins' parts behind ``future`` (for the reasons of a task that fails)."""
-
-    def feasibility(self) -> Feasibility:
-        """What the predicates said: the mask and, on demand, each node's first reason."""
-        mask = np.ones(len(self.future), dtype=np.bool_)
-        for part in self.parts:
-            mask &= part.mask
-        return Feasibility(mask, parts=self.parts)
 
 
 class ShapeCache:
@@ -304,6 +284,9 @@ class ShapeCache:
         Kept per shape when every predicate is row-local (as the predicate masks are); made
         afresh on each call otherwise."""
         table = self.table
+        fast = self._one_row_candidates(task)
+        if fast is not None:
+            return fast
         parts, mask = self.predicate(task)
         fit_now, fit_future = self.fit(task)
         total = self.score_total(task)
@@ -312,28 +295,112 @@ class ShapeCache:
         rows = None if cands is None else self._changed(cands.version)
         if cands is None or rows is None:
             extras = () if cands is None else cands.extras
-            cands = _full_candidates(mask, fit_now, fit_future, total, extras)
+            cands = full_candidates(mask, fit_now, fit_future, total, extras)
         elif len(rows) == 1:
-            _refresh_candidate_row(cands, int(rows[0]), mask, fit_now, fit_future, total)
+            refresh_candidate_row(cands, int(rows[0]), mask, fit_now, fit_future, total)
         elif len(rows):
-            _refresh_candidate_rows(cands, rows, mask, fit_now, fit_future, total)
+            refresh_candidate_rows(cands, rows, mask, fit_now, fit_future, total)
         cands.version = table.version
         cands.parts = parts
         if self.cached_predicates:
             entry.candidates = cands
         return cands
 
+    def _one_row_candidates(self, task: TaskInfo) -> Candidates | None:
+        """The common case, in one pass: everything of the shape was current one row change
+        ago. Predicates, fit, scores and candidates are refreshed on that row with Python
+        scalars; None when this is not the case (or a plugin's opinion appeared or vanished),
+        and the general path runs."""
+        if not self.cached_predicates:
+            return None
+        entry = self.entry(task)
+        cands = entry.candidates
+        table = self.table
+        if cands is None or table.version != cands.version + 1:
+            return None
+        version = cands.version
+        if not (entry.mask_version == entry.fit_version == version) or entry.parts is None:
+            return None
+        if self.local_scorers and (entry.score_version != version or entry.score_total is None):
+            return None
+        assert entry.mask is not None and entry.fit_now is not None
+        assert entry.fit_future is not None
+        row = table.changed_rows(version)[0]
+        if not self._refresh_row(entry, row):
+            entry.parts = entry.fit_now = entry.score_total = entry.candidates = None
+            return None
+        entry.mask_version = entry.fit_version = entry.score_version = table.version
+        refresh_candidate_row(
+            cands, row, entry.mask, entry.fit_now, entry.fit_future, entry.score_total
+        )
+        cands.version = table.version
+        return cands
+
+    def _refresh_row(self, entry: ShapeEntry, row: int) -> bool:
+        """Predicate parts, fit and row-local scores of one row (see ``_one_row_candidates``)."""
+        table, task, check = self.table, entry.task, self.check
+        assert entry.parts is not None and entry.mask is not None
+        assert entry.fit_now is not None and entry.fit_future is not None
+        rows = np.array((row,), dtype=np.int64)
+        by_name = entry.parts_by_name
+        if by_name is None or by_name[0] is not entry.parts:
+            by_name = entry.parts_by_name = (entry.parts, {p.name: p for p in entry.parts})
+        passed = True
+        for name, hook, _ in self.predicates:
+            answer = hook(task, table, rows)
+            part = by_name[1].get(name)
+            if answer is None or part is None:
+                if (answer is None) != (part is None):
+                    return False
+                continue
+            if isinstance(answer, PredicateResult):
+                mask, reasons = answer.mask, answer.reasons
+            else:
+                mask, reasons = answer, f"node(s) rejected by {name}"
+            ok = bool(check(name, "predicate", mask, 1, np.bool_)[0])
+            if not isinstance(reasons, str):
+                reasons = check(name, "predicate reasons", reasons, 1, object)[0]
+            if isinstance(part.reasons, str) and reasons != part.reasons:
+                part.reasons = np.full(len(table), part.reasons, dtype=object)
+            if not isinstance(part.reasons, str):
+                part.reasons[row] = reasons
+            if not part.mask.flags.writeable:
+                part.mask = part.mask.copy()
+            part.mask[row] = ok
+            passed = passed and ok
+        entry.mask[row] = passed
+        entry.fit_now[row], entry.fit_future[row] = table.row_fits(row, table.vector(task.resreq))
+        if not self.local_scorers:
+            return True
+        assert entry.score_total is not None
+        total = 0.0
+        for name, hook in self.local_scorers:
+            answer = hook(task, table, rows)
+            vec = entry.scores.get(name)
+            if answer is None or vec is None:
+                if (answer is None) != (vec is None):
+                    return False
+                continue
+            if type(answer) is not float:
+                answer = float(check(name, "node_score", answer, 1, np.float64)[0])
+            vec[row] = answer
+            total += answer
+        entry.score_total[row] = total
+        return True
+
     def with_extras(
         self, task: TaskInfo, cands: Candidates, extras: tuple[FloatVector, ...]
     ) -> Candidates:
         """``cands`` with ``extras`` (read-only vectors) in its best scores: the same object
         when they are the vectors already in, else recomputed in full (and kept)."""
-        if len(extras) == len(cands.extras) and all(
-            a is b for a, b in zip(extras, cands.extras, strict=True)
+        known = cands.extras
+        if len(extras) == len(known) and (
+            (len(extras) == 1 and extras[0] is known[0])
+            or all(a is b for a, b in zip(extras, known, strict=True))
         ):
             return cands
         total = self.score_total(task)
-        summed = _summed(total, extras, len(cands.future))
+        summed = summed_scores(total, extras, len(cands.future))
         cands.best_future = np.where(cands.future, summed, -np.inf)
         cands.best_now = np.where(cands.now, summed, -np.inf)
         cands.extras = extras
@@ -357,77 +424,3 @@ def _fits(table: NodeTable, request: FloatVector, quantity: str, rows: IntVector
         values = column if rows is None else column[rows]
         fits &= values >= request[index] - FIT_TOLERANCE
     return fits
-
-
-def _summed(total: FloatVector | None, extras: Sequence[FloatVector], n: int) -> FloatVector:
-    """The row-local total plus each extra, in order (as ``Session.node_scores`` adds)."""
-    summed = np.zeros(n) if total is None else total.copy()
-    for extra in extras:
-        summed += extra
-    return summed
-
-
-def _full_candidates(
-    mask: BoolVector,
-    fit_now: BoolVector,
-    fit_future: BoolVector,
-    total: FloatVector | None,
-    extras: tuple[FloatVector, ...],
-) -> Candidates:
-    future = mask & fit_future
-    now = future & fit_now
-    summed = _summed(total, extras, len(mask))
-    return Candidates(
-        future=future,
-        now=now,
-        future_count=int(np.count_nonzero(future)),
-        now_count=int(np.count_nonzero(now)),
-        best_future=np.where(future, summed, -np.inf),
-        best_now=np.where(now, summed, -np.inf),
-        extras=extras,
-    )
-
-
-def _refresh_candidate_row(
-    cands: Candidates,
-    row: int,
-    mask: BoolVector,
-    fit_now: BoolVector,
-    fit_future: BoolVector,
-    total: FloatVector | None,
-) -> None:
-    """One changed row in Python scalars: the same IEEE sums as the vector path."""
-    future = bool(mask[row]) and bool(fit_future[row])
-    now = future and bool(fit_now[row])
-    if future != cands.future[row]:
-        cands.future[row] = future
-        cands.future_count += 1 if future else -1
-    if now != cands.now[row]:
-        cands.now[row] = now
-        cands.now_count += 1 if now else -1
-    score = 0.0 if total is None else float(total[row])
-    for extra in cands.extras:
-        score += float(extra[row])
-    cands.best_future[row] = score if future else -np.inf
-    cands.best_now[row] = score if now else -np.inf
-
-
-def _refresh_candidate_rows(
-    cands: Candidates,
-    rows: IntVector,
-    mask: BoolVector,
-    fit_now: BoolVector,
-    fit_future: BoolVector,
-    total: FloatVector | None,
-) -> None:
-    future = mask[rows] & fit_future[rows]
-    now = future & fit_now[rows]
-    cands.future_count += int(np.count_nonzero(future)) - int(np.count_nonzero(cands.future[rows]))
-    cands.now_count += int(np.count_nonzero(now)) - int(np.count_nonzero(cands.now[rows]))
-    cands.future[rows] = future
-    cands.now[rows] = now
-    score = np.zeros(len(rows)) if total is None else total[rows]
-    for extra in cands.extras:
-        score = score + extra[rows]
-    cands.best_future[rows] = np.where(future, score, -np.inf)
-    cands.best_now[rows] = np.where(now, score, -np.inf)

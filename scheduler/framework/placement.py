@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from pumice.framework.evaluation import Candidates
+from pumice.framework.candidates import Candidates
 from pumice.framework.hookcalls import read_only, vector_answer
 from pumice.model.objects import TaskInfo
 
@@ -50,6 +50,8 @@ def pick_best(
     top = masked[top_row]
     if top == -np.inf and not mask[top_row]:
         return None
+    if session.tie_break != "random" and table.rows_in_name_order:
+        return nodes[top_row].name  # argmax names the first of the tied rows: the smallest
     ties = np.flatnonzero(masked == top)
     if len(ties) == 1:
         return nodes[top_row].name
@@ -78,14 +80,17 @@ def choose_node(session: Session, task: TaskInfo, cands: Candidates, now: bool) 
     shapes = session.shapes
     hooks = session.hooks("normalized_score")
     if hooks:
-        view = read_only(mask)
+        view = cands.view(now)
         n = len(table)
         answers = []
+        fresh = False  # did a plugin answer a vector it may change (made for this task)?
         for name, hook in hooks:
             answer = hook(task, table, view)
             if answer is not None:
-                answers.append(vector_answer(name, "normalized_score", answer, n, np.float64))
-        if any(a.flags.writeable for a in answers):
+                answer = vector_answer(name, "normalized_score", answer, n, np.float64)
+                fresh = fresh or answer.flags.writeable
+                answers.append(answer)
+        if fresh:
             total = shapes.score_total(task)
             summed = np.zeros(n) if total is None else total.copy()
             for answer in answers:
