@@ -15,7 +15,7 @@ So once the initial lists are in the cache, ``PacedCollector.start``:
 * turns automatic collection off;
 
 and the loop calls ``turn`` at every turn. Once ``young_limit`` objects allocated since the last
-collection are alive (about three snapshots' worth), a young collection (``gc.collect(1)``)
+collection are alive (a few sessions' garbage), a young collection (``gc.collect(1)``)
 frees what the last cycles left behind — their snapshots — at a cost close to what was
 allocated; objects that die sooner (most of what a watch event or a bind makes) are never
 scanned at all. Every ``full_interval`` seconds a full collection frees cycles among the
@@ -35,7 +35,7 @@ log = logging.getLogger("pumice.daemon")
 
 FULL_INTERVAL = 300.0
 """Seconds between full collections."""
-YOUNG_LIMIT = 100_000
+YOUNG_LIMIT = 200_000
 """Live objects allocated since the last collection that make a turn collect."""
 
 _holders = 0
