@@ -25,7 +25,7 @@ from functools import partial
 
 import structlog
 
-from pumice.cache import ClusterCache, PodState, slim_pod
+from pumice.cache import ClusterCache, PodState
 from pumice.daemon.binding import BackgroundWork, BoundCallback
 from pumice.daemon.committers import DryRunCommitter, LoopCommitter
 from pumice.daemon.health import HealthServer
@@ -250,7 +250,7 @@ class Daemon:
                 handler,
                 name=name,
                 field_selector=selector,
-                transform=slim_pod if kind is PODS else None,
+                transform=cache.slim_pod if kind is PODS else None,
             )
             self.informers.append(informer)
             runners.append(asyncio.get_running_loop().create_task(informer.run(), name=name))
