@@ -121,6 +121,19 @@ class QueueAttributes:
             share = max(share, self.allocated[name] / deserved)
         self.share = share
 
+    def add_allocated(self, added: Resource) -> None:
+        """``allocated += added`` and the share updated: only the fractions of the dimensions
+        ``added`` has can have grown, and the maximum of the others is the old share, so this
+        equals ``update_share`` without going over every deserved dimension."""
+        self.allocated = self.allocated + added
+        share, deserved, allocated = self.share, self.deserved, self.allocated
+        for name, _ in added.items():
+            if name in deserved:  # above zero, as ``deserved.names()`` lists them
+                fraction = allocated[name] / deserved[name]
+                if fraction > share:
+                    share = fraction
+        self.share = share
+
 
 def capped(value: Resource, cap: Resource | None) -> Resource:
     """Per-dimension minimum of ``value`` and ``cap``, a dimension missing in ``cap`` being
@@ -289,14 +302,14 @@ class ProportionPlugin(Plugin):
         attr = self.attributes.get(queue.name)
         if attr is None:
             return True
-        return fits_on_requested(attr.allocated + task.resreq, attr.deserved, task.resreq)
+        return attr.allocated.sum_within(task.resreq, attr.deserved)
 
     @hookimpl
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
         attr = self.attributes.get(queue.name)
         if attr is None:
             return True
-        return fits_on_requested(attr.allocated + task.resreq, attr.deserved, task.resreq)
+        return attr.allocated.sum_within(task.resreq, attr.deserved)
 
     @hookimpl
     def reclaimable(self, reclaimer: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
@@ -361,8 +374,7 @@ class ProportionPlugin(Plugin):
     def on_allocate(self, task: TaskInfo) -> None:
         attr = self._attributes_of(task)
         if attr is not None:
-            attr.allocated = attr.allocated + task.resreq
-            attr.update_share()
+            attr.add_allocated(task.resreq)
 
     @hookimpl
     def on_deallocate(self, task: TaskInfo) -> None:

@@ -63,6 +63,9 @@ class NodeTable:
         self._changes: list[int] = []
         self.epoch = 0
         self._ranks: tuple[int, IntVector] | None = None
+        self._in_order: tuple[int, bool] | None = None
+        self._positions: dict[tuple[str, ...], tuple[tuple[int, ...], bool]] = {}
+        """Dimension names -> their indices (-1: the table lacks it), for ``cells``."""
         self.ensure_dims(dims)
 
     # -- shape ------------------------------------------------------------------------------
@@ -103,6 +106,7 @@ class NodeTable:
         for attr in self._MATRICES:
             setattr(self, attr, np.vstack([getattr(self, attr), pad]))
         self._vectors.clear()  # cached vectors are one entry per dimension
+        self._positions.clear()
 
     def vector(self, resource: Resource) -> FloatVector:
         """``resource`` as a vector over this table's dimensions (adding new ones).
@@ -164,6 +168,20 @@ class NodeTable:
         matrix: FloatMatrix = getattr(self, _COLUMN_ATTRS[quantity])
         return matrix[col, : self._n]
 
+    def cells(self, quantity: str, row: int, dims: tuple[str, ...]) -> list[float]:
+        """``quantity`` of ``dims`` on one row, as Python floats (0.0 for a dim the table
+        lacks): what one-row paths read, with one numpy call instead of one per cell."""
+        values: list[float] = getattr(self, _COLUMN_ATTRS[quantity])[:, row].tolist()
+        known = self._positions.get(dims)
+        if known is None:
+            index = self._dim_index
+            positions = tuple(index.get(d, -1) for d in dims)
+            prefix = positions == tuple(range(len(positions)))
+            known = self._positions[dims] = (positions, prefix)
+        if known[1]:  # the table's own first dims, in order: a slice
+            return values[: len(dims)]
+        return [values[i] if i >= 0 else 0.0 for i in known[0]]
+
     @property
     def pod_count(self) -> IntVector:
         return self._pods[: self._n]
@@ -187,15 +205,30 @@ class NodeTable:
             self._ranks = (self.epoch, ranks)
         return self._ranks[1]
 
+    @property
+    def rows_in_name_order(self) -> bool:
+        """Are the rows sorted by node name (then the first of tied rows has the smallest
+        name)? Computed once per epoch, with ``name_rank``."""
+        if self._in_order is None or self._in_order[0] != self.epoch:
+            ranks = self.name_rank
+            self._in_order = (self.epoch, bool((ranks == np.arange(len(ranks))).all()))
+        return self._in_order[1]
+
     def row_fits(self, row: int, request: FloatVector) -> tuple[bool, bool]:
         """Does ``request`` (a vector over the dimensions) fit the row's idle, and its future
-        idle, resources in every dimension (``FIT_TOLERANCE`` of slack)?"""
-        need = request - FIT_TOLERANCE
-        d = len(need)
-        return (
-            bool((self._idle[:d, row] >= need).all()),
-            bool((self._future[:d, row] >= need).all()),
-        )
+        idle, resources in every dimension (``FIT_TOLERANCE`` of slack)? In Python floats:
+        one row, where numpy's per-call cost is more than the comparisons."""
+        d = len(request)
+        idle = self._idle[:d, row].tolist()
+        future = self._future[:d, row].tolist()
+        now = later = True
+        for i, amount in enumerate(request.tolist()):
+            need = amount - FIT_TOLERANCE
+            if not idle[i] >= need:
+                now = False
+            if not future[i] >= need:
+                later = False
+        return now, later
 
     # -- change log -------------------------------------------------------------------------
 
@@ -242,10 +275,13 @@ class NodeTable:
         for attr in (*self._MATRICES, *self._VECTORS):
             setattr(other, attr, getattr(self, attr).copy())
         other._vectors = dict(self._vectors)
+        other._positions = dict(self._positions)
         other._changes = []
         other.epoch = 0
         current = self._ranks is not None and self._ranks[0] == self.epoch
         other._ranks = (0, self._ranks[1]) if current and self._ranks is not None else None
+        in_order = self._in_order
+        other._in_order = (0, in_order[1]) if in_order and in_order[0] == self.epoch else None
         other._row_of = dict(self._row_of)
         other.nodes = [node._copy_into(other) for node in self.nodes]
         return other
