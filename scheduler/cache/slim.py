@@ -83,6 +83,10 @@ class PodSlimmer:
         self.limit = limit
         self._shared: dict[bytes, Any] = {}
 
+    def __len__(self) -> int:
+        """How many shared parts are remembered."""
+        return len(self._shared)
+
     def share(self, value: Any) -> Any:
         """The one object equal to ``value`` (as JSON) this slimmer has handed out."""
         if not value:

@@ -134,5 +134,5 @@ def test_the_memory_of_shared_parts_is_bounded() -> None:
         p = replica(f"web-{i}", "n1")
         p["metadata"]["labels"] = {"app": f"web-{i}"}  # a new shared part each time
         pods.append(slimmer(p))
-    assert len(slimmer._shared) <= 4
+    assert len(slimmer) <= 4
     assert [p["metadata"]["labels"]["app"] for p in pods] == [f"web-{i}" for i in range(20)]
