@@ -53,6 +53,9 @@ Key = tuple[str, str]
 
 # The client notices a silent stream this long after the server should have ended it.
 READ_TIMEOUT_MARGIN = 30.0
+HANDLED_BETWEEN_YIELDS = 1000
+"""A list's objects handed to the handler between two turns of the event loop (a lease
+renewal, a health probe or another informer's page must not wait for a whole list)."""
 PAGE_SIZE = 2000
 """Objects per list page: client-go's 500 makes 300 round trips of 150,000 pods; a page of
 2,000 pods is 2 MB, decoded in a few milliseconds, and the requests shrink to a quarter."""
@@ -275,7 +278,9 @@ class Informer:
         for key, old in old_store.items():
             if key not in fresh:
                 self._call(self.handler.on_delete, old)
-        for key, obj in fresh.items():
+        for done, (key, obj) in enumerate(list(fresh.items()), 1):
+            if not done % HANDLED_BETWEEN_YIELDS:
+                await asyncio.sleep(0)  # 150,000 pods take seconds: let the loop breathe
             previous = old_store.get(key)
             if previous is None:
                 self._call(self.handler.on_add, obj)
