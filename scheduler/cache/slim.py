@@ -81,22 +81,24 @@ class PodSlimmer:
 
     def __init__(self, limit: int = SHARED_LIMIT) -> None:
         self.limit = limit
-        self._shared: dict[bytes, Any] = {}
+        self._shared: dict[int, Any] = {}
 
     def __len__(self) -> int:
         """How many shared parts are remembered."""
         return len(self._shared)
 
     def share(self, value: Any) -> Any:
-        """The one object equal to ``value`` (as JSON) this slimmer has handed out."""
+        """The one object equal to ``value`` (as JSON: ``1``, ``1.0`` and ``true`` differ)
+        this slimmer has handed out. Remembered by the hash of its JSON text, so a large
+        annotation costs a number here, not a second copy; a value found is also compared."""
         if not value:
             return value
         try:
-            key = orjson.dumps(value)
+            key = hash(orjson.dumps(value))
         except TypeError:
             return value  # not JSON (built in code, not read from the API server)
         found = self._shared.get(key)
-        if found is not None:
+        if found is not None and found == value:
             return found
         if len(self._shared) >= self.limit:
             self._shared.clear()
