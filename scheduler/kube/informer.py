@@ -265,6 +265,8 @@ class Informer:
                 pending.cancel()
                 with contextlib.suppress(asyncio.CancelledError, KubeError):
                     await pending
+            elif not pending.cancelled():
+                pending.exception()  # a next page that failed too adds nothing: seen, dropped
 
     async def _list_and_diff(self) -> None:
         items, rv = await self.list_objects()
