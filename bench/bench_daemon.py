@@ -27,6 +27,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -448,32 +449,48 @@ async def daemon_backlog(
 async def sync_only(kubeconfig: Path, config: Path, limit: float) -> None:
     """``pumice run --dry-run`` until its cache is synced and one cycle ran: time and RSS."""
     log = config.parent / "sync.log"
+
+    def events() -> list[str]:
+        """The log's messages (JSON lines when not on a terminal, else plain text)."""
+        out = []
+        for line in log.read_text().splitlines():
+            try:
+                out.append(str(json.loads(line)["event"]))
+            except (ValueError, KeyError, TypeError):
+                out.append(line)
+        return out
+
     start = time.perf_counter()
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-P", "-m", "pumice.cli", "run", "--dry-run",
         "--kubeconfig", str(kubeconfig), "--config", str(config), "--qps", "1e9",
+        "--http-address", "127.0.0.1:0",
         stdout=log.open("wb"), stderr=asyncio.subprocess.STDOUT,
     )  # fmt: skip
     synced = cycled = None
-    rss = float("nan")
+    synced_rss = rss = float("nan")
     while time.perf_counter() - start < limit and proc.returncode is None:
         await asyncio.sleep(0.2)
-        text = log.read_text()
+        said = events()
         rss = peak_rss_mib(proc.pid)
-        if synced is None and "cache synced" in text:
-            synced = time.perf_counter() - start
-        if ": cycle " in text or "pending: " in text:
+        if synced is None and any("cache synced" in e for e in said):
+            synced, synced_rss = time.perf_counter() - start, rss
+        if any(re.search(r"\bcycle \d+:", e) for e in said):
             cycled = time.perf_counter() - start
             break
     if proc.returncode is None:
         proc.send_signal(signal.SIGTERM)
         await proc.wait()
-    line = next((x for x in log.read_text().splitlines() if "cache synced" in x), "not synced")
-    print(f"start-up: {line.split(': ', 3)[-1]}")
+    said = events()
+    print(f"start-up: {next((e for e in said if 'cache synced' in e), 'not synced')}")
+    cycle = next((e for e in said if re.search(r"\bcycle \d+:", e)), None)
+    if cycle:
+        print(f"  first {cycle}")
+    nan = float("nan")
     print(
-        f"  process start -> cache synced {synced if synced is not None else float('nan'):.1f} s;"
-        f" -> first cycle {cycled if cycled is not None else float('nan'):.1f} s;"
-        f" peak RSS {rss:,.0f} MiB"
+        f"  process start -> cache synced {synced if synced is not None else nan:.1f} s"
+        f" (peak RSS {synced_rss:,.0f} MiB); -> first cycle"
+        f" {cycled if cycled is not None else nan:.1f} s; peak RSS {rss:,.0f} MiB"
     )
 
 

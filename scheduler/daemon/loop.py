@@ -26,11 +26,12 @@ from functools import partial
 
 import structlog
 
-from pumice.cache import ClusterCache, PodState, slim_pod
+from pumice.cache import ClusterCache, PodState
 from pumice.daemon.binding import BackgroundWork, BoundCallback
 from pumice.daemon.collector import PacedCollector
 from pumice.daemon.committers import DryRunCommitter, LoopCommitter
 from pumice.daemon.health import HealthServer
+from pumice.daemon.heap import StartUpHeap
 from pumice.daemon.leadership import Leadership, default_identity
 from pumice.daemon.metrics import DaemonMetrics
 from pumice.daemon.notify import Notifier, run_watchdog
@@ -157,11 +158,13 @@ class Daemon:
         # kube-scheduler's event broadcaster has), so that they never hold binds back.
         status_kube: Kube | None = None
         runners: list[asyncio.Task[None]] = []
+        heap = StartUpHeap()  # no collector passes while the informers fill the cache
         try:
             cache = await self._make_cache(kube)
             # Campaign while the informers list: a standby keeps its cache warm all the same.
             await self.leadership.start(self.options.kube)
             runners = await self._start_informers(kube, cache)
+            heap.synced()
             self.synced = True
             self.collector.start()  # what the initial lists brought is frozen from here on
             self.notifier.ready(f"synced: {len(cache.state.nodes)} nodes, {len(cache.pods)} pods")
@@ -194,6 +197,7 @@ class Daemon:
                 await self.work.drain()
             return 1 if self.options.until_idle and self.last and self.last.failed else 0
         finally:
+            heap.release()
             self.notifier.stopping()
             if self.work is not None:
                 await self.work.cancel()
@@ -255,7 +259,7 @@ class Daemon:
                 handler,
                 name=name,
                 field_selector=selector,
-                transform=slim_pod if kind is PODS else None,
+                transform=cache.slim_pod if kind is PODS else None,
             )
             self.informers.append(informer)
             runners.append(asyncio.get_running_loop().create_task(informer.run(), name=name))
