@@ -8,11 +8,12 @@ frees) lives as long as the session; automatic collections in the middle promote
 older generations, and full collections — each a scan of every object the informers hold —
 then follow one another as those snapshots pile up.
 
-So once the initial lists are in the cache, ``PacedCollector.start``:
+While the informers list, ``StartUpHeap`` (``pumice.daemon.heap``) keeps the collector paused
+and freezes the heap once they are synced; then ``PacedCollector.start`` takes over:
 
-* freezes what is alive (``gc.freeze``): the informers' stores and the cache, never garbage
-  as a whole, are not scanned again;
-* turns automatic collection off;
+* it freezes what is alive (``gc.freeze``; little is left after ``StartUpHeap``): the
+  informers' stores and the cache, never garbage as a whole, are not scanned again;
+* it turns automatic collection off for as long as the daemon runs;
 
 and the loop calls ``turn`` at every turn. Once ``young_limit`` objects allocated since the last
 collection are alive (a few sessions' garbage), a young collection (``gc.collect(1)``)
