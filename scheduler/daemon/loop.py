@@ -436,10 +436,13 @@ class Daemon:
         if isinstance(committer, DryRunCommitter):
             committer.attach(session)
         try:
-            session.run_actions()
+            try:
+                session.run_actions()
+            finally:
+                session.close()
+            outcome = collect(session)
         finally:
-            session.close()
-        outcome = collect(session)
+            session.dispose()  # freed now by reference counting, not by the collector
         outcome.binds, outcome.evictions = committer.binds, committer.evictions
         return outcome
 

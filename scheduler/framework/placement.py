@@ -126,3 +126,30 @@ def score_parts(
             vector = vector_answer(name, "normalized_score", answer, n, np.float64)
             parts[name] = parts[name] + vector if name in parts else np.array(vector)
     return parts
+
+
+def summed_scores(session: Session, task: TaskInfo, mask: BoolVector | None) -> FloatVector:
+    """``Session.node_scores``: the cached row-local total plus every per-task answer."""
+    table = session.table
+    n = len(table)
+    total = session.shapes.score_total(task)
+    others = [
+        (name, hook)
+        for name, hook in session.hooks("node_score")
+        if not session.row_local("node_score", name)
+    ]
+    normalized = session.hooks("normalized_score")
+    if not others and not normalized:
+        return read_only(total if total is not None else np.zeros(n))
+    summed = np.zeros(n) if total is None else total.copy()
+    for name, hook in others:
+        answer = hook(task, table, None)
+        if answer is not None:
+            summed += vector_answer(name, "node_score", answer, n, np.float64)
+    if normalized:
+        candidates = mask if mask is not None else np.ones(n, dtype=np.bool_)
+        for name, hook in normalized:
+            answer = hook(task, table, candidates)
+            if answer is not None:
+                summed += vector_answer(name, "normalized_score", answer, n, np.float64)
+    return summed

@@ -47,7 +47,7 @@ from pumice.framework.hookcalls import (
 )
 from pumice.framework.hookspecs import HOOK_FLAGS, PluginSpec
 from pumice.framework.host import PluginHost
-from pumice.framework.placement import choose_node, pick_best, score_parts
+from pumice.framework.placement import choose_node, pick_best, score_parts, summed_scores
 from pumice.framework.results import Feasibility, JobInvalid, Vote
 from pumice.framework.statement import Statement
 from pumice.framework.view import SessionView
@@ -156,6 +156,14 @@ class Session:
                 hook(self.view)
             except Exception:
                 log.exception("plugin %s failed in session_close", name)
+
+    def dispose(self) -> None:
+        """Close, then break the session's reference cycles (plugins and their view, hooks,
+        committer, the snapshot's node table) so that reference counting frees it, not the
+        garbage collector. Nothing of the session may be used afterwards."""
+        self.close()
+        self.snapshot.dispose()
+        self.__dict__.clear()
 
     def __enter__(self) -> Session:
         return self
@@ -289,28 +297,7 @@ class Session:
         Row-local plugins' ``node_score`` comes from the per-shape cache; the other plugins
         are called; ``normalized_score`` hooks are called with ``mask``, the candidate nodes
         (every node when None)."""
-        n = len(self.table)
-        total = self.shapes.score_total(task)
-        others = [
-            (name, hook)
-            for name, hook in self._flat["node_score"]
-            if ("node_score", name) not in self._row_local
-        ]
-        normalized = self._flat["normalized_score"]
-        if not others and not normalized:
-            return read_only(total if total is not None else np.zeros(n))
-        summed = np.zeros(n) if total is None else total.copy()
-        for name, hook in others:
-            answer = hook(task, self.table, None)
-            if answer is not None:
-                summed += vector_answer(name, "node_score", answer, n, np.float64)
-        if normalized:
-            candidates = mask if mask is not None else np.ones(n, dtype=np.bool_)
-            for name, hook in normalized:
-                answer = hook(task, self.table, candidates)
-                if answer is not None:
-                    summed += vector_answer(name, "normalized_score", answer, n, np.float64)
-        return summed
+        return summed_scores(self, task, mask)
 
     def node_score_parts(
         self, task: TaskInfo, mask: npt.NDArray[np.bool_] | None = None

@@ -106,6 +106,14 @@ class ClusterSnapshot:
         self.identity = object()  # the jobs are shared now: this side copies before writing too
         return other
 
+    def dispose(self) -> None:
+        """Break the references between this snapshot's node table and its nodes, which form
+        a cycle only the garbage collector would free: after a daemon's cycle the snapshot is
+        then freed at once, by reference counting. The snapshot is empty afterwards."""
+        self.table.nodes = []
+        self.nodes = {}
+        self.jobs = {}
+
     def writable_job(self, uid: str) -> JobInfo:
         """The job ``uid``, copied first if this snapshot does not own it; the copy's tasks
         replace the old ones on this snapshot's nodes."""
