@@ -421,7 +421,7 @@ class Daemon:
     ) -> CycleOutcome:
         """Runs in the worker thread: it touches only the snapshot and the committer."""
         session = Session.open(
-            snapshot, self.options.config, self.options.host, committer=committer
+            snapshot, self.options.config, self.options.host, committer=committer, time_hooks=True
         )
         if isinstance(committer, DryRunCommitter):
             committer.attach(session)
