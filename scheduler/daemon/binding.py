@@ -7,6 +7,10 @@ node) and sent by the ``Binder``; the answer settles the assumption:
 * BOUND_ELSEWHERE — someone else won: forget, no retry (the watch will show where it went);
 * GONE — the pod was deleted;
 * FAILED — forget and offer the pod again after a backoff of 1 s doubling to 10 s.
+
+A line per decision carried out (bound, evicted, nominated) is logged at debug: at info the
+cycle's summary counts them, and only a dry run, which carries nothing out, logs each decision
+at info (``DryRunCommitter``). What goes wrong stays at info or warning.
 """
 
 from __future__ import annotations
@@ -100,7 +104,7 @@ class BackgroundWork:
         if outcome is BindOutcome.BOUND:
             self.attempts.pop(uid, None)
             self.cache.finish_binding(uid)
-            log.info("bound %s/%s to %s", namespace, name, node)
+            log.debug("bound %s/%s to %s", namespace, name, node)
             if self.on_bound is not None:
                 self.on_bound(namespace, name, node)
             if self.on_bound_uid is not None:
@@ -147,7 +151,7 @@ class BackgroundWork:
                 outcome = EvictOutcome.FAILED
             self._count(f"evict-{outcome.name}")
             if outcome in (EvictOutcome.EVICTED, EvictOutcome.GONE):
-                log.info("evicted %s/%s (%s)", namespace, name, reason)
+                log.debug("evicted %s/%s (%s)", namespace, name, reason)
             else:
                 self.cache.evicting(uid, asked=False)  # it stays: count it as running again
                 log.warning("could not evict %s/%s: %s", namespace, name, outcome.name)
@@ -161,7 +165,7 @@ class BackgroundWork:
         entry = self.cache.pods.get(uid)
         if entry is None or self.nominator is None:
             return
-        log.info("%s nominated for node %s", entry.key, node)
+        log.debug("%s nominated for node %s", entry.key, node)
         self.write(self.nominator(entry.pod, node))
 
     # -- status writes -----------------------------------------------------------------------
