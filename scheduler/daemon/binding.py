@@ -181,14 +181,22 @@ class BackgroundWork:
             log.warning("status write failed: %s: %s", type(exc).__name__, exc)
 
     async def drain(self, timeout: float = 30.0) -> None:
-        """Wait for everything in flight (binds, evictions, status writes)."""
+        """Wait for everything in flight (binds, evictions, status writes), then write the
+        event repeats counted but not yet sent (their series would be lost at exit)."""
         deadline = asyncio.get_running_loop().time() + timeout
+        if await self._settled(deadline):
+            self.write(self.writer.flush())
+            await self._settled(deadline)
+
+    async def _settled(self, deadline: float) -> bool:
+        """Wait for the background requests until ``deadline``; False if some are left."""
         while self.tasks:
             left = deadline - asyncio.get_running_loop().time()
             if left <= 0:
                 log.warning("%d background requests still in flight at exit", len(self.tasks))
-                return
+                return False
             await asyncio.wait(set(self.tasks), timeout=left)
+        return True
 
     async def cancel(self) -> None:
         for task in list(self.tasks):
