@@ -25,11 +25,13 @@ feasible nodes pass ``session.predicate(task)`` and have the request within thei
 resources (idle + releasing - pipelined, all dimensions, ``FIT_TOLERANCE`` of slack). Nodes where
 the request also fits the idle resources are preferred; only when there is none are the nodes
 that fit only once releasing tasks are gone used. A single candidate is taken as is; otherwise
-``session.node_scores`` and ``session.best_node`` choose. The task is allocated when it fits
-idle, pipelined otherwise. A task with no feasible node gets, in ``session.task_reasons``, the
-kube-scheduler style message ``0/N nodes are available: …`` counting each predicate reason once
-per node, and ``Insufficient <resource>`` once per node and per short dimension for the nodes
-that passed every predicate but lack resources; the parts are sorted as strings.
+``session.choose_node`` chooses as ``session.best_node`` would over ``session.node_scores``,
+from the shape's ``session.candidates`` that the session keeps current row by row. The task is
+allocated when it fits idle, pipelined otherwise. A task with no feasible node gets, in
+``session.task_reasons``, the kube-scheduler style message ``0/N nodes are available: …``
+counting each predicate reason once per node, and ``Insufficient <resource>`` once per node and
+per short dimension for the nodes that passed every predicate but lack resources; the parts are
+sorted as strings.
 
 A pod whose ``status.nominatedNodeName`` names a node where it is feasible (preempt freed that
 room for it in an earlier cycle) goes there, before any scoring, as Volcano's allocate tries the
@@ -251,23 +253,20 @@ class _Run:
         """Allocate or pipeline ``task`` on the best node; None, or why it could not be."""
         session = self.session
         table = session.table
-        feasibility = session.predicate(task)
-        fit_now, fit_future = session.fit(task)
-        feasible = feasibility.mask & fit_future
-        if not feasible.any():
-            return self._why_not(task, feasibility)
-        fits_now = feasible & fit_now
+        candidates = session.candidates(task)
+        if not candidates.future_count:
+            return self._why_not(task, candidates.feasibility())
         nominated = nominated_node(task)
         node_name: str | None
-        if nominated in table and feasible[table.row(nominated)]:
+        if nominated in table and candidates.future[table.row(nominated)]:
             # the room preempt freed for this pod: take it before anyone else can
-            now = bool(fits_now[table.row(nominated)])
+            now = bool(candidates.now[table.row(nominated)])
             node_name = nominated
         else:
-            now = bool(fits_now.any())
-            node_name = self._choose(task, fits_now if now else feasible)
-        if node_name is None:  # pragma: no cover - best_node names a node whenever feasible
-            return self._why_not(task, feasibility)
+            now = candidates.now_count > 0
+            node_name = session.choose_node(task, candidates, now)
+        if node_name is None:  # pragma: no cover - choose_node names a node whenever feasible
+            return self._why_not(task, candidates.feasibility())
         try:
             if now:
                 statement.allocate(task, node_name)
@@ -276,17 +275,6 @@ class _Run:
         except StatementError as exc:
             return str(exc)
         return None
-
-    def _choose(self, task: TaskInfo, candidates: BoolVector) -> str | None:
-        """The node among ``candidates``: the only one, or the session's best."""
-        session = self.session
-        table = session.table
-        rows = np.flatnonzero(candidates)
-        if len(rows) == 1:
-            node: str | None = table.nodes[int(rows[0])].name
-        else:
-            node = session.best_node(task, session.node_scores(task, candidates), candidates)
-        return node
 
     def _why_not(self, task: TaskInfo, feasibility: Feasibility) -> str:
         """The ``0/N nodes are available`` message, built only for a task that found no node."""

@@ -64,7 +64,16 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pumice import FIT_TOLERANCE, Arguments, ArgumentSpec, NodeTable, Plugin, TaskInfo, hookimpl
+from pumice import (
+    FIT_TOLERANCE,
+    Arguments,
+    ArgumentSpec,
+    NodeTable,
+    Plugin,
+    Resource,
+    TaskInfo,
+    hookimpl,
+)
 from pumice.plugins._argcheck import argument_error, is_int, no_unknown_keys, weight
 
 log = logging.getLogger("pumice.plugins.binpack")
@@ -125,6 +134,7 @@ class BinpackPlugin(Plugin):
         weights["memory"] = _resource_weight(arguments, MEMORY)
         self.resource_weights = weights
         """Resource name -> weight; resources not listed here are ignored."""
+        self._row_plans: dict[Resource, tuple[list[str], list[float], list[int], int]] = {}
 
     @hookimpl
     def node_score(
@@ -164,30 +174,42 @@ class BinpackPlugin(Plugin):
     def _score_row(self, task: TaskInfo, nodes: NodeTable, row: int) -> float:
         """The same formula for one row in Python floats (a placement changes one row, and
         numpy's per-call overhead dominates on one element); IEEE double arithmetic in the
-        same order, so the result is bit-for-bit the vector path's."""
+        same order, so the result is bit-for-bit the vector path's. A resource the table
+        lacks reads as capacity 0, which adds nothing, as in the vector path."""
+        plan = self._row_plans.get(task.resreq)
+        if plan is None:
+            plan = self._row_plans[task.resreq] = self._row_plan(task)
+        names, requests, weights, weight_sum = plan
+        if weight_sum == 0:
+            return 0.0
         parts = 0.0
         fits = True
-        weight_sum = 0
+        caps = nodes.cells("allocatable", row, names)
+        used = nodes.cells("used", row, names)
+        for cap, held, request, factor in zip(caps, used, requests, weights, strict=True):
+            if factor == 0:
+                continue
+            after = held + request
+            if cap > 0:
+                fits = fits and after - cap <= FIT_TOLERANCE
+                parts += after * factor / cap
+        score = parts / weight_sum * float(MAX_NODE_SCORE * self.weight)
+        return score if fits else 0.0
+
+    def _row_plan(self, task: TaskInfo) -> tuple[list[str], list[float], list[int], int]:
+        """The weighed resources of the task's request: names, amounts, weights, and the
+        weight sum (each weighed resource the task asks for counts, as in the vector path)."""
+        names: list[str] = []
+        requests: list[float] = []
+        weights: list[int] = []
         for name, request in task.resreq.items():
             weight = self.resource_weights.get(name)
             if request <= 0 or weight is None:
                 continue
-            weight_sum += weight
-            cap_col = nodes.column("allocatable", name)
-            used_col = nodes.column("used", name)
-            if cap_col is None or used_col is None or weight == 0:
-                continue
-            cap = float(cap_col[row])
-            after = float(used_col[row]) + request
-            if cap > 0:
-                fits = fits and after - cap <= FIT_TOLERANCE
-                parts += after * weight / cap
-            else:
-                parts += 0.0
-        if weight_sum == 0:
-            return 0.0
-        score = parts / weight_sum * float(MAX_NODE_SCORE * self.weight)
-        return score if fits else 0.0
+            names.append(name)
+            requests.append(request)
+            weights.append(weight)
+        return names, requests, weights, sum(weights)
 
 
 # -- shaped binpack (RequestedToCapacityRatio) ----------------------------------------------

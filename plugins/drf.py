@@ -38,9 +38,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-import numpy as np
-import numpy.typing as npt
-
 from pumice import (
     Arguments,
     JobInfo,
@@ -57,8 +54,6 @@ log = logging.getLogger("pumice.plugins.drf")
 SHARE_DELTA = 1e-6
 """Shares this close count as equal when choosing victims (Volcano's ``shareDelta``)."""
 
-FloatVector = npt.NDArray[np.float64]
-
 
 class DrfPlugin(Plugin):
     """Volcano's drf plugin without hierarchy (see the module docstring)."""
@@ -70,8 +65,8 @@ class DrfPlugin(Plugin):
         self.session: SessionView | None = None
         self.dims: tuple[str, ...] = ()
         """The resources the cluster has (total > 0), in a fixed order."""
-        self.total: FloatVector = np.zeros(0)
-        self.allocated: dict[str, FloatVector] = {}
+        self.total: tuple[float, ...] = ()
+        self.allocated: dict[str, list[float]] = {}
         """Job uid -> what the job holds, over ``dims``, for the jobs whose holding changed
         or was asked for this session (see ``holding``)."""
         self._opened: dict[str, Resource] = {}
@@ -80,31 +75,32 @@ class DrfPlugin(Plugin):
         self._share_cache: dict[Resource, float] = {}
         self.shares: dict[str, float] = {}
         """Job uid -> current dominant share."""
-        self._vectors: dict[Resource, FloatVector] = {}
+        self._vectors: dict[Resource, tuple[float, ...]] = {}
 
     # -- arithmetic -------------------------------------------------------------------------
+    # Vectors over ``dims`` are Python floats, not numpy arrays: there are a few resources,
+    # and every allocation changes one job's vector, where numpy's per-call overhead costs
+    # more than the arithmetic (the IEEE operations are the same either way).
 
-    def vector(self, resource: Resource) -> FloatVector:
+    def vector(self, resource: Resource) -> list[float]:
         """``resource`` over ``dims`` (resources the cluster lacks are dropped)."""
-        return np.array([resource[d] for d in self.dims], dtype=np.float64)
+        return [float(resource[d]) for d in self.dims]
 
-    def request(self, task: TaskInfo) -> FloatVector:
-        """``task``'s request over ``dims``, read-only and cached per distinct request (tasks
-        of one job usually ask for the same)."""
+    def request(self, task: TaskInfo) -> tuple[float, ...]:
+        """``task``'s request over ``dims``, cached per distinct request (tasks of one job
+        usually ask for the same)."""
         vec = self._vectors.get(task.resreq)
         if vec is None:
-            vec = self.vector(task.resreq)
-            vec.flags.writeable = False
-            self._vectors[task.resreq] = vec
+            vec = self._vectors[task.resreq] = tuple(self.vector(task.resreq))
         return vec
 
-    def share_of(self, allocated: FloatVector) -> float:
+    def share_of(self, allocated: Sequence[float]) -> float:
         """Dominant share of an allocation vector over ``dims``."""
         if not self.dims:
             return 0.0
-        return max(0.0, float(np.max(allocated / self.total)))
+        return max(0.0, max([a / t for a, t in zip(allocated, self.total, strict=True)]))
 
-    def holding(self, job: str) -> FloatVector | None:
+    def holding(self, job: str) -> list[float] | None:
         """What ``job`` holds now, over ``dims`` (None for a job this session does not know);
         the vector is this plugin's own, kept current by the allocate events."""
         allocated = self.allocated.get(job)
@@ -124,7 +120,8 @@ class DrfPlugin(Plugin):
         allocated = self.holding(job)
         if allocated is None or not self.dims or self.shares.get(job, 0.0) <= 0.0:
             return None
-        return self.dims[int(np.argmax(allocated / self.total))]
+        fractions = [a / t for a, t in zip(allocated, self.total, strict=True)]
+        return self.dims[fractions.index(max(fractions))]
 
     # -- session ----------------------------------------------------------------------------
 
@@ -133,7 +130,7 @@ class DrfPlugin(Plugin):
         self.session = session
         total = session.snapshot.total_allocatable
         self.dims = tuple(sorted(name for name, amount in total.items() if amount > 0))
-        self.total = np.array([total[d] for d in self.dims], dtype=np.float64)
+        self.total = tuple(float(total[d]) for d in self.dims)
         cache = self._share_cache
         for job in session.jobs.values():
             held = job.allocated
@@ -167,8 +164,9 @@ class DrfPlugin(Plugin):
         if allocated is None:
             log.debug("drf: task %s belongs to no job of this session", task.key)
             return
-        allocated += sign * self.request(task)
-        np.maximum(allocated, 0.0, out=allocated)
+        for i, amount in enumerate(self.request(task)):
+            held = allocated[i] + sign * amount
+            allocated[i] = held if held > 0.0 else 0.0
         self.shares[task.job] = self.share_of(allocated)
 
     # -- victims ----------------------------------------------------------------------------
@@ -179,8 +177,8 @@ class DrfPlugin(Plugin):
         if own is None:
             log.warning("drf: preemptor %s belongs to no job of this session", preemptor.key)
             return []
-        ls = self.share_of(own + self.request(preemptor))
-        remaining: dict[str, FloatVector] = {}
+        ls = self.share_of([a + r for a, r in zip(own, self.request(preemptor), strict=True)])
+        remaining: dict[str, list[float]] = {}
         victims: list[TaskInfo] = []
         for candidate in candidates:
             left = remaining.get(candidate.job)
@@ -191,9 +189,10 @@ class DrfPlugin(Plugin):
                         "drf: candidate %s belongs to no job of this session", candidate.key
                     )
                     continue
-                left = remaining[candidate.job] = held.copy()
-            left -= self.request(candidate)
-            np.maximum(left, 0.0, out=left)
+                left = remaining[candidate.job] = list(held)
+            for i, amount in enumerate(self.request(candidate)):
+                rest = left[i] - amount
+                left[i] = rest if rest > 0.0 else 0.0
             rs = self.share_of(left)
             if ls < rs or abs(ls - rs) <= SHARE_DELTA:
                 victims.append(candidate)

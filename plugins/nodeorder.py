@@ -89,6 +89,7 @@ FloatMatrix = npt.NDArray[np.float64]
 
 MAX_NODE_SCORE = 100
 SCORED = ("cpu", "memory")
+_Pair = tuple[float, float]
 GPU = "nvidia.com/gpu"
 
 LEAST_REQUESTED = "leastrequested.weight"
@@ -234,6 +235,11 @@ class NodeOrderPlugin(Plugin):
                     log, key, f"nodeorder: {key} is set but not implemented in pumice; ignored"
                 )
         self._terms: NodeTerms | None = None
+        self._row_requests: dict[
+            str, tuple[TaskInfo, tuple[float, float], tuple[float, float]]
+        ] = {}
+        """Task uid -> (task, non-zero request, request) of the scored resources, for the
+        one-row path (the shape cache asks with the same task object for every row)."""
         self._raw_labels: dict[
             tuple[Preferred, Tolerations], tuple[FloatVector | None, FloatVector | None]
         ] = {}
@@ -296,35 +302,45 @@ class NodeOrderPlugin(Plugin):
     def _score_row(self, task: TaskInfo, nodes: NodeTable, row: int) -> float:
         """``node_score`` for one row in Python floats: the same operations in the same order
         as the vector path (IEEE doubles, floor and trunc alike), so bit-for-bit equal, without
-        numpy's per-call overhead on one element."""
+        numpy's per-call overhead on one element. Written out for the two ``SCORED``
+        resources (cpu, memory), as balanced allocation is."""
+        if not (self.least_weight or self.most_weight or self.balanced_weight):
+            return 0.0
+        a0, a1 = nodes.cells("allocatable", row, SCORED)
+        u0, u1 = nodes.cells("used", row, SCORED)
+        known = self._row_requests.get(task.uid)
+        if known is None or known[0] is not task:
+            non_zero = task.nonzero_request
+            known = self._row_requests[task.uid] = (
+                task,
+                (non_zero[SCORED[0]], non_zero[SCORED[1]]),
+                (task.resreq[SCORED[0]], task.resreq[SCORED[1]]),
+            )
+        _, (n0, n1), (o0, o1) = known
         score = 0.0
-        if self.least_weight or self.most_weight or self.balanced_weight:
-            alloc = [_cell(nodes, "allocatable", r, row) for r in SCORED]
-            used = [_cell(nodes, "used", r, row) for r in SCORED]
-            if self.least_weight or self.most_weight:
-                non_zero = task.nonzero_request
-                requested = [u + non_zero[r] for u, r in zip(used, SCORED, strict=True)]
-                if self.least_weight:
-                    per = [
-                        0.0 if q > a else math.floor((a - q) * MAX_NODE_SCORE / (a if a > 0 else 1))
-                        for q, a in zip(requested, alloc, strict=True)
-                    ]
-                    score += self.least_weight * _combine_one(per, alloc)
-                if self.most_weight:
-                    per = [
-                        math.floor(min(q, a) * MAX_NODE_SCORE / (a if a > 0 else 1))
-                        for q, a in zip(requested, alloc, strict=True)
-                    ]
-                    score += self.most_weight * _combine_one(per, alloc)
-            own = [task.resreq[r] for r in SCORED]
-            if self.balanced_weight and any(own):
-                fractions = [
-                    min((u + o) / (a if a > 0 else 1.0), 1.0)
-                    for u, o, a in zip(used, own, alloc, strict=True)
-                ]
-                both = alloc[0] > 0 and alloc[1] > 0
-                std = abs((fractions[0] - fractions[1]) / 2) if both else 0.0
-                score += self.balanced_weight * float(math.trunc((1.0 - std) * MAX_NODE_SCORE))
+        if self.least_weight or self.most_weight:
+            q0, q1 = u0 + n0, u1 + n1
+            if self.least_weight:
+                least0 = (
+                    0.0
+                    if q0 > a0
+                    else math.floor((a0 - q0) * MAX_NODE_SCORE / (a0 if a0 > 0 else 1))
+                )
+                least1 = (
+                    0.0
+                    if q1 > a1
+                    else math.floor((a1 - q1) * MAX_NODE_SCORE / (a1 if a1 > 0 else 1))
+                )
+                score += self.least_weight * _combine_two(least0, least1, a0, a1)
+            if self.most_weight:
+                most0 = math.floor(min(q0, a0) * MAX_NODE_SCORE / (a0 if a0 > 0 else 1))
+                most1 = math.floor(min(q1, a1) * MAX_NODE_SCORE / (a1 if a1 > 0 else 1))
+                score += self.most_weight * _combine_two(most0, most1, a0, a1)
+        if self.balanced_weight and (o0 or o1):
+            f0 = min((u0 + o0) / (a0 if a0 > 0 else 1.0), 1.0)
+            f1 = min((u1 + o1) / (a1 if a1 > 0 else 1.0), 1.0)
+            std = abs((f0 - f1) / 2) if a0 > 0 and a1 > 0 else 0.0
+            score += self.balanced_weight * float(math.trunc((1.0 - std) * MAX_NODE_SCORE))
         return score
 
     @hookimpl
@@ -368,19 +384,16 @@ class NodeOrderPlugin(Plugin):
         return self._flat
 
 
-def _cell(nodes: NodeTable, quantity: str, name: str, row: int) -> float:
-    col = nodes.column(quantity, name)
-    return 0.0 if col is None else float(col[row])
-
-
-def _combine_one(per_resource: list[float], allocatable: list[float]) -> float:
-    """``_combine`` for one node."""
+def _combine_two(score0: float, score1: float, alloc0: float, alloc1: float) -> float:
+    """``_combine`` for one node's two resources."""
     total = 0.0
     count = 0.0
-    for score, alloc in zip(per_resource, allocatable, strict=True):
-        if alloc > 0:
-            total += score
-            count += 1
+    if alloc0 > 0:
+        total += score0
+        count += 1
+    if alloc1 > 0:
+        total += score1
+        count += 1
     return float(math.floor(total / count)) if count > 0 else 0.0
 
 

@@ -299,14 +299,14 @@ class ProportionPlugin(Plugin):
         attr = self.attributes.get(queue.name)
         if attr is None:
             return True
-        return fits_on_requested(attr.allocated + task.resreq, attr.deserved, task.resreq)
+        return attr.allocated.sum_within(task.resreq, attr.deserved)
 
     @hookimpl
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
         attr = self.attributes.get(queue.name)
         if attr is None:
             return True
-        return fits_on_requested(attr.allocated + task.resreq, attr.deserved, task.resreq)
+        return attr.allocated.sum_within(task.resreq, attr.deserved)
 
     @hookimpl
     def reclaimable(self, reclaimer: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:

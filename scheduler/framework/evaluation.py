@@ -28,6 +28,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from pumice.framework.candidates import (
+    Candidates,
+    full_candidates,
+    refresh_candidate_row,
+    refresh_candidate_rows,
+    summed_scores,
+)
 from pumice.framework.results import PredicatePart, PredicateResult
 from pumice.model.node import FIT_TOLERANCE, NodeTable
 from pumice.model.objects import TaskInfo
@@ -92,6 +99,7 @@ class ShapeEntry:
     scores: dict[str, FloatVector] = field(default_factory=dict)
     score_total: FloatVector | None = None
     score_version: int = 0
+    candidates: Candidates | None = None
 
 
 class ShapeCache:
@@ -263,6 +271,130 @@ class ShapeCache:
         # summed in the same order as a full evaluation, so ties stay exact ties
         entry.score_total[rows] = total
         return True
+
+    # -- candidates ---------------------------------------------------------------------------
+
+    def candidates(self, task: TaskInfo) -> Candidates:
+        """The shape's ``Candidates`` at the table's current version.
+
+        Kept per shape when every predicate is row-local (as the predicate masks are); made
+        afresh on each call otherwise."""
+        table = self.table
+        fast = self._one_row_candidates(task)
+        if fast is not None:
+            return fast
+        parts, mask = self.predicate(task)
+        fit_now, fit_future = self.fit(task)
+        total = self.score_total(task)
+        entry = self.entry(task)
+        cands = entry.candidates if self.cached_predicates else None
+        rows = None if cands is None else self._changed(cands.version)
+        if cands is None or rows is None:
+            extras = () if cands is None else cands.extras
+            cands = full_candidates(mask, fit_now, fit_future, total, extras)
+        elif len(rows) == 1:
+            refresh_candidate_row(cands, int(rows[0]), mask, fit_now, fit_future, total)
+        elif len(rows):
+            refresh_candidate_rows(cands, rows, mask, fit_now, fit_future, total)
+        cands.version = table.version
+        cands.parts = parts
+        if self.cached_predicates:
+            entry.candidates = cands
+        return cands
+
+    def _one_row_candidates(self, task: TaskInfo) -> Candidates | None:
+        """The common case, in one pass: everything of the shape was current one row change
+        ago. Predicates, fit, scores and candidates are refreshed on that row with Python
+        scalars; None when this is not the case (or a plugin's opinion appeared or vanished),
+        and the general path runs."""
+        if not self.cached_predicates:
+            return None
+        entry = self.entry(task)
+        cands = entry.candidates
+        table = self.table
+        if cands is None or table.version != cands.version + 1:
+            return None
+        version = cands.version
+        if not (entry.mask_version == entry.fit_version == version) or entry.parts is None:
+            return None
+        if self.local_scorers and (entry.score_version != version or entry.score_total is None):
+            return None
+        assert entry.mask is not None and entry.fit_now is not None
+        assert entry.fit_future is not None
+        row = table.changed_rows(version)[0]
+        if not self._refresh_row(entry, row):
+            entry.parts = entry.fit_now = entry.score_total = entry.candidates = None
+            return None
+        entry.mask_version = entry.fit_version = entry.score_version = table.version
+        refresh_candidate_row(
+            cands, row, entry.mask, entry.fit_now, entry.fit_future, entry.score_total
+        )
+        cands.version = table.version
+        return cands
+
+    def _refresh_row(self, entry: ShapeEntry, row: int) -> bool:
+        """Predicate parts, fit and row-local scores of one row (see ``_one_row_candidates``)."""
+        table, task, check = self.table, entry.task, self.check
+        assert entry.parts is not None and entry.mask is not None
+        assert entry.fit_now is not None and entry.fit_future is not None
+        rows = np.array((row,), dtype=np.int64)
+        by_name = {part.name: part for part in entry.parts}
+        passed = True
+        for name, hook, _ in self.predicates:
+            answer = hook(task, table, rows)
+            part = by_name.get(name)
+            if answer is None or part is None:
+                if (answer is None) != (part is None):
+                    return False
+                continue
+            if isinstance(answer, PredicateResult):
+                mask, reasons = answer.mask, answer.reasons
+            else:
+                mask, reasons = answer, f"node(s) rejected by {name}"
+            ok = bool(check(name, "predicate", mask, 1, np.bool_)[0])
+            if not isinstance(reasons, str):
+                reasons = check(name, "predicate reasons", reasons, 1, object)[0]
+            if isinstance(part.reasons, str) and reasons != part.reasons:
+                part.reasons = np.full(len(table), part.reasons, dtype=object)
+            if not isinstance(part.reasons, str):
+                part.reasons[row] = reasons
+            if not part.mask.flags.writeable:
+                part.mask = part.mask.copy()
+            part.mask[row] = ok
+            passed = passed and ok
+        entry.mask[row] = passed
+        entry.fit_now[row], entry.fit_future[row] = table.row_fits(row, table.vector(task.resreq))
+        if not self.local_scorers:
+            return True
+        assert entry.score_total is not None
+        total = 0.0
+        for name, hook in self.local_scorers:
+            answer = hook(task, table, rows)
+            vec = entry.scores.get(name)
+            if answer is None or vec is None:
+                if (answer is None) != (vec is None):
+                    return False
+                continue
+            vec[row] = check(name, "node_score", answer, 1, np.float64)[0]
+            total += float(vec[row])
+        entry.score_total[row] = total
+        return True
+
+    def with_extras(
+        self, task: TaskInfo, cands: Candidates, extras: tuple[FloatVector, ...]
+    ) -> Candidates:
+        """``cands`` with ``extras`` (read-only vectors) in its best scores: the same object
+        when they are the vectors already in, else recomputed in full (and kept)."""
+        if len(extras) == len(cands.extras) and all(
+            a is b for a, b in zip(extras, cands.extras, strict=True)
+        ):
+            return cands
+        total = self.score_total(task)
+        summed = summed_scores(total, extras, len(cands.future))
+        cands.best_future = np.where(cands.future, summed, -np.inf)
+        cands.best_now = np.where(cands.now, summed, -np.inf)
+        cands.extras = extras
+        return cands
 
     def score_total(self, task: TaskInfo) -> FloatVector | None:
         """The sum of the row-local scorers' vectors, or None if there are none (the cache's

@@ -30,6 +30,7 @@ import numpy.typing as npt
 
 from pumice.framework.arguments import Arguments
 from pumice.framework.base import Plugin
+from pumice.framework.candidates import Candidates
 from pumice.framework.committer import Committer, RecordingCommitter
 from pumice.framework.config import PluginOption, SchedulerConfig
 from pumice.framework.evaluation import ShapeCache
@@ -48,6 +49,7 @@ from pumice.framework.hookcalls import (
 )
 from pumice.framework.hookspecs import HOOK_FLAGS, PluginSpec
 from pumice.framework.host import PluginHost
+from pumice.framework.placement import choose_node, pick_best, score_parts
 from pumice.framework.results import Feasibility, JobInvalid, Vote
 from pumice.framework.statement import Statement
 from pumice.framework.view import SessionView
@@ -101,6 +103,8 @@ class Session:
         self._flat: dict[str, list[tuple[str, Hook]]] = {h: [] for h in HOOK_FLAGS}
         self._row_local: set[tuple[str, str]] = set()
         """(hook, plugin) pairs whose implementation accepts ``rows`` (see evaluation)."""
+        self.has_unshaped_scores = False
+        """Does a ``node_score`` plugin not accept ``rows`` (is it called per task)?"""
         self.is_open = False
         self.view = SessionView(self)
         """What plugins are given of this session."""
@@ -110,9 +114,9 @@ class Session:
         self.job_reasons: dict[str, str] = {}
         """Why a job was not (fully) scheduled this session (job uid -> message)."""
         self.action = ""
+        """The name of the action running now ("" outside ``run_actions``)."""
         self.action_seconds: dict[str, float] = {}
         """Wall-clock seconds each action took in ``run_actions`` (the daemon's metrics)."""
-        """The name of the action running now ("" outside ``run_actions``)."""
         self.explain = False
         """When True, every placement records its per-plugin scores in ``placement_scores``."""
         self.placement_scores: dict[str, dict[str, dict[str, float]]] = {}
@@ -200,6 +204,9 @@ class Session:
                     self._flat[hook].append(entry)
                     if hook in self._guards and getattr(provided.cls, "protects_victims", False):
                         self._guards[hook].append(entry)
+        self.has_unshaped_scores = any(
+            ("node_score", name) not in self._row_local for name, _ in self._flat["node_score"]
+        )
         self._shapes = ShapeCache(
             self.table,
             [(n, h, ("predicate", n) in self._row_local) for n, h in self._flat["predicate"]],
@@ -321,25 +328,7 @@ class Session:
         """Each scoring plugin's vector for ``task`` (its weight included; ``node_score`` and
         ``normalized_score`` over the candidates ``mask`` together), in tier order; their sum
         is ``node_scores(task, mask)``. A plugin that answers None is left out."""
-        n = len(self.table)
-        cached = self.shapes.scores(task)
-        parts: dict[str, npt.NDArray[np.float64]] = {}
-        for name, hook in self._flat["node_score"]:
-            if ("node_score", name) in self._row_local:
-                vector = cached.get(name)
-                if vector is not None:
-                    parts[name] = np.array(vector)
-                continue
-            answer = hook(task, self.table, None)
-            if answer is not None:
-                parts[name] = np.array(vector_answer(name, "node_score", answer, n, np.float64))
-        candidates = mask if mask is not None else np.ones(n, dtype=np.bool_)
-        for name, hook in self._flat["normalized_score"]:
-            answer = hook(task, self.table, candidates)
-            if answer is not None:
-                vector = vector_answer(name, "normalized_score", answer, n, np.float64)
-                parts[name] = parts[name] + vector if name in parts else np.array(vector)
-        return parts
+        return score_parts(self, task, mask)
 
     def record_scores(self, task: TaskInfo) -> None:
         """Keep, in ``placement_scores``, each plugin's score of every node the task may go to
@@ -365,28 +354,31 @@ class Session:
         deterministic``, by name ranks computed once per table, not string comparisons) or
         to a random one (``random``). None when no node is feasible.
         """
-        table = self.table
-        nodes = table.nodes
         if mask is None:
-            mask = np.ones(len(nodes), dtype=np.bool_)
-        masked = np.where(mask, scores, -np.inf)
-        for name, hook in self._flat["best_node"]:
-            choice = hook(task, masked, table)
-            if choice is None:
-                continue
-            if choice in table and mask[table.row(choice)]:
-                return str(choice)
-            log.warning("plugin %s named node %r, which is not feasible; ignored", name, choice)
-        top_row = int(masked.argmax())
-        top = masked[top_row]
-        if top == -np.inf and not mask[top_row]:
-            return None
-        ties = np.flatnonzero(masked == top)
-        if len(ties) == 1:
-            return nodes[top_row].name
-        if self.tie_break == "random":
-            return nodes[int(self._rng.choice(list(ties)))].name
-        return nodes[int(ties[table.name_rank[ties].argmin()])].name
+            mask = np.ones(len(self.table), dtype=np.bool_)
+        return pick_best(self, task, np.where(mask, scores, -np.inf), mask)
+
+    def candidates(self, task: TaskInfo) -> Candidates:
+        """Where ``task`` may go now and later, and the summed row-local scores there
+        (``pumice.framework.evaluation.Candidates``; the cache's own: read, never change)."""
+        return self.shapes.candidates(task)
+
+    def choose_node(self, task: TaskInfo, candidates: Candidates, now: bool) -> str | None:
+        """``best_node`` over the task's ``now`` (else future) candidates, from the cache."""
+        return choose_node(self, task, candidates, now)
+
+    def hooks(self, hook: str) -> list[tuple[str, Hook]]:
+        """The enabled implementations of ``hook``, in tier order: (plugin, callable)."""
+        return self._flat[hook]
+
+    def row_local(self, hook: str, plugin: str) -> bool:
+        """Does ``plugin``'s ``hook`` accept ``rows`` (see ``pumice.framework.evaluation``)?"""
+        return (hook, plugin) in self._row_local
+
+    @property
+    def rng(self) -> random.Random:
+        """The session's random source (``tieBreak: random``)."""
+        return self._rng
 
     # -- queues and jobs --------------------------------------------------------------------
 

@@ -209,28 +209,39 @@ class NodeInfo:
         status = task.status
         t, r = self._table, self._row
         vec = t.vector(task.resreq)
+        # One cell at a time, and only where the request is non-zero: a task asks for two or
+        # three resources, and a numpy call per row slice costs more than the additions
+        # (adding 0.0 changes no number, so the result is the same as adding the vector).
+        cells = _nonzero_cells(vec)
         if _and(status, _COMPLETED):
             pass
         elif status == TaskStatus.PIPELINED:
-            t._pipelined[:, r] += vec
-            t._future[:, r] -= vec
+            pipelined, future = t._pipelined, t._future
+            for i, amount in cells:
+                pipelined[i, r] += amount
+                future[i, r] -= amount
         elif status == TaskStatus.PENDING:
             raise NodeAccountingError(f"pending task {task.key} cannot be added to a node")
         else:
             if _and(status, _NEEDS_IDLE):
-                short = vec - t._idle[:, r] > FIT_TOLERANCE
-                if short.any():
-                    names = [t._dims[i] for i in np.flatnonzero(short)]
+                idle = t._idle[: len(vec), r].tolist()
+                short = [i for i, need in enumerate(vec.tolist()) if need - idle[i] > FIT_TOLERANCE]
+                if short:
+                    names = [t._dims[i] for i in short]
                     raise NodeAccountingError(
                         f"task {task.key} does not fit node {self.name}: "
                         f"insufficient {', '.join(names)}"
                     )
-            t._used[:, r] += vec
-            t._idle[:, r] -= vec
-            if status == TaskStatus.RELEASING:
-                t._releasing[:, r] += vec
-            else:
-                t._future[:, r] -= vec
+            used, idle_matrix = t._used, t._idle
+            other = t._releasing if status == TaskStatus.RELEASING else None
+            future = t._future
+            for i, amount in cells:
+                used[i, r] += amount
+                idle_matrix[i, r] -= amount
+                if other is not None:
+                    other[i, r] += amount
+                else:
+                    future[i, r] -= amount
         if not _and(status, _COMPLETED):
             t._pods[r] += 1
         self.tasks[task.uid] = task
@@ -245,21 +256,26 @@ class NodeInfo:
         del self.tasks[task.uid]
         status, vec = entry
         t, r = self._table, self._row
-        vec = _padded(vec, len(t._dims))
         if _and(status, _COMPLETED):
             return
         t._pods[r] -= 1
         t._touch(r)
+        cells = _nonzero_cells(vec)
         if status == TaskStatus.PIPELINED:
-            t._pipelined[:, r] -= vec
-            t._future[:, r] += vec
+            pipelined, future = t._pipelined, t._future
+            for i, amount in cells:
+                pipelined[i, r] -= amount
+                future[i, r] += amount
             return
-        t._used[:, r] -= vec
-        t._idle[:, r] += vec
-        if status == TaskStatus.RELEASING:
-            t._releasing[:, r] -= vec
-        else:
-            t._future[:, r] += vec
+        used, idle, future = t._used, t._idle, t._future
+        other = t._releasing if status == TaskStatus.RELEASING else None
+        for i, amount in cells:
+            used[i, r] -= amount
+            idle[i, r] += amount
+            if other is not None:
+                other[i, r] -= amount
+            else:
+                future[i, r] += amount
 
     def update_task(self, task: TaskInfo) -> None:
         """Re-account a task whose status changed."""
@@ -288,6 +304,24 @@ _USED_ONLY = int(
 def _uses(status: TaskStatus) -> bool:
     """Is ``status`` accounted as used only (not releasing, pipelined, pending or done)?"""
     return bool(_and(status, _USED_ONLY))
+
+
+_CELLS: dict[int, tuple[FloatVector, tuple[tuple[int, float], ...]]] = {}
+
+
+def _nonzero_cells(vec: FloatVector) -> tuple[tuple[int, float], ...]:
+    """``(dimension index, amount)`` of the non-zero entries of a table's request vector.
+
+    Kept per vector object (the table's vectors are cached per distinct request and never
+    change): the entry holds the vector, so its id is not reused while the entry lives."""
+    known = _CELLS.get(id(vec))
+    if known is not None and known[0] is vec:
+        return known[1]
+    cells = tuple((i, amount) for i, amount in enumerate(vec.tolist()) if amount != 0.0)
+    if len(_CELLS) > 65536:  # requests are few; a long run must not grow this without end
+        _CELLS.clear()
+    _CELLS[id(vec)] = (vec, cells)
+    return cells
 
 
 def _padded(vec: FloatVector, dims: int) -> FloatVector:

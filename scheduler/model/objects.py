@@ -36,6 +36,25 @@ PREEMPTABLE_KEY = "volcano.sh/preemptable"
 DEFAULT_QUEUE = "default"
 
 
+_new_object = object.__new__
+
+
+class _Derived:
+    """What is computed from one pod object and request (see ``TaskInfo._derived``). Filling
+    it from a session thread while the cache's thread holds the same task is safe: the values
+    are functions of ``pod`` and ``resreq`` alone, and a task whose pod is replaced gets a new
+    holder."""
+
+    __slots__ = ("nonzero", "pod", "resreq", "shape", "terms")
+
+    def __init__(self, pod: Mapping[str, Any] | None, resreq: Resource) -> None:
+        self.pod = pod
+        self.resreq = resreq
+        self.terms: PodTerms | None = None
+        self.nonzero: Resource | None = None
+        self.shape: TaskShape | None = None
+
+
 def parse_timestamp(value: str | None) -> float:
     """Seconds since the epoch for a Kubernetes RFC 3339 timestamp; 0.0 when absent."""
     if not value:
@@ -83,31 +102,30 @@ class TaskInfo:
     node_name: str | None = None
     creation_timestamp: float = 0.0
     pod: Mapping[str, Any] | None = None
-    # Caches of terms, nonzero_request and shape, valid for the pod and resreq they were made
-    # from (a replaced pod or request makes them stale; they are then made again).
-    _derived_from: tuple[object, object] | None = field(default=None, init=False, repr=False)
-    _terms: PodTerms | None = field(default=None, init=False, repr=False)
-    _nonzero: Resource | None = field(default=None, init=False, repr=False)
-    _shape: TaskShape | None = field(default=None, init=False, repr=False)
+    _derived: _Derived | None = field(default=None, init=False, repr=False)
+    """terms, nonzero_request and shape, made from ``pod`` and ``resreq`` on first use; the
+    holder is shared with the task's copies (a session's), so what one of them works out
+    stays with the pod object for every later session."""
 
     def __post_init__(self) -> None:
         if self.init_resreq is None:
             self.init_resreq = self.resreq
+        self._derived = _Derived(self.pod, self.resreq)
 
-    def _fresh(self) -> None:
-        """Forget the derived attributes if ``pod`` or ``resreq`` changed since they were made."""
-        derived = self._derived_from
-        if derived is None or derived[0] is not self.pod or derived[1] is not self.resreq:
-            self._derived_from = (self.pod, self.resreq)
-            self._terms = self._nonzero = self._shape = None
+    def _fresh(self) -> _Derived:
+        """The derived attributes' holder, new if ``pod`` or ``resreq`` was replaced."""
+        derived = self._derived
+        if derived is None or derived.pod is not self.pod or derived.resreq is not self.resreq:
+            derived = self._derived = _Derived(self.pod, self.resreq)
+        return derived
 
     @property
     def terms(self) -> PodTerms:
         """The pod's scheduling terms in canonical form (none for a task without a pod)."""
-        self._fresh()
-        terms = self._terms
+        derived = self._fresh()
+        terms = derived.terms
         if terms is None:
-            terms = self._terms = pod_terms(self.pod)
+            terms = derived.terms = pod_terms(self.pod)
         return terms
 
     @property
@@ -115,20 +133,41 @@ class TaskInfo:
         """The request for scoring: per container, an omitted cpu / memory request counts as
         the default; without a pod (or with a pod whose requests do not parse) the task's
         request with the defaults where it has no cpu / memory."""
-        self._fresh()
-        nonzero = self._nonzero
+        derived = self._fresh()
+        nonzero = derived.nonzero
         if nonzero is None:
-            nonzero = self._nonzero = non_zero_request(self.pod, self.resreq)
+            nonzero = derived.nonzero = non_zero_request(self.pod, self.resreq)
         return nonzero
 
     @property
     def shape(self) -> TaskShape:
         """What the built-in plugins read of this task to filter and score nodes."""
-        self._fresh()
-        shape = self._shape
+        derived = self._fresh()
+        shape = derived.shape
         if shape is None:
-            shape = self._shape = TaskShape.of(self.resreq, self.nonzero_request, self.terms)
+            shape = derived.shape = TaskShape.of(self.resreq, self.nonzero_request, self.terms)
         return shape
+
+    def copy(self) -> TaskInfo:
+        """A shallow copy, as ``copy.copy`` makes (sharing the derived holder), written out:
+        sessions copy every task of each job they change, and the generic protocol costs
+        ten times more. tests/model/test_objects.py checks that every slot is copied."""
+        other: TaskInfo = _new_object(TaskInfo)
+        other.uid = self.uid
+        other.name = self.name
+        other.namespace = self.namespace
+        other.job = self.job
+        other.resreq = self.resreq
+        other.init_resreq = self.init_resreq
+        other.role = self.role
+        other.priority = self.priority
+        other.preemptable = self.preemptable
+        other.status = self.status
+        other.node_name = self.node_name
+        other.creation_timestamp = self.creation_timestamp
+        other.pod = self.pod
+        other._derived = self._derived
+        return other
 
     @property
     def key(self) -> str:
@@ -224,7 +263,7 @@ class JobInfo:
         """A copy that ``owner`` may change: the tasks are copied, everything else shared."""
         other = copy.copy(self)
         other.owner = owner
-        other.tasks = {uid: copy.copy(task) for uid, task in self.tasks.items()}
+        other.tasks = {uid: task.copy() for uid, task in self.tasks.items()}
         other.task_status_index = {
             status: {uid: other.tasks[uid] for uid in bucket}
             for status, bucket in self.task_status_index.items()

@@ -366,6 +366,19 @@ class Resource:
         # A dimension only in ``other``: 0 <= r always holds; ∞ <= r never does.
         return not (inf and any(name not in a for name in b))
 
+    def sum_within(self, add: Resource, limit: Resource) -> bool:
+        """``self + add <= limit`` (within the tolerance) on the dimensions ``add`` has above
+        zero, a dimension ``limit`` lacks counting as 0: a queue's room for one more task,
+        asked per task, without building the sum or the restricted resource."""
+        mine, lim = self._values, limit._values
+        for name, amount in add._values.items():
+            if not amount > _ABS + _REL * amount:
+                continue
+            left = mine.get(name, 0.0) + amount
+            if left - lim.get(name, 0.0) > _ABS + _REL * left:
+                return False
+        return True
+
     def less_partly(self, other: Resource, default: Default = "zero") -> bool:
         """At least one dimension of ``self`` is below that of ``other``."""
         inf = _infinite(default)

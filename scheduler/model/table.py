@@ -63,6 +63,7 @@ class NodeTable:
         self._changes: list[int] = []
         self.epoch = 0
         self._ranks: tuple[int, IntVector] | None = None
+        self._in_order: tuple[int, bool] | None = None
         self.ensure_dims(dims)
 
     # -- shape ------------------------------------------------------------------------------
@@ -164,6 +165,13 @@ class NodeTable:
         matrix: FloatMatrix = getattr(self, _COLUMN_ATTRS[quantity])
         return matrix[col, : self._n]
 
+    def cells(self, quantity: str, row: int, dims: Sequence[str]) -> list[float]:
+        """``quantity`` of ``dims`` on one row, as Python floats (0.0 for a dim the table
+        lacks): what one-row paths read, with one numpy call instead of one per cell."""
+        values: list[float] = getattr(self, _COLUMN_ATTRS[quantity])[:, row].tolist()
+        index = self._dim_index
+        return [values[index[d]] if d in index else 0.0 for d in dims]
+
     @property
     def pod_count(self) -> IntVector:
         return self._pods[: self._n]
@@ -187,15 +195,30 @@ class NodeTable:
             self._ranks = (self.epoch, ranks)
         return self._ranks[1]
 
+    @property
+    def rows_in_name_order(self) -> bool:
+        """Are the rows sorted by node name (then the first of tied rows has the smallest
+        name)? Computed once per epoch, with ``name_rank``."""
+        if self._in_order is None or self._in_order[0] != self.epoch:
+            ranks = self.name_rank
+            self._in_order = (self.epoch, bool((ranks == np.arange(len(ranks))).all()))
+        return self._in_order[1]
+
     def row_fits(self, row: int, request: FloatVector) -> tuple[bool, bool]:
         """Does ``request`` (a vector over the dimensions) fit the row's idle, and its future
-        idle, resources in every dimension (``FIT_TOLERANCE`` of slack)?"""
-        need = request - FIT_TOLERANCE
-        d = len(need)
-        return (
-            bool((self._idle[:d, row] >= need).all()),
-            bool((self._future[:d, row] >= need).all()),
-        )
+        idle, resources in every dimension (``FIT_TOLERANCE`` of slack)? In Python floats:
+        one row, where numpy's per-call cost is more than the comparisons."""
+        d = len(request)
+        idle = self._idle[:d, row].tolist()
+        future = self._future[:d, row].tolist()
+        now = later = True
+        for i, amount in enumerate(request.tolist()):
+            need = amount - FIT_TOLERANCE
+            if not idle[i] >= need:
+                now = False
+            if not future[i] >= need:
+                later = False
+        return now, later
 
     # -- change log -------------------------------------------------------------------------
 
@@ -246,6 +269,8 @@ class NodeTable:
         other.epoch = 0
         current = self._ranks is not None and self._ranks[0] == self.epoch
         other._ranks = (0, self._ranks[1]) if current and self._ranks is not None else None
+        in_order = self._in_order
+        other._in_order = (0, in_order[1]) if in_order and in_order[0] == self.epoch else None
         other._row_of = dict(self._row_of)
         other.nodes = [node._copy_into(other) for node in self.nodes]
         return other

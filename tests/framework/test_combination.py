@@ -8,7 +8,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pumice import Feasibility, JobInvalid, PredicateResult, Resource, TaskInfo, Vote
+from pumice import (
+    ClusterSnapshot,
+    Feasibility,
+    JobInvalid,
+    NodeInfo,
+    PredicateResult,
+    QueueInfo,
+    Resource,
+    TaskInfo,
+    Vote,
+)
 from pumice.framework.session import PluginContractError
 from support.builders import add_job, cluster, make_plugin, open_session
 
@@ -181,6 +191,26 @@ def test_best_node_falls_back_to_top_score_with_tie_break() -> None:
         )
         picks.add(rnd.best_node(task, scores))
     assert picks == {"n1", "n3"}
+
+
+def test_tied_top_scores_go_to_the_smallest_name_whatever_the_row_order() -> None:
+    # rows out of name order (n3 was added first): the tie is settled by name, not by row
+    nodes = [NodeInfo(name, Resource({"cpu": 4000.0})) for name in ("n3", "n1", "n2")]
+    snap = ClusterSnapshot.build(nodes=nodes, queues=[QueueInfo("default")])
+    task = next(iter(add_job(snap, "j").tasks.values()))
+    plugins = {"p": make_plugin("P", node_score=lambda self, task, nodes: None)}
+    ssn = open_session(plugins, [["p"]], snap)
+    assert not ssn.table.rows_in_name_order
+    assert ssn.best_node(task, np.array([5.0, 5.0, 1.0])) == "n1"
+    assert ssn.best_node(task, np.array([5.0, 1.0, 5.0])) == "n2"
+    # in name order, the first tied row is the smallest name
+    ordered = cluster(node_count=3)
+    task = next(iter(add_job(ordered, "j").tasks.values()))
+    ssn = open_session(plugins, [["p"]], ordered)
+    assert ssn.table.rows_in_name_order
+    assert ssn.best_node(task, np.array([1.0, 5.0, 5.0])) == "n1"
+    ordered.put_node(NodeInfo("a0", Resource({"cpu": 4000.0})))  # a new row, first by name
+    assert not ordered.table.rows_in_name_order
 
 
 # -- queue and job decisions -----------------------------------------------------------------

@@ -124,6 +124,9 @@ def test_cached_evaluation_equals_full_recomputation(
         # evaluate every shape through the cache, then compare with a full evaluation
         for group in tasks:
             probe = group[-1]
+            # candidates first: one placement ago everything was current, so the one-row
+            # path of the shape cache runs; then the parts on their own
+            check_candidates(session, probe)
             feasibility = session.predicate(probe)
             now, future = session.fit(probe)
             scores = session.shapes.score_total(probe)
@@ -145,4 +148,28 @@ def test_cached_evaluation_equals_full_recomputation(
         except StatementError:
             continue
         used[shape_index] += 1
+    statement.discard()  # every row changes back: the caches follow removals too
+    for group in tasks:
+        check_candidates(session, group[-1])
     session.close()
+
+
+def check_candidates(session: Session, task: TaskInfo) -> None:
+    """The shape's kept candidates equal ones made afresh, and the node chosen from them is
+    ``best_node`` over ``node_scores`` on the same mask."""
+    cands = session.candidates(task)
+    mask, _, now, future, _ = full(session, task)
+    assert np.array_equal(cands.future, mask & future)
+    assert np.array_equal(cands.now, mask & future & now)
+    assert cands.future_count == int((mask & future).sum())
+    assert cands.now_count == int((mask & future & now).sum())
+    summed = session.shapes.score_total(task).copy()
+    for extra in cands.extras:
+        summed += extra
+    assert np.array_equal(cands.best_future, np.where(cands.future, summed, -np.inf))
+    assert np.array_equal(cands.best_now, np.where(cands.now, summed, -np.inf))
+    for is_now, candidates in ((True, cands.now.copy()), (False, cands.future.copy())):
+        expected = session.best_node(task, session.node_scores(task, candidates), candidates)
+        if not candidates.any():
+            expected = None
+        assert session.choose_node(task, session.candidates(task), is_now) == expected

@@ -139,3 +139,25 @@ def test_queue_from_volcano_queue() -> None:
     default = QueueInfo.from_queue({"metadata": {"name": "default"}})
     assert default.weight == 1 and default.reclaimable and default.is_open()
     assert default.capability is None and default.guarantee.is_empty()
+
+
+def test_task_copy_copies_every_slot_and_shares_what_was_derived() -> None:
+    task = TaskInfo.from_pod(
+        {
+            "metadata": {"name": "p", "namespace": "ml", "uid": "u-1"},
+            "spec": {
+                "nodeSelector": {"zone": "a"},
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+            },
+        }
+    )
+    twin = task.copy()
+    assert twin is not task
+    for slot in TaskInfo.__slots__:
+        assert getattr(twin, slot) is getattr(task, slot), slot
+    # what a session's copy works out stays with the pod object for the original too
+    shape = twin.shape
+    assert task.shape is shape and task.terms is twin.terms
+    # a copy whose pod is replaced works its terms out again, and leaves the original's
+    twin.pod = {**task.pod, "spec": {"containers": []}} if task.pod else None
+    assert twin.terms is not task.terms and task.shape is shape

@@ -620,3 +620,20 @@ def test_insufficient_lists_the_dimensions_that_do_not_fit(a: Resource, b: Resou
     for name in short:
         assert a[name] > b[name]
         assert name in a
+
+
+@given(grid_resources(), grid_resources(), grid_resources())
+def test_sum_within_is_the_sum_restricted_to_the_added_dimensions_less_equal(
+    held: Resource, add: Resource, limit: Resource
+) -> None:
+    restricted = Resource({name: (held + add)[name] for name in add.names()})
+    assert held.sum_within(add, limit) == restricted.less_equal(limit, "zero")
+
+
+def test_sum_within_ignores_dimensions_the_addition_does_not_ask_for() -> None:
+    held = Resource({"cpu": 3000.0, "memory": 9.0})
+    limit = Resource({"cpu": 4000.0, "memory": 1.0})
+    assert held.sum_within(Resource({"cpu": 1000.0}), limit)
+    assert not held.sum_within(Resource({"cpu": 1001.0}), limit)
+    assert not held.sum_within(Resource({"nvidia.com/gpu": 1.0}), limit)  # limit lacks it: 0
+    assert held.sum_within(Resource({"cpu": 0.0, "memory": 0.0}), limit)  # asks for nothing

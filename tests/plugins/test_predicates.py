@@ -326,9 +326,13 @@ def test_pod_ports_on_nodes_are_read_only_for_tasks_that_want_host_ports() -> No
     plugin = PredicatesPlugin(Arguments({}))
     plugin.predicate(task_of(pod("no-ports")), nodes)
     # the terms of the pods on the nodes (their ports) are parsed on first use only
-    assert {uid for uid, t in placed.items() if t._terms is not None} == set()
+    assert {
+        uid for uid, t in placed.items() if t._derived is not None and t._derived.terms is not None
+    } == set()
     plugin.predicate(task_of(pod("ports", containers=[container(host_ports=[1])])), nodes)
-    assert {uid for uid, t in placed.items() if t._terms is not None} == {"uid-user", "uid-plain"}
+    assert {
+        uid for uid, t in placed.items() if t._derived is not None and t._derived.terms is not None
+    } == {"uid-user", "uid-plain"}
 
 
 def test_host_ports_follow_allocations_made_in_the_session() -> None:

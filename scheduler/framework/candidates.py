@@ -1,0 +1,125 @@
+"""A shape's candidate nodes: where its tasks may go now and later, with their summed scores.
+
+Kept per shape by ``pumice.framework.evaluation.ShapeCache`` beside the predicate masks, fit
+masks and scores they are made of, and refreshed on the same changed rows; allocate chooses
+from them (``pumice.framework.placement``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from pumice.framework.results import Feasibility, PredicatePart
+
+BoolVector = npt.NDArray[np.bool_]
+FloatVector = npt.NDArray[np.float64]
+IntVector = npt.NDArray[np.int64]
+
+
+@dataclass(slots=True)
+class Candidates:
+    """Where a shape may go now and later, with the summed scores there; the cache's own
+    vectors, kept current row by row (read them, never change them).
+
+    ``future``: every predicate passes and the request fits the future idle resources;
+    ``now``: and the idle ones too. ``best_future`` / ``best_now`` hold, on those rows, the
+    row-local scores' total plus each vector of ``extras`` (per-task scores that a plugin
+    answered as the same read-only vector as before, so they can be kept too), summed in
+    that order, and ``-inf`` elsewhere: the values ``Session.best_node`` would compare.
+    """
+
+    future: BoolVector
+    now: BoolVector
+    future_count: int
+    now_count: int
+    best_future: FloatVector
+    best_now: FloatVector
+    extras: tuple[FloatVector, ...] = ()
+    version: int = 0
+    parts: list[PredicatePart] = field(default_factory=list)
+    """The predicate plugins' parts behind ``future`` (for the reasons of a task that fails)."""
+
+    def feasibility(self) -> Feasibility:
+        """What the predicates said: the mask and, on demand, each node's first reason."""
+        mask = np.ones(len(self.future), dtype=np.bool_)
+        for part in self.parts:
+            mask &= part.mask
+        return Feasibility(mask, parts=self.parts)
+
+
+def summed_scores(total: FloatVector | None, extras: Sequence[FloatVector], n: int) -> FloatVector:
+    """The row-local total plus each extra, in order (as ``Session.node_scores`` adds)."""
+    summed = np.zeros(n) if total is None else total.copy()
+    for extra in extras:
+        summed += extra
+    return summed
+
+
+def full_candidates(
+    mask: BoolVector,
+    fit_now: BoolVector,
+    fit_future: BoolVector,
+    total: FloatVector | None,
+    extras: tuple[FloatVector, ...],
+) -> Candidates:
+    future = mask & fit_future
+    now = future & fit_now
+    summed = summed_scores(total, extras, len(mask))
+    return Candidates(
+        future=future,
+        now=now,
+        future_count=int(np.count_nonzero(future)),
+        now_count=int(np.count_nonzero(now)),
+        best_future=np.where(future, summed, -np.inf),
+        best_now=np.where(now, summed, -np.inf),
+        extras=extras,
+    )
+
+
+def refresh_candidate_row(
+    cands: Candidates,
+    row: int,
+    mask: BoolVector,
+    fit_now: BoolVector,
+    fit_future: BoolVector,
+    total: FloatVector | None,
+) -> None:
+    """One changed row in Python scalars: the same IEEE sums as the vector path."""
+    future = bool(mask[row]) and bool(fit_future[row])
+    now = future and bool(fit_now[row])
+    if future != cands.future[row]:
+        cands.future[row] = future
+        cands.future_count += 1 if future else -1
+    if now != cands.now[row]:
+        cands.now[row] = now
+        cands.now_count += 1 if now else -1
+    score = 0.0 if total is None else float(total[row])
+    for extra in cands.extras:
+        score += float(extra[row])
+    cands.best_future[row] = score if future else -np.inf
+    cands.best_now[row] = score if now else -np.inf
+
+
+def refresh_candidate_rows(
+    cands: Candidates,
+    rows: IntVector,
+    mask: BoolVector,
+    fit_now: BoolVector,
+    fit_future: BoolVector,
+    total: FloatVector | None,
+) -> None:
+    future = mask[rows] & fit_future[rows]
+    now = future & fit_now[rows]
+    cands.future_count += int(np.count_nonzero(future)) - int(np.count_nonzero(cands.future[rows]))
+    cands.now_count += int(np.count_nonzero(now)) - int(np.count_nonzero(cands.now[rows]))
+    cands.future[rows] = future
+    cands.now[rows] = now
+    score = np.zeros(len(rows)) if total is None else total[rows]
+    for extra in cands.extras:
+        score = score + extra[rows]
+    cands.best_future[rows] = np.where(future, score, -np.inf)
+    cands.best_now[rows] = np.where(now, score, -np.inf)
