@@ -125,3 +125,24 @@ async def test_metrics_count_the_binds_the_server_accepted(sim: Any, tmp_path: P
     assert values[("pumice_plugin_hook_calls_total", allocated)] >= accepted
     assert values[("pumice_plugin_hook_duration_seconds_sum", allocated)] > 0
     ledger.close()
+
+
+async def test_queue_metrics_without_volcano_come_from_proportion(sim: Any, tmp_path: Path) -> None:
+    # Discovery says Volcano's group is not served: pods go to the implicit "default" queue,
+    # which has no Queue object and so no status; proportion still accounts for it.
+    sim.faults.fail(404, verb="get", resource="/apis/scheduling.volcano.sh/v1beta1")
+    seed(sim, [node("n1", cpu="4")])
+    seed(sim, [pod(f"p{i}", cpu="500m") for i in range(3)])
+    ledger = Ledger(sim)
+    async with serving_daemon(sim.kubeconfig, write_config(tmp_path)) as daemon:
+        await wait_for(lambda: len(ledger.bound()) == 3, timeout=120)
+        assert daemon.cache is not None and not daemon.cache.volcano
+        await wait_for(lambda: daemon.work is not None and daemon.work.in_flight == 0)
+        status, text = await get(daemon, "/metrics")
+    assert status == 200
+    values = samples(text)
+    cpu = (("queue", "default"), ("resource", "cpu"))
+    assert values[("pumice_queue_allocated", cpu)] == pytest.approx(1.5)
+    assert values[("pumice_queue_deserved", cpu)] == pytest.approx(1.5)
+    assert values[("pumice_queue_share", (("queue", "default"),))] == pytest.approx(1.0)
+    ledger.close()
