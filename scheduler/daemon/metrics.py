@@ -249,15 +249,15 @@ class _StateCollector(Collector):
             "bytes, others in their own unit)",
             labels=["queue", "resource"],
         )
-        per_queue: dict[str, Resource] = {}
+        held: dict[str, Resource] = {}
         for queue, status in self.metrics.queues.items():
             with contextlib.suppress(QuantityError):
-                per_queue[queue] = Resource.from_k8s(status.get("allocated") or {})
+                held[queue] = Resource.from_k8s(status.get("allocated") or {})
         # A queue without a Queue object (the implicit default, without Volcano's CRDs) has
         # no status; proportion still counts what it holds.
         for queue, numbers in self.metrics.shares.items():
-            per_queue.setdefault(queue, numbers.allocated)
-        for queue, amounts in sorted(per_queue.items()):
+            held.setdefault(queue, numbers.allocated)
+        for queue, amounts in sorted(held.items()):
             for name, value in sorted(amounts.items()):
                 allocated.add_metric([queue, name], _base_unit(name, value))
         yield allocated
