@@ -26,6 +26,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
+import sys
+import traceback
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,6 +71,8 @@ class Story:
     """The steps completed, in order."""
     exit_codes: list[int] = field(default_factory=list)
     """Each daemon's exit status; -1: it did not end within STEP_TIMEOUT of being told to."""
+    stuck: str = ""
+    """Where a daemon that did not end was waiting (every task's and thread's stack)."""
 
 
 class Teller:
@@ -112,6 +117,7 @@ class Teller:
             try:
                 code = await asyncio.wait_for(asyncio.shield(task), STEP_TIMEOUT)
             except TimeoutError:
+                self.story.stuck = where_stuck()
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
                 code = -1
@@ -126,6 +132,16 @@ class Teller:
         async with await self.sim.client() as admin:
             await k8s_client.CoreV1Api(admin).delete_node(name)
         await self.until(f"{pending} without {name}", lambda: message(self.sim, pending) == first)
+
+
+def where_stuck() -> str:
+    out = io.StringIO()
+    for task in asyncio.all_tasks():
+        if not task.done():
+            task.print_stack(limit=6, file=out)
+    for frame in sys._current_frames().values():
+        traceback.print_stack(frame, limit=8, file=out)
+    return out.getvalue()
 
 
 def message(sim: Any, name: str) -> str:
