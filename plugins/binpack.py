@@ -106,6 +106,8 @@ def _resource_weight(arguments: Arguments, key: str) -> int:
 class BinpackPlugin(Plugin):
     """Volcano's binpack node order (see the module docstring for the formula)."""
 
+    row_local_reads_queue = False  # its row-local answers read the row and the shape only
+
     declared_arguments = (
         ArgumentSpec(WEIGHT, "int", 1, minimum=0, doc="the plugin's weight; 0 switches it off"),
         ArgumentSpec(CPU, "int", 1, minimum=0, doc="the weight of cpu"),
@@ -134,19 +136,19 @@ class BinpackPlugin(Plugin):
         weights["memory"] = _resource_weight(arguments, MEMORY)
         self.resource_weights = weights
         """Resource name -> weight; resources not listed here are ignored."""
-        self._row_plans: dict[Resource, tuple[list[str], list[float], list[int], int]] = {}
+        self._row_plans: dict[Resource, tuple[tuple[str, ...], list[float], list[int], int]] = {}
 
     @hookimpl
     def node_score(
         self, task: TaskInfo, nodes: NodeTable, rows: npt.NDArray[np.int64] | None = None
-    ) -> FloatVector | None:
+    ) -> FloatVector | float | None:
         # Row-local: a node's score reads only its own allocatable and used columns.
         if self.weight == 0:
             return None
         if self.shape is not None:
             return self.shape.node_score(task, nodes, rows) * float(SHAPE_SCALE * self.weight)
         if rows is not None and len(rows) == 1:
-            return np.array([self._score_row(task, nodes, int(rows[0]))])
+            return self._score_row(task, nodes, int(rows[0]))  # one row: a plain number
         n = len(nodes) if rows is None else len(rows)
         parts = np.zeros(n)
         fits = np.ones(n, dtype=np.bool_)
@@ -196,7 +198,7 @@ class BinpackPlugin(Plugin):
         score = parts / weight_sum * float(MAX_NODE_SCORE * self.weight)
         return score if fits else 0.0
 
-    def _row_plan(self, task: TaskInfo) -> tuple[list[str], list[float], list[int], int]:
+    def _row_plan(self, task: TaskInfo) -> tuple[tuple[str, ...], list[float], list[int], int]:
         """The weighed resources of the task's request: names, amounts, weights, and the
         weight sum (each weighed resource the task asks for counts, as in the vector path)."""
         names: list[str] = []
@@ -209,7 +211,7 @@ class BinpackPlugin(Plugin):
             names.append(name)
             requests.append(request)
             weights.append(weight)
-        return names, requests, weights, sum(weights)
+        return tuple(names), requests, weights, sum(weights)
 
 
 # -- shaped binpack (RequestedToCapacityRatio) ----------------------------------------------

@@ -98,7 +98,12 @@ class DrfPlugin(Plugin):
         """Dominant share of an allocation vector over ``dims``."""
         if not self.dims:
             return 0.0
-        return max(0.0, max([a / t for a, t in zip(allocated, self.total, strict=True)]))
+        share = 0.0
+        for a, t in zip(allocated, self.total, strict=True):
+            fraction = a / t
+            if fraction > share:
+                share = fraction
+        return share
 
     def holding(self, job: str) -> list[float] | None:
         """What ``job`` holds now, over ``dims`` (None for a job this session does not know);

@@ -213,6 +213,8 @@ def _weight(name: str, default: int, doc: str) -> ArgumentSpec:
 class NodeOrderPlugin(Plugin):
     """Least/most requested, balanced resources, node affinity and taint toleration scores."""
 
+    row_local_reads_queue = False  # its row-local answers read the row and the shape only
+
     declared_arguments = (
         _weight(LEAST_REQUESTED, 1, "NodeResourcesFit LeastAllocated"),
         _weight(MOST_REQUESTED, 0, "NodeResourcesFit MostAllocated"),
@@ -271,14 +273,14 @@ class NodeOrderPlugin(Plugin):
     @hookimpl
     def node_score(
         self, task: TaskInfo, nodes: NodeTable, rows: npt.NDArray[np.int64] | None = None
-    ) -> FloatVector | None:
+    ) -> FloatVector | float | None:
         # Row-local: resource scores read the node's own row; the label scores are normalised
         # over every node once per session (labels and taints do not change within one).
         if not self.enabled:
             return None
         gpu = task.resreq[GPU]
         if rows is not None and len(rows) == 1 and not gpu:
-            return np.array([self._score_row(task, nodes, int(rows[0]))])
+            return self._score_row(task, nodes, int(rows[0]))  # one row: a plain number
         n = len(nodes) if rows is None else len(rows)
         score = np.zeros(n)
         if self.least_weight or self.most_weight or self.balanced_weight:

@@ -80,8 +80,16 @@ AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
 PORTS_TAKEN = "node(s) didn't have free ports for the requested pod ports"
 
 
+_ONE_ROW_PASSES = np.ones(1, dtype=np.bool_)
+_ONE_ROW_PASSES.flags.writeable = False
+_ONE_ROW_FAILS = np.zeros(1, dtype=np.bool_)
+_ONE_ROW_FAILS.flags.writeable = False
+
+
 class PredicatesPlugin(Plugin):
     """Pod count, unschedulable, taints, node affinity/selector and host ports (see module)."""
+
+    row_local_reads_queue = False  # its row-local answers read the row and the shape only
 
     declared_arguments = (
         ArgumentSpec(NODE_AFFINITY_ENABLE, "bool", True, doc="nodeSelector and node affinity"),
@@ -177,7 +185,7 @@ class PredicatesPlugin(Plugin):
             and self._ports_taken(pod.host_ports, nodes, np.array([row]))[0]
         ):
             reason = PORTS_TAKEN
-        return PredicateResult(np.array([not reason]), reason)
+        return PredicateResult(_ONE_ROW_FAILS if reason else _ONE_ROW_PASSES, reason)
 
     def _ports_taken(
         self, wanted: frozenset[HostPort], nodes: NodeTable, candidates: npt.NDArray[np.int64]

@@ -122,6 +122,19 @@ class QueueAttributes:
             share = max(share, self.allocated[name] / deserved)
         self.share = share
 
+    def add_allocated(self, added: Resource) -> None:
+        """``allocated += added`` and the share updated: only the fractions of the dimensions
+        ``added`` has can have grown, and the maximum of the others is the old share, so this
+        equals ``update_share`` without going over every deserved dimension."""
+        self.allocated = self.allocated + added
+        share, deserved, allocated = self.share, self.deserved, self.allocated
+        for name, _ in added.items():
+            if name in deserved:  # above zero, as ``deserved.names()`` lists them
+                fraction = allocated[name] / deserved[name]
+                if fraction > share:
+                    share = fraction
+        self.share = share
+
 
 @dataclass(frozen=True, slots=True)
 class QueueShare:
@@ -379,8 +392,7 @@ class ProportionPlugin(Plugin):
     def on_allocate(self, task: TaskInfo) -> None:
         attr = self._attributes_of(task)
         if attr is not None:
-            attr.allocated = attr.allocated + task.resreq
-            attr.update_share()
+            attr.add_allocated(task.resreq)
 
     @hookimpl
     def on_deallocate(self, task: TaskInfo) -> None:

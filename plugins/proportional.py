@@ -20,6 +20,8 @@ from pumice.plugins._scarce import Proportional
 class ProportionalPlugin(Plugin):
     """Rejects nodes whose idle scarce devices would be left without cpu or memory."""
 
+    row_local_reads_queue = False  # its row-local answers read the row and the shape only
+
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
         self.proportional: Proportional | None = Proportional.parse("proportional", arguments)

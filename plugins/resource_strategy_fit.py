@@ -269,6 +269,8 @@ class Scoring:
 class ResourceStrategyFitPlugin(Plugin):
     """Volcano's resource-strategy-fit, with its sra score and proportional predicate."""
 
+    row_local_reads_queue = False  # its row-local answers read the row and the shape only
+
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
         self.weight = weight(NAME, WEIGHT, arguments.get(WEIGHT), DEFAULT_WEIGHT)
@@ -381,13 +383,13 @@ class ResourceStrategyFitPlugin(Plugin):
     @hookimpl
     def node_score(
         self, task: TaskInfo, nodes: NodeTable, rows: npt.NDArray[np.int64] | None = None
-    ) -> FloatVector | None:
+    ) -> FloatVector | float | None:
         # Row-local: a node's score reads only its own allocatable and used columns, and the
         # task only through its shape (the pod's annotations are normalized_score's part).
         if self.weight == 0 and self.sra is None:
             return None
         if rows is not None and len(rows) == 1:
-            return np.array([self._score_row(task, nodes, int(rows[0]))])
+            return self._score_row(task, nodes, int(rows[0]))  # one row: a plain number
         n = len(nodes) if rows is None else len(rows)
         score = self.fit_score(task, nodes, rows) if self.weight else np.zeros(n)
         if self.sra is not None:

@@ -19,6 +19,8 @@ from pumice.plugins._scarce import Sra
 class SraPlugin(Plugin):
     """Keeps tasks that need no scarce device off the nodes that have one."""
 
+    row_local_reads_queue = False  # its row-local answers read the row and the shape only
+
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
         self.sra: Sra | None = Sra.parse("sra", arguments)

@@ -34,6 +34,13 @@ class Plugin:
     (conformance): the session removes what it leaves out before any tier is asked, so a later
     tier can never offer a protected task as a victim."""
 
+    row_local_reads_queue: ClassVar[bool] = True
+    """Whether this plugin's row-local answers (``predicate`` / ``node_score`` taking
+    ``rows``) may depend on the task's queue. True, the safe default: the session keeps the
+    cached answers per (queue, task shape). A plugin whose answers depend on the node's row
+    and the task's shape alone says False; when every row-local plugin of a session does,
+    tasks of one shape share the cache across queues."""
+
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments
         self.option: PluginOption | None = None

@@ -40,8 +40,16 @@ class Candidates:
     best_now: FloatVector
     extras: tuple[FloatVector, ...] = ()
     version: int = 0
+    _views: tuple[BoolVector, BoolVector] | None = None
     parts: list[PredicatePart] = field(default_factory=list)
     """The predicate plugins' parts behind ``future`` (for the reasons of a task that fails)."""
+
+    def view(self, now: bool) -> BoolVector:
+        """A read-only view of ``now`` or ``future`` (made once: the arrays change in place)."""
+        views = self._views
+        if views is None:
+            views = self._views = (_read_only(self.now), _read_only(self.future))
+        return views[0] if now else views[1]
 
     def feasibility(self) -> Feasibility:
         """What the predicates said: the mask and, on demand, each node's first reason."""
@@ -49,6 +57,12 @@ class Candidates:
         for part in self.parts:
             mask &= part.mask
         return Feasibility(mask, parts=self.parts)
+
+
+def _read_only(arr: BoolVector) -> BoolVector:
+    view = arr.view()
+    view.flags.writeable = False
+    return view
 
 
 def summed_scores(total: FloatVector | None, extras: Sequence[FloatVector], n: int) -> FloatVector:

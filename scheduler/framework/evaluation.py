@@ -9,8 +9,10 @@ shape once, caches the answer, and after placements refreshes only the rows of t
 A plugin opts in by accepting a ``rows`` argument in ``predicate`` or ``node_score``: it then
 promises that its answer for a node depends only on that node's row (and on the task's shape
 and queue), and when ``rows`` is not None it returns values for exactly those rows, in that
-order. Plugins
-that do not accept ``rows`` are called in full for every task, as before. The predicate cache
+order. The cache is kept per (queue, shape) unless every row-local plugin of the session
+declares ``row_local_reads_queue = False`` (its answers ignore the queue; the built-in ones but
+node-reservation do): then tasks of one shape share it across queues. Plugins that do not
+accept ``rows`` are called in full for every task, as before. The predicate cache
 is used only when every enabled predicate plugin is row-local (the first failing plugin names a
 node's reason, so the order of all of them matters); scores are summed, so row-local plugins'
 scores are cached and the others' added per task.
@@ -91,6 +93,8 @@ class ShapeEntry:
     """The first task of this shape: every plugin call for the shape is made with it, so a
     plugin's own per-task caches hit on every refresh (the answer depends only on the shape)."""
     parts: list[PredicatePart] | None = None
+    parts_by_name: tuple[list[PredicatePart], dict[str, PredicatePart]] | None = None
+    """``parts`` by plugin name, with the list it was made from."""
     mask: BoolVector | None = None
     mask_version: int = 0
     fit_now: BoolVector | None = None
@@ -338,11 +342,13 @@ class ShapeCache:
         assert entry.parts is not None and entry.mask is not None
         assert entry.fit_now is not None and entry.fit_future is not None
         rows = np.array((row,), dtype=np.int64)
-        by_name = {part.name: part for part in entry.parts}
+        by_name = entry.parts_by_name
+        if by_name is None or by_name[0] is not entry.parts:
+            by_name = entry.parts_by_name = (entry.parts, {p.name: p for p in entry.parts})
         passed = True
         for name, hook, _ in self.predicates:
             answer = hook(task, table, rows)
-            part = by_name.get(name)
+            part = by_name[1].get(name)
             if answer is None or part is None:
                 if (answer is None) != (part is None):
                     return False
@@ -375,8 +381,10 @@ class ShapeCache:
                 if (answer is None) != (vec is None):
                     return False
                 continue
-            vec[row] = check(name, "node_score", answer, 1, np.float64)[0]
-            total += float(vec[row])
+            if type(answer) is not float:
+                answer = float(check(name, "node_score", answer, 1, np.float64)[0])
+            vec[row] = answer
+            total += answer
         entry.score_total[row] = total
         return True
 
@@ -385,8 +393,10 @@ class ShapeCache:
     ) -> Candidates:
         """``cands`` with ``extras`` (read-only vectors) in its best scores: the same object
         when they are the vectors already in, else recomputed in full (and kept)."""
-        if len(extras) == len(cands.extras) and all(
-            a is b for a, b in zip(extras, cands.extras, strict=True)
+        known = cands.extras
+        if len(extras) == len(known) and (
+            (len(extras) == 1 and extras[0] is known[0])
+            or all(a is b for a, b in zip(extras, known, strict=True))
         ):
             return cands
         total = self.score_total(task)

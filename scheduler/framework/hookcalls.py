@@ -101,6 +101,8 @@ def read_only(arr: npt.NDArray[Any]) -> npt.NDArray[Any]:
 def vector_answer(plugin: str, what: str, value: Any, n: int, dtype: Any) -> npt.NDArray[Any]:
     """``value`` as a vector of ``n`` entries, or ``PluginContractError`` naming the plugin."""
     arr = np.asarray(value, dtype=dtype)
+    if arr.shape == () and n == 1:  # one row asked for, a plain number answered
+        arr = arr.reshape(1)
     if arr.shape != (n,):
         raise PluginContractError(
             f"plugin {plugin} returned {what} of shape {arr.shape}; expected ({n},) over the nodes"

@@ -100,10 +100,11 @@ class PluginSpec:
     @hookspec
     def node_score(
         self, task: TaskInfo, nodes: NodeTable, rows: npt.NDArray[np.int64] | None
-    ) -> npt.NDArray[np.float64] | None:
+    ) -> npt.NDArray[np.float64] | float | None:
         """A score for every node (a float vector over the table's rows). Once per task, or,
         for a row-local plugin (one that accepts ``rows``, as for ``predicate``), once per
-        shape and then for the changed rows only.
+        shape and then for the changed rows only; asked for one row, a plain number is
+        accepted in place of a vector of one (most refreshes are of one row).
 
         Combination: summed over every plugin of every tier. Flag: ``enableNodeOrder``.
         """

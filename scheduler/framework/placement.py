@@ -80,14 +80,17 @@ def choose_node(session: Session, task: TaskInfo, cands: Candidates, now: bool) 
     shapes = session.shapes
     hooks = session.hooks("normalized_score")
     if hooks:
-        view = read_only(mask)
+        view = cands.view(now)
         n = len(table)
         answers = []
+        fresh = False  # did a plugin answer a vector it may change (made for this task)?
         for name, hook in hooks:
             answer = hook(task, table, view)
             if answer is not None:
-                answers.append(vector_answer(name, "normalized_score", answer, n, np.float64))
-        if any(a.flags.writeable for a in answers):
+                answer = vector_answer(name, "normalized_score", answer, n, np.float64)
+                fresh = fresh or answer.flags.writeable
+                answers.append(answer)
+        if fresh:
             total = shapes.score_total(task)
             summed = np.zeros(n) if total is None else total.copy()
             for answer in answers:

@@ -173,6 +173,7 @@ class Session:
         self.close()
 
     def _build_plugins(self) -> None:
+        by_queue = False  # does a row-local plugin's answer depend on the task's queue?
         for tier_index, tier in enumerate(self.config.tiers):
             for hooks in self._tiers.values():
                 hooks.append([])
@@ -194,6 +195,7 @@ class Session:
                     if is_row_local(hook, method):
                         call = adapt_by_name(method, SPEC_ARGS[hook])
                         self._row_local.add((hook, option.name))
+                        by_queue = by_queue or getattr(provided.cls, "row_local_reads_queue", True)
                     else:
                         call = adapt(method, argnames, SPEC_ARGS[hook])
                     if self.time_hooks:
@@ -212,7 +214,7 @@ class Session:
             [(n, h, ("predicate", n) in self._row_local) for n, h in self._flat["predicate"]],
             [(n, h, ("node_score", n) in self._row_local) for n, h in self._flat["node_score"]],
             vector_answer,
-            self._queue_of_task,
+            self._queue_of_task if by_queue else None,
         )
 
     def _queue_of_task(self, task: TaskInfo) -> str:

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import enum
 import logging
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from pumice.errors import PumiceError
 from pumice.model.node import NodeAccountingError
@@ -36,8 +35,10 @@ class OpKind(enum.Enum):
     ENQUEUE = "enqueue"
 
 
-@dataclass(frozen=True, slots=True)
-class Operation:
+class Operation(NamedTuple):
+    """One statement operation (a tuple: made per placement, where a frozen dataclass's
+    ``__init__`` costs several times more)."""
+
     kind: OpKind
     task: TaskInfo | None
     node: str

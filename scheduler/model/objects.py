@@ -26,6 +26,7 @@ from pumice.model.status import (
 from pumice.model.terms import PodTerms, TaskShape, pod_terms
 
 _ALLOCATED = int(ALLOCATED_STATUSES)
+_READY = int(READY_STATUSES)
 _and = int.__and__
 """Status tests as int arithmetic in C (``status & X`` builds a new enum member in Python)."""
 
@@ -240,6 +241,8 @@ class JobInfo:
     total_request: Resource = field(default_factory=Resource.zero)
     pending_best_effort_num: int = 0
     """Pending tasks that request nothing (kept current, so readiness costs O(1))."""
+    ready_task_num: int = 0
+    """Tasks in ``READY_STATUSES`` (kept current by the index, asked after every placement)."""
     owner: object | None = field(default=None, repr=False)
     """The snapshot that may change this job in place (see ``ClusterSnapshot``)."""
 
@@ -277,6 +280,7 @@ class JobInfo:
         newer.allocated = self.allocated
         newer.total_request = self.total_request
         newer.pending_best_effort_num = self.pending_best_effort_num
+        newer.ready_task_num = self.ready_task_num
         return newer
 
     @classmethod
@@ -340,7 +344,10 @@ class JobInfo:
         self._index(task)
 
     def _index(self, task: TaskInfo) -> None:
-        self.task_status_index.setdefault(task.status, {})[task.uid] = task
+        bucket = self.task_status_index.setdefault(task.status, {})
+        if task.uid not in bucket and _and(task.status, _READY):
+            self.ready_task_num += 1
+        bucket[task.uid] = task
         if _and(task.status, _ALLOCATED):
             self.allocated = self.allocated + task.resreq
         elif task.status == TaskStatus.PENDING and task.best_effort:
@@ -349,7 +356,8 @@ class JobInfo:
     def _unindex(self, task: TaskInfo) -> None:
         bucket = self.task_status_index.get(task.status)
         if bucket is not None:
-            bucket.pop(task.uid, None)
+            if bucket.pop(task.uid, None) is not None and _and(task.status, _READY):
+                self.ready_task_num -= 1
             if not bucket:
                 del self.task_status_index[task.status]
         if _and(task.status, _ALLOCATED):
@@ -370,10 +378,6 @@ class JobInfo:
         """How many tasks have any of ``statuses`` (O(number of statuses), not of tasks)."""
         wanted = int(statuses)
         return sum(len(b) for s, b in self.task_status_index.items() if _and(s, wanted))
-
-    @property
-    def ready_task_num(self) -> int:
-        return self.count(READY_STATUSES)
 
     @property
     def waiting_task_num(self) -> int:

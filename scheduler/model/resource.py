@@ -213,7 +213,10 @@ class Resource:
 
     def is_empty(self) -> bool:
         """True when every dimension is zero (within the tolerance)."""
-        return all(v <= _ABS + _REL * v for v in self._values.values())
+        for v in self._values.values():  # noqa: SIM110 - a loop: all(generator) costs more
+            if v > _ABS + _REL * v:
+                return False
+        return True
 
     def __bool__(self) -> bool:
         return not self.is_empty()

@@ -64,6 +64,8 @@ class NodeTable:
         self.epoch = 0
         self._ranks: tuple[int, IntVector] | None = None
         self._in_order: tuple[int, bool] | None = None
+        self._positions: dict[tuple[str, ...], tuple[tuple[int, ...], bool]] = {}
+        """Dimension names -> their indices (-1: the table lacks it), for ``cells``."""
         self.ensure_dims(dims)
 
     # -- shape ------------------------------------------------------------------------------
@@ -104,6 +106,7 @@ class NodeTable:
         for attr in self._MATRICES:
             setattr(self, attr, np.vstack([getattr(self, attr), pad]))
         self._vectors.clear()  # cached vectors are one entry per dimension
+        self._positions.clear()
 
     def vector(self, resource: Resource) -> FloatVector:
         """``resource`` as a vector over this table's dimensions (adding new ones).
@@ -165,12 +168,19 @@ class NodeTable:
         matrix: FloatMatrix = getattr(self, _COLUMN_ATTRS[quantity])
         return matrix[col, : self._n]
 
-    def cells(self, quantity: str, row: int, dims: Sequence[str]) -> list[float]:
+    def cells(self, quantity: str, row: int, dims: tuple[str, ...]) -> list[float]:
         """``quantity`` of ``dims`` on one row, as Python floats (0.0 for a dim the table
         lacks): what one-row paths read, with one numpy call instead of one per cell."""
         values: list[float] = getattr(self, _COLUMN_ATTRS[quantity])[:, row].tolist()
-        index = self._dim_index
-        return [values[index[d]] if d in index else 0.0 for d in dims]
+        known = self._positions.get(dims)
+        if known is None:
+            index = self._dim_index
+            positions = tuple(index.get(d, -1) for d in dims)
+            prefix = positions == tuple(range(len(positions)))
+            known = self._positions[dims] = (positions, prefix)
+        if known[1]:  # the table's own first dims, in order: a slice
+            return values[: len(dims)]
+        return [values[i] if i >= 0 else 0.0 for i in known[0]]
 
     @property
     def pod_count(self) -> IntVector:
@@ -265,6 +275,7 @@ class NodeTable:
         for attr in (*self._MATRICES, *self._VECTORS):
             setattr(other, attr, getattr(self, attr).copy())
         other._vectors = dict(self._vectors)
+        other._positions = dict(self._positions)
         other._changes = []
         other.epoch = 0
         current = self._ranks is not None and self._ranks[0] == self.epoch

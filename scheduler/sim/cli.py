@@ -122,6 +122,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="start without the default namespaces, system PriorityClasses and default Queue",
     )
+    parser.add_argument(
+        "--without-volcano",
+        action="store_true",
+        help="serve no scheduling.volcano.sh group, as a cluster without Volcano's CRDs: "
+        "discovery omits PodGroups and Queues, their paths answer 404, and a --cluster file "
+        "holding one is an error",
+    )
 
 
 def _identity_outputs(specs: list[str]) -> list[tuple[str, str, Path]]:
@@ -251,6 +258,7 @@ async def _serve(args: argparse.Namespace) -> int:
             history_size=args.history_size,
             defaults=not args.no_defaults,
             authorization=args.authorization,
+            volcano=not args.without_volcano,
         )
     )
     identities = _identity_outputs(args.kubeconfig_out_for)

@@ -2,7 +2,8 @@
 
 A fresh cluster has what a real one (with Volcano installed) has before anyone deploys
 anything: the ``default``, ``kube-system``, ``kube-public`` and ``kube-node-lease``
-namespaces, the two ``system-`` PriorityClasses, and Volcano's ``default`` Queue.
+namespaces, the two ``system-`` PriorityClasses, and Volcano's ``default`` Queue (unless the
+cluster has no Volcano).
 
 ``generate_nodes`` stamps out N nodes from a template: a Node manifest whose name (or
 ``generateName``) is the prefix, or a compact spec such as ``cpu=32,memory=256Gi,pods=110``.
@@ -19,7 +20,7 @@ from pumice.sim.objects import Obj, meta
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
-def default_objects() -> list[Obj]:
+def default_objects(volcano: bool = True) -> list[Obj]:
     objects: list[Obj] = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
         for name in DEFAULT_NAMESPACES
@@ -41,13 +42,16 @@ def default_objects() -> list[Obj]:
             "description": "Used for system critical pods that must not be moved from their "
             "current node.",
         },
-        {
-            "apiVersion": "scheduling.volcano.sh/v1beta1",
-            "kind": "Queue",
-            "metadata": {"name": "default"},
-            "spec": {"weight": 1, "reclaimable": True},
-        },
     ]
+    if volcano:
+        objects.append(
+            {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "Queue",
+                "metadata": {"name": "default"},
+                "spec": {"weight": 1, "reclaimable": True},
+            }
+        )
     return objects
 
 

@@ -6,7 +6,8 @@ not offer aggregated discovery), ``/version`` reports a v1.32 server (the instal
 dispatcher picks its client version from it), ``/healthz``, ``/livez`` and ``/readyz`` answer
 ``ok``, and ``/openapi/v3`` describes just enough (the PATCH operations and their
 ``fieldValidation`` parameter) for kubectl to use server-side field validation instead of
-downloading a schema.
+downloading a schema. What they list is one server's ``ResourceSet``: a server without
+Volcano's CRDs names no ``scheduling.volcano.sh`` anywhere, as a real cluster without them.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import hashlib
 import orjson
 
 from pumice.sim.objects import Obj
-from pumice.sim.resources import ResourceType, group_versions, types_in
+from pumice.sim.resources import ResourceSet, ResourceType
 
 VERSION: Obj = {
     "major": "1",
@@ -68,21 +69,6 @@ def _resource_entries(rtype: ResourceType) -> list[Obj]:
     return out
 
 
-def resource_list(group: str, version: str) -> Obj | None:
-    types = types_in(group, version)
-    if not types:
-        return None
-    resources: list[Obj] = []
-    for rtype in types:
-        resources.extend(_resource_entries(rtype))
-    return {
-        "kind": "APIResourceList",
-        "apiVersion": "v1",
-        "groupVersion": f"{group}/{version}" if group else version,
-        "resources": resources,
-    }
-
-
 def api_versions(address: str) -> Obj:
     return {
         "kind": "APIVersions",
@@ -96,24 +82,12 @@ def _group(name: str, versions: list[str]) -> Obj:
     return {"name": name, "versions": entries, "preferredVersion": entries[0]}
 
 
-def api_group_list() -> Obj:
-    groups = [_group(g, v) for g, v in group_versions().items() if g]
-    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
-
-
-def api_group(name: str) -> Obj | None:
-    versions = group_versions().get(name)
-    if not name or not versions:
-        return None
-    return {"kind": "APIGroup", "apiVersion": "v1", **_group(name, versions)}
-
-
 # -- OpenAPI v3 (minimal) --------------------------------------------------------------------
 
 
-def _openapi_doc(group: str, version: str) -> Obj:
+def _openapi_doc(types: ResourceSet, group: str, version: str) -> Obj:
     paths: Obj = {}
-    for rtype in types_in(group, version):
+    for rtype in types.types_in(group, version):
         prefix = f"/apis/{group}/{version}" if group else f"/api/{version}"
         ns = "/namespaces/{namespace}" if rtype.namespaced else ""
         gvk = {"group": group, "version": version, "kind": rtype.kind}
@@ -141,24 +115,52 @@ def _openapi_doc(group: str, version: str) -> Obj:
     }
 
 
-_OPENAPI_DOCS: dict[str, bytes] = {}
-for _group_name, _versions in group_versions().items():
-    for _v in _versions:
-        _path = f"apis/{_group_name}/{_v}" if _group_name else f"api/{_v}"
-        _OPENAPI_DOCS[_path] = orjson.dumps(_openapi_doc(_group_name, _v))
+class Discovery:
+    """The discovery and OpenAPI documents of one server, for the types it serves."""
 
+    def __init__(self, types: ResourceSet) -> None:
+        self.types = types
+        self._group_versions = types.group_versions()
+        self._openapi: dict[str, bytes] = {}
+        for group, versions in self._group_versions.items():
+            for version in versions:
+                path = f"apis/{group}/{version}" if group else f"api/{version}"
+                self._openapi[path] = orjson.dumps(_openapi_doc(types, group, version))
 
-def openapi_v3_root() -> Obj:
-    return {
-        "paths": {
-            path: {
-                "serverRelativeURL": f"/openapi/v3/{path}?hash="
-                + hashlib.sha256(doc).hexdigest()[:32].upper()
-            }
-            for path, doc in _OPENAPI_DOCS.items()
+    def resource_list(self, group: str, version: str) -> Obj | None:
+        types = self.types.types_in(group, version)
+        if not types:
+            return None
+        resources: list[Obj] = []
+        for rtype in types:
+            resources.extend(_resource_entries(rtype))
+        return {
+            "kind": "APIResourceList",
+            "apiVersion": "v1",
+            "groupVersion": f"{group}/{version}" if group else version,
+            "resources": resources,
         }
-    }
 
+    def api_group_list(self) -> Obj:
+        groups = [_group(g, v) for g, v in self._group_versions.items() if g]
+        return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
 
-def openapi_v3_doc(path: str) -> bytes | None:
-    return _OPENAPI_DOCS.get(path)
+    def api_group(self, name: str) -> Obj | None:
+        versions = self._group_versions.get(name)
+        if not name or not versions:
+            return None
+        return {"kind": "APIGroup", "apiVersion": "v1", **_group(name, versions)}
+
+    def openapi_v3_root(self) -> Obj:
+        return {
+            "paths": {
+                path: {
+                    "serverRelativeURL": f"/openapi/v3/{path}?hash="
+                    + hashlib.sha256(doc).hexdigest()[:32].upper()
+                }
+                for path, doc in self._openapi.items()
+            }
+        }
+
+    def openapi_v3_doc(self, path: str) -> bytes | None:
+        return self._openapi.get(path)

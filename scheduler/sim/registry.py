@@ -37,7 +37,15 @@ from pumice.sim.managedfields import stamp_create, stamp_update
 from pumice.sim.objects import Key, Obj, meta, new_uid, now_rfc3339, with_meta
 from pumice.sim.patch import apply_patch
 from pumice.sim.pods import delete_pod
-from pumice.sim.resources import ALL_TYPES, NAMESPACES, NODES, PODS, ResourceType, for_object
+from pumice.sim.resources import (
+    ALL_TYPES,
+    EVERY_TYPE,
+    NAMESPACES,
+    NODES,
+    PODS,
+    ResourceSet,
+    ResourceType,
+)
 from pumice.sim.selectors import Selector
 from pumice.sim.store import Store
 from pumice.sim.validation import STRICT, Checks
@@ -65,8 +73,12 @@ def _spec_part(obj: Obj) -> Obj:
 class Registry:
     """API verbs over a ``Store``. Methods take and return objects in the type's view form."""
 
-    def __init__(self, store: Store, seed: int | None = None) -> None:
+    def __init__(
+        self, store: Store, seed: int | None = None, types: ResourceSet = EVERY_TYPE
+    ) -> None:
         self.store = store
+        self.types = types
+        """What this server serves; ``create_object`` refuses other kinds."""
         self.admission = Admission(store)
         self.rng = random.Random(seed)
         self.terminating: set[tuple[str, Key]] = set()
@@ -250,9 +262,12 @@ class Registry:
         """
         api_version = str(obj.get("apiVersion", ""))
         kind = str(obj.get("kind", ""))
-        rtype = for_object(api_version, kind)
+        rtype = self.types.for_object(api_version, kind)
         if rtype is None:
-            raise bad_request(f"no resource serves kind {kind!r} in {api_version!r}")
+            why = ""
+            if EVERY_TYPE.for_object(api_version, kind) is not None:
+                why = f" (this server does not serve the group {api_version.partition('/')[0]})"
+            raise bad_request(f"no resource serves kind {kind!r} in {api_version!r}{why}")
         if validate:
             obj = Checks(STRICT).check(rtype, obj)
         m = dict(meta(obj))

@@ -383,39 +383,56 @@ ALL_TYPES: tuple[ResourceType, ...] = (
     *RBAC_TYPES,
 )
 
-# (group, version, plural) -> type
-_BY_PATH: dict[tuple[str, str, str], ResourceType] = {
-    (t.group, t.version, t.plural): t for t in ALL_TYPES
-}
-# (apiVersion, kind) -> the type that stores objects of that kind
-_BY_KIND: dict[tuple[str, str], ResourceType] = {
-    (t.api_version, t.kind): t for t in ALL_TYPES if t is not BINDINGS and t not in REVIEWS
-}
-# kind alone -> type, for manifests whose apiVersion differs (e.g. events.k8s.io vs v1)
-_KIND_ONLY: dict[str, ResourceType] = {}
-for _t in ALL_TYPES:
-    if _t is not BINDINGS:
-        _KIND_ONLY.setdefault(_t.kind, _t)
+VOLCANO_GROUP = "scheduling.volcano.sh"
+"""Volcano's CRDs (PodGroups, Queues): a cluster without them serves no such group."""
 
 
-def lookup(group: str, version: str, plural: str) -> ResourceType | None:
-    return _BY_PATH.get((group, version, plural))
+class ResourceSet:
+    """The resource types one server serves, indexed by URL path and by kind.
+
+    Each ``SimServer`` holds its own (``served_types``), so two servers in one process may
+    serve different groups; the two sets are built once and never change.
+    """
+
+    def __init__(self, types: tuple[ResourceType, ...]) -> None:
+        self.types = types
+        self._by_path = {(t.group, t.version, t.plural): t for t in types}
+        # (apiVersion, kind) -> the type that stores objects of that kind
+        self._by_kind = {
+            (t.api_version, t.kind): t for t in types if t is not BINDINGS and t not in REVIEWS
+        }
+        self.groups = frozenset(t.group for t in types)
+
+    def lookup(self, group: str, version: str, plural: str) -> ResourceType | None:
+        return self._by_path.get((group, version, plural))
+
+    def for_object(self, api_version: str, kind: str) -> ResourceType | None:
+        """The resource type that stores objects of ``apiVersion``/``kind``."""
+        return self._by_kind.get((api_version, kind))
+
+    def group_versions(self) -> dict[str, list[str]]:
+        """Served groups and their versions, in discovery order (core group is "")."""
+        out: dict[str, list[str]] = {}
+        for t in self.types:
+            versions = out.setdefault(t.group, [])
+            if t.version not in versions:
+                versions.append(t.version)
+        return out
+
+    def types_in(self, group: str, version: str) -> list[ResourceType]:
+        return [t for t in self.types if t.group == group and t.version == version]
+
+
+EVERY_TYPE = ResourceSet(ALL_TYPES)
+WITHOUT_VOLCANO = ResourceSet(tuple(t for t in ALL_TYPES if t.group != VOLCANO_GROUP))
+
+
+def served_types(volcano: bool = True) -> ResourceSet:
+    """What a server serves: everything, or everything but Volcano's group."""
+    return EVERY_TYPE if volcano else WITHOUT_VOLCANO
 
 
 def for_object(api_version: str, kind: str) -> ResourceType | None:
-    """The resource type that stores objects of ``apiVersion``/``kind``."""
-    return _BY_KIND.get((api_version, kind))
-
-
-def group_versions() -> dict[str, list[str]]:
-    """Served groups and their versions, in discovery order (core group is "")."""
-    out: dict[str, list[str]] = {}
-    for t in ALL_TYPES:
-        versions = out.setdefault(t.group, [])
-        if t.version not in versions:
-            versions.append(t.version)
-    return out
-
-
-def types_in(group: str, version: str) -> list[ResourceType]:
-    return [t for t in ALL_TYPES if t.group == group and t.version == version]
+    """The resource type that stores objects of ``apiVersion``/``kind`` on a server that
+    serves every group (a given server's own set may lack it: ``ResourceSet.for_object``)."""
+    return EVERY_TYPE.for_object(api_version, kind)

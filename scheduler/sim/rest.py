@@ -24,7 +24,7 @@ from pumice.sim.apply import is_apply, server_side_apply
 from pumice.sim.errors import ApiError, bad_request, method_not_allowed, no_such_path
 from pumice.sim.objects import Obj
 from pumice.sim.registry import Registry
-from pumice.sim.resources import BINDINGS, ResourceType, lookup
+from pumice.sim.resources import BINDINGS, EVERY_TYPE, ResourceSet, ResourceType
 from pumice.sim.selectors import build_selector
 from pumice.sim.store import Store
 from pumice.sim.validation import Checks
@@ -157,15 +157,18 @@ class ResourceApi:
         hub: WatchHub,
         bookmark_interval: float,
         watch_timeout: float,
+        types: ResourceSet = EVERY_TYPE,
     ) -> None:
         self.registry = registry
+        self.types = types
         self.store = store
         self.hub = hub
         self.bookmark_interval = bookmark_interval
         self.watch_timeout = watch_timeout
 
     def resolve(self, info: RequestInfo) -> ResourceType:
-        rtype = lookup(info.group, info.version, info.resource)
+        # a group the server does not serve (no Volcano CRDs) is as unknown as a typo
+        rtype = self.types.lookup(info.group, info.version, info.resource)
         if rtype is None:
             raise no_such_path()
         if info.subresource and info.subresource not in rtype.subresources:

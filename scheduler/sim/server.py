@@ -21,6 +21,7 @@ import asyncio
 import base64
 import logging
 import time
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,10 +30,10 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from pumice.sim import discovery
 from pumice.sim.access import ADMIN_TOKEN, AccessControl
 from pumice.sim.admin import MUTATING_METHODS, WriteLog, WriteRecord, handle_admin
 from pumice.sim.defaults import default_objects
+from pumice.sim.discovery import VERSION, Discovery, api_versions
 from pumice.sim.dryrun import DRY_RUN
 from pumice.sim.errors import ApiError, internal, no_such_path
 from pumice.sim.faults import Faults
@@ -41,7 +42,7 @@ from pumice.sim.managedfields import writing
 from pumice.sim.objects import Obj
 from pumice.sim.rbac import bootstrap_policy
 from pumice.sim.registry import Registry
-from pumice.sim.resources import ALL_TYPES, for_object
+from pumice.sim.resources import EVERY_TYPE, for_object, served_types
 from pumice.sim.rest import ResourceApi, error_response, json_response, parse_path, verb_of
 from pumice.sim.store import Store
 from pumice.sim.tls import ServingCert, make_serving_cert
@@ -71,6 +72,9 @@ class SimConfig:
     max_body: int = 16 * 1024 * 1024
     authorization: str = "none"
     """``none`` (everyone may do everything) or ``rbac`` (see ``pumice.sim.access``)."""
+    volcano: bool = True
+    """Serve Volcano's ``scheduling.volcano.sh`` group (PodGroups, Queues). False is a cluster
+    without its CRDs: discovery omits the group, its paths answer 404, seeding its kinds fails."""
 
 
 def _uid(obj: Obj) -> object:
@@ -81,7 +85,9 @@ class SimServer:
     def __init__(self, config: SimConfig | None = None) -> None:
         self.config = config or SimConfig()
         self.store = Store(self.config.history_size)
-        self.registry = Registry(self.store, self.config.seed)
+        self.types = served_types(self.config.volcano)
+        self.discovery = Discovery(self.types)
+        self.registry = Registry(self.store, self.config.seed, self.types)
         self.hub = WatchHub()
         self.faults = Faults(self, self.config.seed)
         self.writes = WriteLog()
@@ -95,7 +101,12 @@ class SimServer:
             self.hub,
             self.config.bookmark_interval,
             self.config.watch_timeout,
+            self.types,
         )
+        self._absent_groups = EVERY_TYPE.groups - self.types.groups
+        self.unserved: deque[tuple[str, str]] = deque(maxlen=10_000)
+        """(method, path) of each request for a group this server does not serve, discovery
+        included (Volcano's, when ``volcano=False``): what clients asked of absent CRDs."""
         self._runner: web.ServerRunner | None = None
         self._site: web.TCPSite | None = None
         self.port = 0
@@ -114,7 +125,7 @@ class SimServer:
     # -- seeding -------------------------------------------------------------------------
 
     def _seed_defaults(self) -> None:
-        for obj in default_objects():
+        for obj in default_objects(volcano=self.config.volcano):
             stored = self.registry.create_object(obj)
             rtype = for_object(str(obj["apiVersion"]), str(obj["kind"]))
             assert rtype is not None and not rtype.namespaced
@@ -240,7 +251,7 @@ class SimServer:
 
     def state(self) -> Obj:
         counts = {}
-        for rtype in ALL_TYPES:
+        for rtype in self.types.types:
             counts[f"{rtype.plural}.{rtype.group}" if rtype.group else rtype.plural] = len(
                 self.store.table(rtype.table)
             )
@@ -283,6 +294,8 @@ class SimServer:
         path = request.path
         if path.startswith("/sim/"):
             return await handle_admin(self, request)
+        if self._absent_groups and path.startswith("/apis/"):
+            self._note_unserved(request.method, path)
         method = request.method
         info = parse_path(path)
         verb = verb_of(method, info, request.query) if info is not None else method.lower()
@@ -329,6 +342,11 @@ class SimServer:
             )
         return resp
 
+    def _note_unserved(self, method: str, path: str) -> None:
+        group = path.split("/", 3)[2]
+        if group in self._absent_groups:
+            self.unserved.append((method, path))
+
     def _non_resource(self, request: web.BaseRequest, path: str) -> web.StreamResponse:
         if request.method not in ("GET", "HEAD"):
             raise no_such_path()
@@ -337,21 +355,21 @@ class SimServer:
         if path in ("/healthz", "/livez", "/readyz"):
             return web.Response(text="ok", content_type="text/plain")
         if path == "/version":
-            return json_response(discovery.VERSION)
+            return json_response(VERSION)
         if path == "/api":
-            return json_response(discovery.api_versions(f"{HOST}:{self.port}"))
+            return json_response(api_versions(f"{HOST}:{self.port}"))
         if path == "/apis":
-            return json_response(discovery.api_group_list())
+            return json_response(self.discovery.api_group_list())
         if len(parts) == 2 and parts[0] == "api":
-            found = discovery.resource_list("", parts[1])
+            found = self.discovery.resource_list("", parts[1])
         elif len(parts) == 2 and parts[0] == "apis":
-            found = discovery.api_group(parts[1])
+            found = self.discovery.api_group(parts[1])
         elif len(parts) == 3 and parts[0] == "apis":
-            found = discovery.resource_list(parts[1], parts[2])
+            found = self.discovery.resource_list(parts[1], parts[2])
         elif path == "/openapi/v3":
-            found = discovery.openapi_v3_root()
+            found = self.discovery.openapi_v3_root()
         elif path.startswith("/openapi/v3/"):
-            doc = discovery.openapi_v3_doc(path[len("/openapi/v3/") :])
+            doc = self.discovery.openapi_v3_doc(path[len("/openapi/v3/") :])
             if doc is None:
                 raise no_such_path()
             return web.Response(body=doc, content_type="application/json")

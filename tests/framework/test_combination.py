@@ -411,3 +411,37 @@ def test_a_pod_count_shortfall_reads_too_many_pods() -> None:
     assert fit.message(shortfall, ["pods", "cpu"]) == (
         "1/3 nodes are available: 1 Insufficient cpu, 2 Too many pods."
     )
+
+
+@pytest.mark.parametrize("reads_queue", [True, False])
+def test_row_local_answers_are_cached_per_queue_unless_every_plugin_says_they_need_not_be(
+    reads_queue: bool,
+) -> None:
+    def node_score(self: Any, task: TaskInfo, nodes: Any, rows: Any = None) -> Any:
+        # the queue's name length as a score: a plugin whose answer depends on the queue
+        queue = self.view.jobs[task.job].queue if self.view is not None else ""
+        return np.full(len(nodes) if rows is None else len(rows), float(len(queue)))
+
+    def session_open(self: Any, session: Any) -> None:
+        self.view = session
+
+    cls = make_plugin("ByQueue", node_score=node_score, session_open=session_open)
+    cls.row_local_reads_queue = reads_queue
+    snap = cluster(node_count=2)
+    snap.put_queue(QueueInfo("a-long-queue-name"))
+    short = next(iter(add_job(snap, "short").tasks.values()))
+    long = next(iter(add_job(snap, "long", queue="a-long-queue-name").tasks.values()))
+    ssn = open_session({"p": cls}, [["p"]], snap)
+    assert ssn.node_scores(short)[0] == float(len("default"))
+    # a plugin that reads the queue gets each queue's own cache entry (and the right answer);
+    # one that says it does not shares the entry of the same shape
+    assert ssn.node_scores(long)[0] == float(len("a-long-queue-name" if reads_queue else "default"))
+    assert len(ssn.shapes.entries) == (2 if reads_queue else 1)
+
+
+def test_a_plain_number_answers_for_one_row_only() -> None:
+    from pumice.framework.hookcalls import vector_answer
+
+    assert vector_answer("p", "node_score", 3.5, 1, np.float64).tolist() == [3.5]
+    with pytest.raises(PluginContractError, match="plugin p returned node_score of shape"):
+        vector_answer("p", "node_score", 3.5, 2, np.float64)

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pumice.model import JobInfo, QueueInfo, Resource, TaskInfo, TaskStatus
+from pumice.model.status import READY_STATUSES
 
 
 def pod(name: str, phase: str = "Pending", node: str | None = None, **meta: object) -> dict:
@@ -161,3 +164,18 @@ def test_task_copy_copies_every_slot_and_shares_what_was_derived() -> None:
     # a copy whose pod is replaced works its terms out again, and leaves the original's
     twin.pod = {**task.pod, "spec": {"containers": []}} if task.pod else None
     assert twin.terms is not task.terms and task.shape is shape
+
+
+@given(st.lists(st.tuples(st.integers(0, 4), st.sampled_from(list(TaskStatus))), max_size=40))
+def test_ready_task_num_follows_every_status_change(moves: list[tuple[int, TaskStatus]]) -> None:
+    job = JobInfo(uid="ns/j", name="j", min_available=2)
+    tasks = [TaskInfo(uid=f"u{i}", name=f"t{i}", job="ns/j") for i in range(5)]
+    for task in tasks:
+        job.add_task(task)
+    for index, status in moves:
+        job.update_task_status(tasks[index], status)
+        assert job.ready_task_num == job.count(READY_STATUSES)
+    twin = job.clone(owner=object())
+    job.delete_task(tasks[0])
+    assert job.ready_task_num == job.count(READY_STATUSES)
+    assert twin.ready_task_num == twin.count(READY_STATUSES)

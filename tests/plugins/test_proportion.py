@@ -6,9 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from pumice import NodeInfo, Resource, TaskStatus, Vote
-from pumice.plugins.proportion import QUOTA_INSUFFICIENT
+from pumice import NodeInfo, QueueInfo, Resource, TaskStatus, Vote
+from pumice.plugins.proportion import QUOTA_INSUFFICIENT, QueueAttributes
 from support.builders import make_plugin
 from support.flow import (
     GiB,
@@ -267,3 +269,23 @@ def test_reclaimable_takes_victims_while_their_queue_is_above_its_share() -> Non
     reclaimer = next(iter(qb_job.tasks.values()))
     # 6000 > 4000: a0 goes (-> 4000, at its share); a1 and a2 stay
     assert [t.name for t in ssn.reclaimable(reclaimer, victims)] == ["a0"]
+
+
+@given(
+    st.lists(
+        st.dictionaries(st.sampled_from(["cpu", "memory", "nvidia.com/gpu"]), st.integers(0, 4000)),
+        max_size=8,
+    ),
+    st.dictionaries(st.sampled_from(["cpu", "memory", "pods"]), st.integers(0, 9000)),
+)
+def test_adding_to_a_queue_keeps_the_share_update_share_would_compute(
+    additions: list[dict[str, int]], deserved: dict[str, int]
+) -> None:
+    attr = QueueAttributes(QueueInfo("q"), 1, None, Resource.zero())
+    attr.deserved = Resource(deserved)
+    attr.update_share()
+    for added in additions:
+        attr.add_allocated(Resource(added))
+        kept = attr.share
+        attr.update_share()
+        assert kept == attr.share
