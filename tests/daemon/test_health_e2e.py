@@ -127,10 +127,12 @@ async def test_metrics_count_the_binds_the_server_accepted(sim: Any, tmp_path: P
     ledger.close()
 
 
-async def test_queue_metrics_without_volcano_come_from_proportion(sim: Any, tmp_path: Path) -> None:
-    # Discovery says Volcano's group is not served: pods go to the implicit "default" queue,
-    # which has no Queue object and so no status; proportion still accounts for it.
-    sim.faults.fail(404, verb="get", resource="/apis/scheduling.volcano.sh/v1beta1")
+async def test_queue_metrics_without_volcano_come_from_proportion(
+    make_sim: Any, tmp_path: Path
+) -> None:
+    # Without Volcano's CRDs pods go to the implicit "default" queue, which has no Queue
+    # object and so no status; proportion still accounts for it.
+    sim = await make_sim(volcano=False)
     seed(sim, [node("n1", cpu="4")])
     seed(sim, [pod(f"p{i}", cpu="500m") for i in range(3)])
     ledger = Ledger(sim)
