@@ -229,7 +229,7 @@ async def test_the_daemon_needs_every_grant_of_the_deploy_rbac_and_nothing_more(
     run = await run_as_pumice(make_sim, lambda sim: tell(sim, config))
     story: Story = run.result
     assert run.refused == [], run.refused
-    assert story.steps == FULL_STORY and story.exit_codes == [0, 0]
+    assert story.steps == FULL_STORY and story.exit_codes == [0, 0], story
     assert run.used == grants(rbac_objects()), grants(rbac_objects()) ^ run.used
     ledger = Ledger(run.sim)
     assert ledger.accepted_binds()[("batch", "urgent")] == 1
