@@ -5,6 +5,16 @@ No I/O: the daemon feeds it informer events and its own decisions; sessions get 
 
 from pumice.cache.cache import NO_QUEUE, ClusterCache, lone_job_id
 from pumice.cache.handler import Handler
-from pumice.cache.pods import PodEntry, PodState, slim_pod
+from pumice.cache.pods import PodEntry, PodState
+from pumice.cache.slim import PodSlimmer, slim_pod
 
-__all__ = ["NO_QUEUE", "ClusterCache", "Handler", "PodEntry", "PodState", "lone_job_id", "slim_pod"]
+__all__ = [
+    "NO_QUEUE",
+    "ClusterCache",
+    "Handler",
+    "PodEntry",
+    "PodSlimmer",
+    "PodState",
+    "lone_job_id",
+    "slim_pod",
+]

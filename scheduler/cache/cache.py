@@ -31,6 +31,7 @@ from pumice.cache.groups import (
 )
 from pumice.cache.handler import Handler
 from pumice.cache.pods import PodEntry, PodState, is_gated, is_terminal, pod_uid
+from pumice.cache.slim import PodSlimmer
 from pumice.model import (
     ClusterSnapshot,
     JobInfo,
@@ -82,6 +83,8 @@ class ClusterCache:
         self._group_pods: dict[str, set[str]] = {}
         self._lone_jobs: set[str] = set()
         self._held: dict[str, float] = {}
+        self.slim_pod = PodSlimmer()
+        """What the pod informers store and deliver: pods slimmed, equal parts shared."""
         self.generation = 0
         """Bumped by every change; a session over an unchanged cache would decide the same."""
         self.state.put_queue(QueueInfo(name=default_queue))

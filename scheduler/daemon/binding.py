@@ -8,6 +8,10 @@ node) and sent by the ``Binder``; the answer settles the assumption:
 * GONE — the pod was deleted;
 * FAILED — forget and offer the pod again after a backoff of 1 s doubling to 10 s.
 
+Status writes (the ``Scheduled`` event of each bind, conditions, PodGroup and Queue status) go
+through a ``StatusLane``: they wait while binds are in flight, and the ``Scheduled`` events are
+shed when too many wait (see ``pumice.daemon.writes``).
+
 A line per decision carried out (bound, evicted, nominated) is logged at debug: at info the
 cycle's summary counts them, and only a dry run, which carries nothing out, logs each decision
 at info (``DryRunCommitter``). What goes wrong stays at info or warning.
@@ -21,6 +25,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pumice.cache import ClusterCache
+from pumice.daemon.writes import StatusLane
 from pumice.kube import Binder, BindOutcome, BindResult, Evictor, EvictOutcome, StatusWriter
 
 log = logging.getLogger("pumice.daemon")
@@ -64,6 +69,7 @@ class BackgroundWork:
         self.binds_in_flight = 0
         self.evictions_in_flight = 0
         self.outcomes: dict[str, int] = {}
+        self.lane = StatusLane(lambda: self.binds_in_flight > 0)
 
     @property
     def in_flight(self) -> int:
@@ -97,6 +103,8 @@ class BackgroundWork:
             self._settle(uid, namespace, name, node, result)
         finally:
             self.binds_in_flight -= 1
+            if self.binds_in_flight == 0:
+                self.lane.pump()  # the status writes held back may all go now
 
     def _settle(self, uid: str, namespace: str, name: str, node: str, result: BindResult) -> None:
         outcome = result.outcome
@@ -112,7 +120,8 @@ class BackgroundWork:
             entry = self.cache.pods.get(uid)
             if entry is not None:
                 note = f"Successfully assigned {namespace}/{name} to {node}"
-                self._spawn(self._write(self.writer.pod_event(entry.pod, "Scheduled", note)))
+                event = self.writer.pod_event(entry.pod, "Scheduled", note)
+                self.lane.submit(event, sheddable=True)
         elif outcome is BindOutcome.BOUND_ELSEWHERE:
             self.attempts.pop(uid, None)
             self.cache.bound_elsewhere(uid)
@@ -171,35 +180,30 @@ class BackgroundWork:
     # -- status writes -----------------------------------------------------------------------
 
     def write(self, coro: Any) -> None:
-        """Send a status write in the background; failures are logged, never raised."""
-        self._spawn(self._write(coro))
-
-    async def _write(self, coro: Any) -> None:
-        try:
-            await coro
-        except Exception as exc:
-            log.warning("status write failed: %s: %s", type(exc).__name__, exc)
+        """Send a status write behind the binds; failures are logged, never raised."""
+        self.lane.submit(coro)
 
     async def drain(self, timeout: float = 30.0) -> None:
-        """Wait for everything in flight (binds, evictions, status writes), then write the
-        event repeats counted but not yet sent (their series would be lost at exit)."""
+        """Wait for everything in flight (binds, evictions, then the status writes), then write
+        the event repeats counted but not yet sent (their series would be lost at exit)."""
         deadline = asyncio.get_running_loop().time() + timeout
-        if await self._settled(deadline):
-            self.write(self.writer.flush())
-            await self._settled(deadline)
-
-    async def _settled(self, deadline: float) -> bool:
-        """Wait for the background requests until ``deadline``; False if some are left."""
         while self.tasks:
             left = deadline - asyncio.get_running_loop().time()
             if left <= 0:
                 log.warning("%d background requests still in flight at exit", len(self.tasks))
-                return False
+                return
             await asyncio.wait(set(self.tasks), timeout=left)
-        return True
+        for last in (False, True):
+            left = deadline - asyncio.get_running_loop().time()
+            if not await self.lane.drain(max(0.0, left)):
+                log.warning("%d status writes still queued at exit", self.lane.pending)
+                return
+            if not last:
+                self.write(self.writer.flush())
 
     async def cancel(self) -> None:
         for task in list(self.tasks):
             task.cancel()
         if self.tasks:
             await asyncio.gather(*self.tasks, return_exceptions=True)
+        await self.lane.cancel()

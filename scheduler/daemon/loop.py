@@ -3,10 +3,11 @@
 ::
 
     connect ─► informers (nodes first, then pods, PodGroups, Queues, PriorityClasses)
-            ─► wait until every initial list is in the cache
+            ─► wait until every initial list is in the cache; freeze it (``collector``)
             ─► loop: snapshot (event-loop thread) ─► session (worker thread) ─► commits
                      handed back to the loop: assume + bind in the background
                      ─► reasons and statuses written ─► sleep ``period`` (from the end)
+                     ─► garbage collected (the cycle's snapshot), never mid-session
 
 The session runs in ``asyncio.to_thread`` so watch events keep flowing into the cache while it
 decides; it only ever sees its own clone. In dry-run the committer logs instead of binding and
@@ -25,10 +26,12 @@ from functools import partial
 
 import structlog
 
-from pumice.cache import ClusterCache, PodState, slim_pod
+from pumice.cache import ClusterCache, PodState
 from pumice.daemon.binding import BackgroundWork, BoundCallback
+from pumice.daemon.collector import PacedCollector
 from pumice.daemon.committers import DryRunCommitter, LoopCommitter
 from pumice.daemon.health import HealthServer
+from pumice.daemon.heap import StartUpHeap
 from pumice.daemon.leadership import Leadership, default_identity
 from pumice.daemon.metrics import DaemonMetrics
 from pumice.daemon.notify import Notifier, run_watchdog
@@ -121,6 +124,7 @@ class Daemon:
                 options.config_path, options.config, options.config_loader
             )
         self.metrics = DaemonMetrics(self)
+        self.collector = PacedCollector()
 
     @property
     def leading(self) -> bool:
@@ -154,6 +158,7 @@ class Daemon:
         # kube-scheduler's event broadcaster has), so that they never hold binds back.
         status_kube: Kube | None = None
         runners: list[asyncio.Task[None]] = []
+        heap = StartUpHeap()  # no collector passes while the informers fill the cache
         try:
             cache = await self._make_cache(kube)
             # Campaign while the informers list: a standby keeps its cache warm all the same.
@@ -162,7 +167,9 @@ class Daemon:
             if self.options.stop is not None and self.options.stop.is_set():
                 log.info("stopped before the initial sync was complete")
                 return 0
+            heap.synced()
             self.synced = True
+            self.collector.start()  # what the initial lists brought is frozen from here on
             self.notifier.ready(f"synced: {len(cache.state.nodes)} nodes, {len(cache.pods)} pods")
             runners.append(asyncio.get_running_loop().create_task(self._watchdog()))
             if self.reloader is not None:
@@ -193,6 +200,7 @@ class Daemon:
                 await self.work.drain()
             return 1 if self.options.until_idle and self.last and self.last.failed else 0
         finally:
+            heap.release()
             self.notifier.stopping()
             if self.work is not None:
                 await self.work.cancel()
@@ -205,6 +213,7 @@ class Daemon:
                 await status_kube.close()
             await kube.close()
             self.notifier.close()
+            self.collector.stop()
 
     async def _watchdog(self) -> None:
         last = -1
@@ -253,7 +262,7 @@ class Daemon:
                 handler,
                 name=name,
                 field_selector=selector,
-                transform=slim_pod if kind is PODS else None,
+                transform=cache.slim_pod if kind is PODS else None,
             )
             self.informers.append(informer)
             runners.append(asyncio.get_running_loop().create_task(informer.run(), name=name))
@@ -309,6 +318,7 @@ class Daemon:
         standing_by: str | None = None
         while not stop.is_set() and not self.leadership.lost.is_set():
             self.ticks += 1  # a standby's loop turns too: systemd's watchdog must not kill it
+            self.collector.turn()  # between cycles: what the last one left (its snapshot)
             self.last_tick = time.monotonic()
             self._reload()
             if not self.leadership.active:

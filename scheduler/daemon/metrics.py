@@ -180,6 +180,11 @@ class _StateCollector(Collector):
             "Sessions that raised (retried next period)",
             value=daemon.failures,
         )
+        yield CounterMetricFamily(
+            "pumice_status_writes_shed",
+            "Scheduled events dropped because too many status writes waited behind the binds",
+            value=daemon.work.lane.shed if daemon.work is not None else 0,
+        )
         yield GaugeMetricFamily(
             "pumice_leader", "1 while this instance may write (leads)", value=int(daemon.leading)
         )

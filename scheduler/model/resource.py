@@ -255,6 +255,10 @@ class Resource:
     def __add__(self, other: Resource) -> Resource:
         if not isinstance(other, Resource):
             return NotImplemented
+        if not self._values:
+            # the empty vector plus x is x: shared (immutable), not copied, so that a job of
+            # one task (every pod without a PodGroup) holds no sums of its own
+            return other
         out = dict(self._values)
         for name, value in other._values.items():
             out[name] = out.get(name, 0.0) + value

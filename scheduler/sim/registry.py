@@ -33,6 +33,7 @@ from pumice.sim.errors import (
     stale,
     uid_precondition,
 )
+from pumice.sim.listing import Listing, Listings, listing
 from pumice.sim.managedfields import stamp_create, stamp_update
 from pumice.sim.objects import Key, Obj, meta, new_uid, now_rfc3339, with_meta
 from pumice.sim.patch import apply_patch
@@ -82,6 +83,7 @@ class Registry:
         self.admission = Admission(store)
         self.rng = random.Random(seed)
         self.terminating: set[tuple[str, Key]] = set()
+        self.listings = Listings()
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -130,46 +132,47 @@ class Registry:
         rv: str = "",
         rv_match: str = "",
     ) -> tuple[list[Obj], Obj]:
-        """Matching objects in stored form, in key order, and the list metadata."""
+        """Matching objects in stored form, in key order, and the list metadata.
+
+        A paged list computes its matching keys once and serves every page from them
+        (``pumice.sim.listing``)."""
         store = self.store
         start: Key | None = None
         if token:
             at, start = _decode_continue(token)
             if at < store.floor(rtype.table):
                 raise gone(CONTINUE_TOO_OLD)
-            table = store.snapshot_at(rtype.table, at)
         elif rv_match == "Exact" or (limit and rv not in ("", "0") and not rv_match):
             at = _parse_rv(rv)
             if at < store.floor(rtype.table):
                 raise gone("The resourceVersion for the provided list is too old.")
-            table = store.snapshot_at(rtype.table, at)
         else:
             if rv:
                 _parse_rv(rv)
             at = store.rv
-            table = store.table(rtype.table)
-        name = selector.field_value("metadata.name")
-        keys: Iterable[Key]
-        if name is not None and rtype.namespaced and selector.namespace:
-            keys = [k for k in ((selector.namespace, name),) if k in table]
-        elif name is not None:
-            keys = [k for k in table if k[1] == name]
-        else:
-            keys = table.keys()
-        if selector.trivial:
-            matching = sorted(keys)
-        else:
-            matching = sorted(k for k in keys if selector.matches(table[k]))
-        if start is not None:
-            matching = [k for k in matching if k > start]
+
+        def compute() -> Listing:
+            live = at >= store.rv
+            table = store.table(rtype.table) if live else store.snapshot_at(rtype.table, at)
+            name = selector.field_value("metadata.name")
+            keys: Iterable[Key]
+            if name is not None and rtype.namespaced and selector.namespace:
+                keys = [k for k in ((selector.namespace, name),) if k in table]
+            elif name is not None:
+                keys = [k for k in table if k[1] == name]
+            else:
+                keys = table.keys()
+            return listing(table, keys, selector)
+
+        found = self.listings.get(rtype.table, at, selector, compute)
+        items, last, remaining = found.page(start, limit)
         list_meta: Obj = {"resourceVersion": str(at)}
-        if limit and len(matching) > limit:
-            remaining = len(matching) - limit
-            matching = matching[:limit]
-            list_meta["continue"] = _encode_continue(at, matching[-1])
+        if remaining and last is not None:
+            self.listings.keep(rtype.table, at, selector, found)
+            list_meta["continue"] = _encode_continue(at, last)
             if not selector.labels and not selector.fields:
                 list_meta["remainingItemCount"] = remaining
-        return [table[k] for k in matching], list_meta
+        return items, list_meta
 
     # -- create --------------------------------------------------------------------------
 

@@ -22,6 +22,18 @@ ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "up
 
 
 def _path(*steps: str) -> FieldGetter:
+    if len(steps) == 2:
+        # every field selector a list filters pods on: two steps, read without a loop (a
+        # list of 150,000 pods evaluates it 150,000 times)
+        outer, inner = steps
+
+        def get_two(obj: Obj) -> str:
+            part = obj.get(outer)
+            value = part.get(inner) if isinstance(part, dict) else None
+            return "" if value is None else str(value)
+
+        return get_two
+
     def get(obj: Obj) -> str:
         value = get_path(obj, *steps)
         return "" if value is None else str(value)

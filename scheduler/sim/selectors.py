@@ -196,14 +196,13 @@ class Selector:
         return None
 
     def matches(self, obj: Obj) -> bool:
-        m = meta(obj)
-        if self.namespace and m.get("namespace") != self.namespace:
+        if self.namespace and meta(obj).get("namespace") != self.namespace:
             return False
         for term in self.fields:
             if (term.getter(obj) == term.value) == term.negate:
                 return False
         if self.labels:
-            labels = m.get("labels") or {}
+            labels = meta(obj).get("labels") or {}
             for req in self.labels:
                 if not req.matches(labels):
                     return False

@@ -235,3 +235,27 @@ async def test_objects_are_slimmed_before_they_are_stored(sim: Any, kube: Kube) 
         await converged(mirror, kube)
         for obj in [*mirror.objects.values(), *informer.store.values()]:
             assert set(obj) == {"metadata", "kind", "unschedulable"}
+
+
+async def test_a_page_that_fails_after_the_first_makes_the_whole_list_again(
+    sim: Any, kube: Kube
+) -> None:
+    seed_nodes(sim, 7)
+    mirror = Mirror()
+    armed: list[bool] = []
+
+    def fail_a_later_page(obj: dict[str, Any]) -> dict[str, Any]:
+        # runs while the first page is prepared, when the next one is already asked for
+        if not armed:
+            armed.append(True)
+            sim.faults.fail(500, verb="list", resource="nodes", count=1)
+        return obj
+
+    informer = Informer(
+        kube, NODES, mirror, name="nodes", page_size=2, transform=fail_a_later_page, **FAST
+    )
+    async with running(informer):
+        await converged(mirror, kube)
+        assert sim.faults.injected == 1
+        assert informer.stats.errors == 1
+        assert sorted(mirror.calls) == [("add", f"n{i}") for i in range(7)]  # each once

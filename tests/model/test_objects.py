@@ -179,3 +179,20 @@ def test_ready_task_num_follows_every_status_change(moves: list[tuple[int, TaskS
     job.delete_task(tasks[0])
     assert job.ready_task_num == job.count(READY_STATUSES)
     assert twin.ready_task_num == twin.count(READY_STATUSES)
+
+
+def test_job_clone_carries_every_slot_and_copies_the_tasks() -> None:
+    job = JobInfo(uid="ns/j", name="j", namespace="ns", min_available=2)
+    for i in range(3):
+        job.add_task(TaskInfo(uid=f"t{i}", name=f"j-{i}", resreq=Resource({"cpu": 500.0})))
+    owner = object()
+    twin = job.clone(owner)
+    fresh = {"tasks", "task_status_index", "owner"}
+    for slot in JobInfo.__slots__:
+        if slot not in fresh:
+            assert getattr(twin, slot) is getattr(job, slot), slot
+    assert twin.owner is owner
+    assert twin.tasks.keys() == job.tasks.keys()
+    assert all(twin.tasks[u] is not job.tasks[u] for u in job.tasks)
+    for status, bucket in job.task_status_index.items():
+        assert {u: twin.tasks[u] for u in bucket} == twin.task_status_index[status]

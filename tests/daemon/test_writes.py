@@ -1,0 +1,90 @@
+"""The status lane: writes wait behind binds, Scheduled events are shed beyond the bound."""
+
+from __future__ import annotations
+
+import asyncio
+
+from pumice.daemon.writes import StatusLane
+
+
+class Writes:
+    """Status writes that finish when told to, recording how many ran at once."""
+
+    def __init__(self) -> None:
+        self.running = 0
+        self.peak = 0
+        self.done: list[str] = []
+        self.release = asyncio.Event()
+
+    async def write(self, name: str) -> None:
+        self.running += 1
+        self.peak = max(self.peak, self.running)
+        try:
+            await self.release.wait()
+            self.done.append(name)
+        finally:
+            self.running -= 1
+
+
+async def settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+async def test_writes_go_one_at_a_time_while_binds_are_in_flight() -> None:
+    binds = 3
+    lane = StatusLane(lambda: binds > 0, concurrency=8)
+    writes = Writes()
+    for i in range(20):
+        lane.submit(writes.write(f"w{i}"))
+    await settle()
+    assert writes.running == 1 and lane.pending == 20
+    binds = 0
+    lane.pump()  # what BackgroundWork does when its last bind settles
+    await settle()
+    assert writes.running == 8
+    writes.release.set()
+    assert await lane.drain(5.0)
+    assert writes.done == [f"w{i}" for i in range(20)]
+    assert lane.pending == 0 and lane.sent == 20 and writes.peak == 8
+
+
+async def test_scheduled_events_beyond_the_bound_are_shed_and_counted() -> None:
+    lane = StatusLane(lambda: True, capacity=5, concurrency=4)
+    writes = Writes()
+    accepted = [lane.submit(writes.write(f"e{i}"), sheddable=True) for i in range(10)]
+    # One is being sent (binds are busy), five wait; the rest are dropped.
+    await settle()
+    assert accepted.count(True) == 6 and lane.shed == 4
+    # Other writes (conditions, statuses) are never dropped, bound or not.
+    assert lane.submit(writes.write("condition"))
+    writes.release.set()
+    await settle()
+    lane.pump()
+    assert await lane.drain(5.0)
+    assert writes.done[-1] == "condition" and len(writes.done) == 7
+
+
+async def test_a_failing_write_is_logged_and_the_rest_still_go(caplog: object) -> None:
+    lane = StatusLane(lambda: False)
+
+    async def broken() -> None:
+        raise RuntimeError("server said no")
+
+    writes = Writes()
+    writes.release.set()
+    lane.submit(broken())
+    lane.submit(writes.write("after"))
+    assert await lane.drain(5.0)
+    assert writes.done == ["after"]
+    assert "server said no" in caplog.text  # type: ignore[attr-defined]
+
+
+async def test_cancel_drops_what_waits_without_running_it() -> None:
+    lane = StatusLane(lambda: True)
+    writes = Writes()
+    lane.submit(writes.write("sending"))
+    lane.submit(writes.write("waiting"))
+    await settle()
+    await lane.cancel()
+    assert writes.done == [] and lane.pending == 0
