@@ -19,6 +19,7 @@ reported with their ratio, beside every run's own ratio.
 
     .venv/bin/python -P bench/bench_allocate.py [--scenario gangs|big-gang|cycle|all]
         [--record FILE]   # write the gangs scenario's decisions (pod -> node, reasons) as JSON
+        [--time-hooks]    # clock every plugin hook call, as the daemon does for its metrics
 """
 
 from __future__ import annotations
@@ -72,13 +73,16 @@ def to_model(w: workload.Workload) -> ClusterSnapshot:
 
 
 HOST = PluginHost.discover()  # every plugin imported up front, as a daemon does at start
+TIME_HOOKS = False
 
 
 def run_session(snap: ClusterSnapshot) -> tuple[Session, float]:
     config = load_default_config()
     host = HOST
     start = time.process_time()
-    session = Session.open(snap, config, host, committer=RecordingCommitter())
+    session = Session.open(
+        snap, config, host, committer=RecordingCommitter(), time_hooks=TIME_HOOKS
+    )
     session.run_actions()
     session.close()
     return session, time.process_time() - start
@@ -160,6 +164,10 @@ def compare(label: str, w: workload.Workload, record: str | None = None, runs: i
         f"(per run: {', '.join(f'{r:.1f}x' for r in ratios)}) "
         f"(targets: >= {TARGET_PODS_PER_S:,.0f} pods/s, <= {TARGET_RATIO:.0f}x)"
     )
+    if session.hook_time:
+        calls = sum(t.calls for t in session.hook_time.values())
+        inside = sum(t.seconds for t in session.hook_time.values())
+        print(f"  {calls:,} hook calls clocked, {inside:.2f} s inside them")
     if record:
         Path(record).write_text(json.dumps(decisions_of(session), indent=1, sort_keys=True))
         print(f"  decisions written to {record}")
@@ -190,7 +198,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenario", default="all", choices=["gangs", "big-gang", "cycle", "all"])
     parser.add_argument("--record", help="write the gangs scenario's decisions to this file")
+    parser.add_argument("--time-hooks", action="store_true", help="clock every hook call")
     args = parser.parse_args()
+    global TIME_HOOKS
+    TIME_HOOKS = args.time_hooks
     if args.scenario in ("gangs", "all"):
         compare("gangs", workload.build(nodes=5000, gangs=1000, gang_size=10), args.record)
     if args.scenario in ("big-gang", "all"):

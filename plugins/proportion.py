@@ -61,8 +61,9 @@ Differences from Volcano:
   once and given back at the next ``job_enqueueable`` call if the job was not admitted after
   all (another plugin rejected it), which is what ``JobEnqueued`` achieves;
 * scheduling-gated tasks do not exist in pumice, so nothing is deducted for them;
-* no metrics are exported from here, and no PodGroup event is written (the reason goes to
-  ``session.job_reasons``).
+* no metrics are exported from here (``shares()`` hands the numbers to whoever runs the session:
+  the daemon's ``pumice_queue_deserved`` / ``pumice_queue_share``), and no PodGroup event is
+  written (the reason goes to ``session.job_reasons``).
 """
 
 from __future__ import annotations
@@ -133,6 +134,15 @@ class QueueAttributes:
                 if fraction > share:
                     share = fraction
         self.share = share
+
+
+@dataclass(frozen=True, slots=True)
+class QueueShare:
+    """One queue's fair share as a session leaves it (``ProportionPlugin.shares``)."""
+
+    deserved: Resource
+    allocated: Resource
+    share: float
 
 
 def capped(value: Resource, cap: Resource | None) -> Resource:
@@ -362,6 +372,14 @@ class ProportionPlugin(Plugin):
         job, attr, reserved = promised
         if job.is_pending():
             attr.inqueue = attr.inqueue.sub(reserved, clip=True)
+
+    def shares(self) -> dict[str, QueueShare]:
+        """Queue name -> its deserved, allocated and share now, for the queues that have jobs
+        (a copy: ``Resource`` values are never changed in place)."""
+        return {
+            name: QueueShare(attr.deserved, attr.allocated, attr.share)
+            for name, attr in self.attributes.items()
+        }
 
     # -- events -----------------------------------------------------------------------------
 

@@ -11,6 +11,10 @@ node) and sent by the ``Binder``; the answer settles the assumption:
 Status writes (the ``Scheduled`` event of each bind, conditions, PodGroup and Queue status) go
 through a ``StatusLane``: they wait while binds are in flight, and the ``Scheduled`` events are
 shed when too many wait (see ``pumice.daemon.writes``).
+
+A line per decision carried out (bound, evicted, nominated) is logged at debug: at info the
+cycle's summary counts them, and only a dry run, which carries nothing out, logs each decision
+at info (``DryRunCommitter``). What goes wrong stays at info or warning.
 """
 
 from __future__ import annotations
@@ -108,7 +112,7 @@ class BackgroundWork:
         if outcome is BindOutcome.BOUND:
             self.attempts.pop(uid, None)
             self.cache.finish_binding(uid)
-            log.info("bound %s/%s to %s", namespace, name, node)
+            log.debug("bound %s/%s to %s", namespace, name, node)
             if self.on_bound is not None:
                 self.on_bound(namespace, name, node)
             if self.on_bound_uid is not None:
@@ -156,7 +160,7 @@ class BackgroundWork:
                 outcome = EvictOutcome.FAILED
             self._count(f"evict-{outcome.name}")
             if outcome in (EvictOutcome.EVICTED, EvictOutcome.GONE):
-                log.info("evicted %s/%s (%s)", namespace, name, reason)
+                log.debug("evicted %s/%s (%s)", namespace, name, reason)
             else:
                 self.cache.evicting(uid, asked=False)  # it stays: count it as running again
                 log.warning("could not evict %s/%s: %s", namespace, name, outcome.name)
@@ -170,7 +174,7 @@ class BackgroundWork:
         entry = self.cache.pods.get(uid)
         if entry is None or self.nominator is None:
             return
-        log.info("%s nominated for node %s", entry.key, node)
+        log.debug("%s nominated for node %s", entry.key, node)
         self.write(self.nominator(entry.pod, node))
 
     # -- status writes -----------------------------------------------------------------------
@@ -180,7 +184,8 @@ class BackgroundWork:
         self.lane.submit(coro)
 
     async def drain(self, timeout: float = 30.0) -> None:
-        """Wait for everything in flight (binds, evictions, then the status writes)."""
+        """Wait for everything in flight (binds, evictions, then the status writes), then write
+        the event repeats counted but not yet sent (their series would be lost at exit)."""
         deadline = asyncio.get_running_loop().time() + timeout
         while self.tasks:
             left = deadline - asyncio.get_running_loop().time()
@@ -188,9 +193,13 @@ class BackgroundWork:
                 log.warning("%d background requests still in flight at exit", len(self.tasks))
                 return
             await asyncio.wait(set(self.tasks), timeout=left)
-        left = deadline - asyncio.get_running_loop().time()
-        if not await self.lane.drain(max(0.0, left)):
-            log.warning("%d status writes still queued at exit", self.lane.pending)
+        for last in (False, True):
+            left = deadline - asyncio.get_running_loop().time()
+            if not await self.lane.drain(max(0.0, left)):
+                log.warning("%d status writes still queued at exit", self.lane.pending)
+                return
+            if not last:
+                self.write(self.writer.flush())
 
     async def cancel(self) -> None:
         for task in list(self.tasks):

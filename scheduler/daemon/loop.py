@@ -164,6 +164,9 @@ class Daemon:
             # Campaign while the informers list: a standby keeps its cache warm all the same.
             await self.leadership.start(self.options.kube)
             runners = await self._start_informers(kube, cache)
+            if self.options.stop is not None and self.options.stop.is_set():
+                log.info("stopped before the initial sync was complete")
+                return 0
             heap.synced()
             self.synced = True
             self.collector.start()  # what the initial lists brought is frozen from here on
@@ -263,10 +266,11 @@ class Daemon:
             )
             self.informers.append(informer)
             runners.append(asyncio.get_running_loop().create_task(informer.run(), name=name))
-            if i == 0:
-                # Nodes first: pods then land on nodes the cache already knows.
-                await self._wait_synced([informer], runners)
-        await self._wait_synced(self.informers, runners)
+            # Nodes first: pods then land on nodes the cache already knows.
+            if i == 0 and not await self._wait_synced([informer], runners):
+                return runners
+        if not await self._wait_synced(self.informers, runners):
+            return runners
         log.info(
             "cache synced: %d nodes, %d pods, %d podgroups, %d queues",
             len(cache.state.nodes),
@@ -278,23 +282,30 @@ class Daemon:
 
     async def _wait_synced(
         self, informers: list[Informer], runners: list[asyncio.Task[None]]
-    ) -> None:
-        """Wait for every initial list; an informer that dies first is an error, not a hang."""
+    ) -> bool:
+        """Wait for every initial list; an informer that dies first is an error, not a hang.
+        False when told to stop first (a list refused for good must not make SIGTERM wait)."""
         waits = [asyncio.ensure_future(i.synced.wait()) for i in informers]
+        stop = self.options.stop or asyncio.Event()
+        stopping = asyncio.ensure_future(stop.wait())
         try:
             pending = set(waits)
             while pending:
                 await asyncio.wait(
-                    pending | {r for r in runners if not r.done()},
+                    pending | {stopping} | {r for r in runners if not r.done()},
                     return_when=asyncio.FIRST_COMPLETED,
                 )
+                if stopping.done():
+                    return False
                 for runner in runners:
                     if runner.done() and not runner.cancelled():
                         error = runner.exception()
                         if error is not None:
                             raise error
                 pending = {w for w in waits if not w.done()}
+            return True
         finally:
+            stopping.cancel()
             for w in waits:
                 w.cancel()
 
@@ -431,7 +442,7 @@ class Daemon:
     ) -> CycleOutcome:
         """Runs in the worker thread: it touches only the snapshot and the committer."""
         session = Session.open(
-            snapshot, self.options.config, self.options.host, committer=committer
+            snapshot, self.options.config, self.options.host, committer=committer, time_hooks=True
         )
         if isinstance(committer, DryRunCommitter):
             committer.attach(session)

@@ -12,6 +12,13 @@ attempt, a pod left pending by a session one ``unschedulable`` attempt, a bind t
 refused one ``error``); everything else is ``pumice_…`` in base units. ``pumice_pending_pods``
 is labelled by Volcano queue (upstream's ``scheduler_pending_pods{queue}`` means its own
 internal queues, something else).
+
+Plugin hooks run many times per task, so they are not observed one call at a time: the session
+clocks each (plugin, hook) into a running sum (``Session(time_hooks=True)``, two clock reads per
+call) and ``pumice_plugin_hook_duration_seconds`` observes that sum once per session, beside a
+counter of the calls. Queue fair shares (``pumice_queue_deserved``, ``pumice_queue_share``) come
+from the ``proportion`` plugin's ``shares()`` at the end of the last session; without
+proportion only ``pumice_queue_allocated`` (from the Queue status the session computed) is there.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from prometheus_client import CollectorRegistry, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -30,10 +37,13 @@ from pumice.model import QuantityError, Resource, TaskStatus
 if TYPE_CHECKING:
     from pumice.daemon.loop import Daemon
     from pumice.daemon.outcome import CycleOutcome
+    from pumice.plugins.proportion import QueueShare
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 DURATION_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+HOOK_BUCKETS = (0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0)
+"""A hook's time in a session: from a few calls of microseconds to a 30 s session's worth."""
 
 
 class DaemonMetrics:
@@ -67,6 +77,22 @@ class DaemonMetrics:
             buckets=DURATION_BUCKETS,
             registry=self.registry,
         )
+        self.hook_duration = Histogram(
+            "pumice_plugin_hook_duration_seconds",
+            "Seconds a plugin's hook took in one session, summed over its calls there (one "
+            "observation per session, plugin and hook called)",
+            ["plugin", "hook"],
+            buckets=HOOK_BUCKETS,
+            registry=self.registry,
+        )
+        self.hook_calls = Counter(
+            "pumice_plugin_hook_calls",
+            "Calls of a plugin's hook",
+            ["plugin", "hook"],
+            registry=self.registry,
+        )
+        self.shares: dict[str, QueueShare] = {}
+        """The last session's proportion numbers, per queue (empty without proportion)."""
         self.queues: dict[str, Mapping[str, Any]] = {}
         """The last session's Queue status (``allocated`` …), per queue."""
         self.first_attempt: dict[str, float] = {}
@@ -92,6 +118,11 @@ class DaemonMetrics:
     def observe_cycle(self, outcome: CycleOutcome) -> None:
         for action, seconds in outcome.action_seconds.items():
             self.action_duration.labels(action).observe(seconds)
+        for (plugin, hook), (seconds, calls) in outcome.hook_time.items():
+            self.hook_duration.labels(plugin, hook).observe(seconds)
+            self.hook_calls.labels(plugin, hook).inc(calls)
+        if not outcome.failed:
+            self.shares = dict(outcome.shares)
         if outcome.queues:
             self.queues = dict(outcome.queues)
         unschedulable = len(outcome.task_reasons)
@@ -223,9 +254,38 @@ class _StateCollector(Collector):
             "bytes, others in their own unit)",
             labels=["queue", "resource"],
         )
-        for queue, status in sorted(self.metrics.queues.items()):
+        held: dict[str, Resource] = {}
+        for queue, status in self.metrics.queues.items():
             with contextlib.suppress(QuantityError):
-                amounts = Resource.from_k8s(status.get("allocated") or {})
-                for name, value in sorted(amounts.items()):
-                    allocated.add_metric([queue, name], value / 1000 if name == "cpu" else value)
+                held[queue] = Resource.from_k8s(status.get("allocated") or {})
+        # A queue without a Queue object (the implicit default, without Volcano's CRDs) has
+        # no status; proportion still counts what it holds.
+        for queue, numbers in self.metrics.shares.items():
+            held.setdefault(queue, numbers.allocated)
+        for queue, amounts in sorted(held.items()):
+            for name, value in sorted(amounts.items()):
+                allocated.add_metric([queue, name], _base_unit(name, value))
         yield allocated
+        deserved = GaugeMetricFamily(
+            "pumice_queue_deserved",
+            "Each queue's fair share at the last session, from the proportion plugin (cpu in "
+            "cores, memory in bytes, others in their own unit)",
+            labels=["queue", "resource"],
+        )
+        share = GaugeMetricFamily(
+            "pumice_queue_share",
+            "allocated / deserved in the queue's most used dimension at the end of the last "
+            "session, from the proportion plugin (1 = at its fair share)",
+            labels=["queue"],
+        )
+        for queue, numbers in sorted(self.metrics.shares.items()):
+            for name, value in sorted(numbers.deserved.items()):
+                deserved.add_metric([queue, name], _base_unit(name, value))
+            share.add_metric([queue], numbers.share)
+        yield deserved
+        yield share
+
+
+def _base_unit(resource: str, value: float) -> float:
+    """The model counts cpu in millicores; Prometheus wants cores."""
+    return value / 1000 if resource == "cpu" else value

@@ -7,6 +7,9 @@ condition — ``Unschedulable`` (reason ``NotEnoughResources``, the session's me
 ``Scheduled`` once the gang is ready. Queue status carries ``allocated`` and the number of
 PodGroups per phase, and, where the ``node-reservation`` plugin runs, ``reservation`` (the
 locked nodes and their idle resources, or why a request was refused).
+
+For the metrics it also keeps what each plugin hook cost in the session, and, where the
+``proportion`` plugin runs, each queue's deserved, allocated and share (``shares()``).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 from pumice.framework.session import Session
 from pumice.model import JobInfo, Resource, TaskStatus
 from pumice.plugins.node_reservation import NodeReservationPlugin
+from pumice.plugins.proportion import ProportionPlugin, QueueShare
 
 Obj = dict[str, Any]
 
@@ -41,6 +45,11 @@ class CycleOutcome:
     seconds: float = 0.0
     action_seconds: dict[str, float] = field(default_factory=dict)
     """Seconds each action took in the session."""
+    hook_time: dict[tuple[str, str], tuple[float, int]] = field(default_factory=dict)
+    """(plugin, hook) -> (seconds, calls) in the session, for the hooks it called."""
+    shares: dict[str, QueueShare] = field(default_factory=dict)
+    """Queue name -> proportion's deserved, allocated and share at the session's end (empty
+    without the proportion plugin)."""
     failed: bool = False
     """The session raised (logged); nothing was decided."""
 
@@ -49,6 +58,7 @@ def collect(session: Session) -> CycleOutcome:
     """Reasons and statuses of everything a session looked at."""
     out = CycleOutcome()
     out.action_seconds = dict(session.action_seconds)
+    out.hook_time = {k: (t.seconds, t.calls) for k, t in session.hook_time.items() if t.calls}
     queue_jobs: dict[str, list[JobInfo]] = {}
     for job in session.jobs.values():
         if job.queue in session.queues:
@@ -71,6 +81,8 @@ def collect(session: Session) -> CycleOutcome:
                 if name in out.queues and reservation is not None:
                     out.queues[name]["reservation"] = reservation
             out.queue_refusals.update(plugin.new_refusals)
+        elif isinstance(plugin, ProportionPlugin):
+            out.shares.update(plugin.shares())
     return out
 
 

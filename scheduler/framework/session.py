@@ -37,12 +37,14 @@ from pumice.framework.evaluation import ShapeCache
 from pumice.framework.explain import candidate_scores
 from pumice.framework.hookcalls import (
     Hook,
+    HookTime,
     PluginContractError,
     SessionError,
     adapt,
     adapt_by_name,
     is_row_local,
     read_only,
+    timed,
     vector_answer,
 )
 from pumice.framework.hookspecs import HOOK_FLAGS, PluginSpec
@@ -82,6 +84,7 @@ class Session:
         *,
         committer: Committer,
         rng: random.Random | None = None,
+        time_hooks: bool = False,
     ) -> None:
         self.uid = uuid.uuid4().hex
         self.snapshot = snapshot
@@ -121,6 +124,10 @@ class Session:
         the task's last allocation or pipelining this session (only when ``explain``)."""
         # hook -> [(plugin name, callable)] of the plugins whose victim answers protect
         self._guards: dict[str, list[tuple[str, Hook]]] = {"preemptable": [], "reclaimable": []}
+        self.time_hooks = time_hooks
+        self.hook_time: dict[tuple[str, str], HookTime] = {}
+        """(plugin, hook) -> the time its calls took so far, when ``time_hooks`` (the daemon's
+        metrics); empty otherwise, and then hooks are called without a clock around them."""
 
     # -- life cycle -------------------------------------------------------------------------
 
@@ -133,13 +140,15 @@ class Session:
         *,
         committer: Committer,
         rng: random.Random | None = None,
+        time_hooks: bool = False,
     ) -> Session:
         """Build every configured plugin, collect its hooks, and call ``session_open``.
 
         ``committer`` receives the committed binds and evictions: the daemon's binder, a
         recorder for ``pumice simulate`` and the tests, a logger for dry-run. There is no
-        default, so no caller forgets where decisions go."""
-        session = cls(snapshot, config, host, committer=committer, rng=rng)
+        default, so no caller forgets where decisions go. ``time_hooks`` clocks every hook
+        call into ``hook_time``."""
+        session = cls(snapshot, config, host, committer=committer, rng=rng, time_hooks=time_hooks)
         session._build_plugins()
         for _, hook in session._flat["session_open"]:
             hook(session.view)
@@ -197,6 +206,9 @@ class Session:
                         by_queue = by_queue or getattr(provided.cls, "row_local_reads_queue", True)
                     else:
                         call = adapt(method, argnames, SPEC_ARGS[hook])
+                    if self.time_hooks:
+                        clock = self.hook_time.setdefault((option.name, hook), HookTime())
+                        call = timed(call, clock)
                     entry = (option.name, call)
                     self._tiers[hook][-1].append(entry)
                     self._flat[hook].append(entry)

@@ -120,8 +120,12 @@ class LeaderElector:
             left = self.renew_deadline - (self._clock() - last_renew)
             renewed = False
             if left > 0:
+                # asyncio.timeout, not wait_for: on Python 3.11 wait_for swallows a cancel that
+                # arrives as the renewal completes, and this loop would then renew forever
+                # (a stopping daemon hung in Leadership.stop).
                 try:
-                    renewed = await asyncio.wait_for(self.try_acquire_or_renew(), left)
+                    async with asyncio.timeout(left):
+                        renewed = await self.try_acquire_or_renew()
                 except TimeoutError:
                     renewed = False
             if renewed:

@@ -104,4 +104,47 @@ async def test_metrics_count_the_binds_the_server_accepted(sim: Any, tmp_path: P
     # 12 pods of 250m in the default queue: 3 cores.
     cpu = (("queue", "default"), ("resource", "cpu"))
     assert values[("pumice_queue_allocated", cpu)] == pytest.approx(3.0)
+    # proportion: one queue deserves what it asks for, up to the cluster (12 of 131 cores;
+    # all of its 14 x 256Mi); its share is its most used dimension, memory: 12/14.
+    memory = (("queue", "default"), ("resource", "memory"))
+    assert values[("pumice_queue_deserved", cpu)] == pytest.approx(12.0)
+    assert values[("pumice_queue_deserved", memory)] == pytest.approx(14 * 256 * 2**20)
+    assert values[("pumice_queue_share", (("queue", "default"),))] == pytest.approx(12 / 14)
+    # every plugin hook the sessions called: one observation per session, and its calls
+    timed = {
+        dict(labels)["plugin"]
+        for name, labels in values
+        if name == "pumice_plugin_hook_duration_seconds_count"
+    }
+    assert {"gang", "proportion", "binpack", "predicates"} <= timed
+    sessions = values[("pumice_session_duration_seconds_count", ())]
+    opened = (("hook", "session_open"), ("plugin", "proportion"))
+    assert values[("pumice_plugin_hook_duration_seconds_count", opened)] == sessions
+    assert values[("pumice_plugin_hook_calls_total", opened)] == sessions
+    allocated = (("hook", "on_allocate"), ("plugin", "proportion"))
+    assert values[("pumice_plugin_hook_calls_total", allocated)] >= accepted
+    assert values[("pumice_plugin_hook_duration_seconds_sum", allocated)] > 0
+    ledger.close()
+
+
+async def test_queue_metrics_without_volcano_come_from_proportion(
+    make_sim: Any, tmp_path: Path
+) -> None:
+    # Without Volcano's CRDs pods go to the implicit "default" queue, which has no Queue
+    # object and so no status; proportion still accounts for it.
+    sim = await make_sim(volcano=False)
+    seed(sim, [node("n1", cpu="4")])
+    seed(sim, [pod(f"p{i}", cpu="500m") for i in range(3)])
+    ledger = Ledger(sim)
+    async with serving_daemon(sim.kubeconfig, write_config(tmp_path)) as daemon:
+        await wait_for(lambda: len(ledger.bound()) == 3, timeout=120)
+        assert daemon.cache is not None and not daemon.cache.volcano
+        await wait_for(lambda: daemon.work is not None and daemon.work.in_flight == 0)
+        status, text = await get(daemon, "/metrics")
+    assert status == 200
+    values = samples(text)
+    cpu = (("queue", "default"), ("resource", "cpu"))
+    assert values[("pumice_queue_allocated", cpu)] == pytest.approx(1.5)
+    assert values[("pumice_queue_deserved", cpu)] == pytest.approx(1.5)
+    assert values[("pumice_queue_share", (("queue", "default"),))] == pytest.approx(1.0)
     ledger.close()

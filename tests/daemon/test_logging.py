@@ -6,8 +6,10 @@ from __future__ import annotations
 import io
 import json
 import logging
+import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import structlog
@@ -59,11 +61,30 @@ def test_key_value_on_a_terminal(restore_logging: None) -> None:
         json.loads(text.splitlines()[0])
 
 
+def json_records(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
 @pytest.mark.slow
 async def test_pumice_run_logs_json_with_cycle_ids(tmp_path: Path) -> None:
-    result = await run_demo(tmp_path)
+    # -vv: a line per bind is a debug line outside dry-run
+    result = await run_demo(tmp_path, "-vv")
     assert result.returncode == 0, result.stderr[-3000:]
-    records = [json.loads(line) for line in result.stderr.splitlines() if line.strip()]
+    records = json_records(result.stderr)
     binds = [r for r in records if str(r["event"]).startswith("bound ")]
     assert binds and all(isinstance(r.get("cycle"), int) for r in binds)
+    assert {r["level"] for r in binds} == {"debug"}
     assert any(str(r["event"]).startswith("cycle ") and "cycle" in r for r in records)
+
+
+@pytest.mark.slow
+async def test_at_info_a_cycle_says_how_many_it_bound_not_which(tmp_path: Path) -> None:
+    result = await run_demo(tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    records = json_records(result.stderr)
+    assert records and {r["level"] for r in records} <= {"info", "warning"}
+    assert not [r for r in records if str(r["event"]).startswith("bound ")]
+    summaries = [r for r in records if re.match(r"cycle \d+: [1-9]\d* binds", str(r["event"]))]
+    bound = [line for line in result.stdout.splitlines() if line.startswith("bound ")]
+    assert bound and summaries
+    assert sum(int(str(r["event"]).split()[2]) for r in summaries) == len(bound)

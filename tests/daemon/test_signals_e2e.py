@@ -34,7 +34,8 @@ def start_notified(
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "NOTIFY_SOCKET": str(notify)}
     env["WATCHDOG_USEC"] = "400000"  # a ping every 0.2 s
     env.pop("WATCHDOG_PID", None)
-    argv = [sys.executable, "-m", "pumice.cli", "run", "--kubeconfig", str(kubeconfig)]
+    # -vv: the test counts the "bound" lines, a debug line per bind outside dry-run
+    argv = [sys.executable, "-m", "pumice.cli", "-vv", "run", "--kubeconfig", str(kubeconfig)]
     argv += ["--config", str(config), "--identity", identity]
     return subprocess.Popen(argv, stdout=log.open("ab"), stderr=subprocess.STDOUT, env=env)
 
