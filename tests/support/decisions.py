@@ -60,13 +60,27 @@ def _record_sessions(request: pytest.FixtureRequest) -> Iterator[None]:
         _current.append(session)
         return session
 
+    records: list[dict[str, Any]] = []
+    original_dispose = Session.dispose
+
+    def recording_dispose(session: Session) -> None:
+        # a disposed session is empty afterwards: record it now, and let it go
+        if session in _current:
+            _current.remove(session)
+            session.close()
+            records.append(session_record(session))
+        original_dispose(session)
+
     Session.open = classmethod(recording_open)  # type: ignore[method-assign,assignment]
+    Session.dispose = recording_dispose  # type: ignore[method-assign]
     try:
         yield
     finally:
         Session.open = classmethod(original)  # type: ignore[method-assign,assignment]
-        if _current:
-            _RECORD[request.node.nodeid] = [session_record(s) for s in _current]
+        Session.dispose = original_dispose  # type: ignore[method-assign]
+        records.extend(session_record(s) for s in _current)
+        if records:
+            _RECORD[request.node.nodeid] = records
         _current.clear()
 
 
