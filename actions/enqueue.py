@@ -23,10 +23,20 @@ import heapq
 import itertools
 from typing import Any
 
-from pumice import Action, JobInfo, QueueInfo, Session
+from pumice import Action, JobInfo, QueueInfo, Session, TaskStatus
 
 INQUEUE = "Inqueue"
+PENDING = TaskStatus.PENDING
 NOT_ADMITTED = "job not admitted: its queue cannot take its minResources now"
+
+
+def _placed_lone_pod(job: JobInfo) -> bool:
+    """A pod without a PodGroup whose task is no longer pending: its job keeps the phase
+    Pending (no PodGroup records another), but there is nothing left to admit. Without this,
+    every running lone pod would be admitted again in every session (a copy of its job, a
+    statement and the plugins' ``job_enqueued``), which made a session's cost grow with the
+    cluster's running pods."""
+    return job.podgroup is None and job.min_resources is None and not job.count(PENDING)
 
 
 class EnqueueAction(Action):
@@ -38,7 +48,7 @@ class EnqueueAction(Action):
         pending: dict[str, list[JobInfo]] = {}
         queues: dict[str, QueueInfo] = {}
         for job in session.jobs.values():
-            if not job.is_pending():
+            if not job.is_pending() or _placed_lone_pod(job):
                 continue
             queue = session.queues.get(job.queue)
             if queue is None:

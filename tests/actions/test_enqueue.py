@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pumice import JobInfo, Vote
+from pumice import JobInfo, TaskStatus, Vote
 from pumice.actions.enqueue import NOT_ADMITTED
 from support.builders import make_plugin
 from support.flow import gang, nodes, queue, res, run_default, run_flow, snapshot
@@ -99,3 +99,26 @@ def test_from_podgroup_keeps_an_empty_min_resources_apart_from_none() -> None:
     assert JobInfo.from_podgroup(pg).min_resources is not None
     del pg["spec"]["minResources"]
     assert JobInfo.from_podgroup(pg).min_resources is None
+
+
+def test_a_placed_pod_without_a_podgroup_is_not_admitted_again() -> None:
+    # A lone pod's job keeps the phase Pending (no PodGroup records another); once its pod is
+    # placed there is nothing to admit, and admitting it again in every session cost a copy
+    # of the job, a statement and every plugin's job_enqueued.
+    told: list[str] = []
+    watcher = make_plugin("watcher", job_enqueued=lambda self, job: told.append(job.name))
+    running = gang("running", 1, phase="Pending")
+    task = next(iter(running.tasks.values()))
+    running.update_task_status(task, TaskStatus.RUNNING)
+    task.node_name = "n0"
+    waiting = gang("waiting", 1, phase="Pending")
+    grouped = gang("grouped", 1, phase="Pending")
+    grouped.podgroup = {"metadata": {"name": "grouped", "namespace": "default"}}
+    grouped_task = next(iter(grouped.tasks.values()))
+    grouped.update_task_status(grouped_task, TaskStatus.RUNNING)
+    grouped_task.node_name = "n0"
+    snap = snapshot(nodes(1), [running, waiting, grouped])
+    run_flow(snap, [["watcher"]], ["enqueue"], {"watcher": watcher})
+    # a PodGroup's phase is its own to keep: a Pending one is admitted whatever its tasks do
+    assert sorted(told) == ["grouped", "waiting"]
+    assert (running.phase, waiting.phase, grouped.phase) == ("Pending", "Inqueue", "Inqueue")
