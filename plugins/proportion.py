@@ -69,7 +69,7 @@ Differences from Volcano:
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from pumice import (
@@ -145,6 +145,32 @@ class QueueShare:
     share: float
 
 
+class _Sums:
+    """A queue's sums over its jobs while a session opens, as plain dicts: adding a job's
+    amounts in place, in the same order as ``Resource`` additions would (so the same floats),
+    without a new ``Resource`` per job and per sum (a cluster has tens of thousands of jobs,
+    most of them lone pods)."""
+
+    __slots__ = ("allocated", "elastic", "inqueue", "request")
+
+    def __init__(self) -> None:
+        self.allocated: dict[str, float] = {}
+        self.request: dict[str, float] = {}
+        self.inqueue: dict[str, float] = {}
+        self.elastic: dict[str, float] = {}
+
+    def into(self, attr: QueueAttributes) -> None:
+        attr.allocated = attr.allocated + Resource(self.allocated)
+        attr.request = attr.request + Resource(self.request)
+        attr.inqueue = attr.inqueue + Resource(self.inqueue)
+        attr.elastic = attr.elastic + Resource(self.elastic)
+
+
+def _accumulate(into: dict[str, float], amounts: Iterable[tuple[str, float]]) -> None:
+    for name, amount in amounts:
+        into[name] = into.get(name, 0.0) + amount
+
+
 def capped(value: Resource, cap: Resource | None) -> Resource:
     """Per-dimension minimum of ``value`` and ``cap``, a dimension missing in ``cap`` being
     unlimited."""
@@ -210,6 +236,7 @@ class ProportionPlugin(Plugin):
         self._session = session
         self.total = session.snapshot.total_allocatable
         attributes = self.attributes
+        sums: dict[str, _Sums] = {}
         for job in session.jobs.values():
             queue = session.queues.get(job.queue)
             if queue is None:
@@ -223,7 +250,10 @@ class ProportionPlugin(Plugin):
                     guarantee=queue.guarantee,
                 )
                 attributes[queue.name] = attr
-            self._add_job(attr, job)
+                sums[queue.name] = _Sums()
+            self._add_job(sums[queue.name], job)
+        for name, total in sums.items():
+            total.into(attributes[name])
         guarantees = Resource.zero()
         for queue in session.queues.values():
             guarantees = guarantees + queue.guarantee
@@ -243,22 +273,24 @@ class ProportionPlugin(Plugin):
             )
 
     @staticmethod
-    def _add_job(attr: QueueAttributes, job: JobInfo) -> None:
-        attr.allocated = attr.allocated + job.allocated
+    def _add_job(sums: _Sums, job: JobInfo) -> None:
+        allocated = job.allocated.items()
+        _accumulate(sums.allocated, allocated)
+        _accumulate(sums.request, allocated)
         pending = Resource.zero()
         for task in job.tasks_in(TaskStatus.PENDING):
             pending = pending + task.resreq
-        attr.request = attr.request + job.allocated + pending
+        _accumulate(sums.request, pending.items())
         minimum = job.min_resources
         if minimum is not None:
             reserving = job.phase == "Inqueue" or (
                 job.phase == "Running" and job.count(ALLOCATED_STATUSES) >= job.min_available
             )
             if reserving:
-                attr.inqueue = attr.inqueue + _still_reserved(job, minimum)
-            attr.elastic = attr.elastic + job.allocated.sub(minimum, clip=True)
+                _accumulate(sums.inqueue, _still_reserved(job, minimum).items())
+            _accumulate(sums.elastic, job.allocated.sub(minimum, clip=True).items())
         else:
-            attr.elastic = attr.elastic + job.allocated
+            _accumulate(sums.elastic, allocated)
 
     def _water_fill(self) -> None:
         remaining = self.total
