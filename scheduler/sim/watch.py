@@ -211,8 +211,11 @@ async def _pump(
         watcher.wakeup.clear()
         if watcher.pending or watcher.closed:
             continue
+        # asyncio.timeout, not wait_for: on Python 3.11 wait_for may swallow a cancel that
+        # arrives as the wait completes (the Lease loop hung on it), and this loop goes on
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(watcher.wakeup.wait(), min(deadline, next_bookmark) - now)
+            async with asyncio.timeout(min(deadline, next_bookmark) - now):
+                await watcher.wakeup.wait()
     if watcher.aborted:
         transport = request.transport
         if transport is not None:
