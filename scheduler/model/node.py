@@ -34,6 +34,7 @@ from pumice.model.table import (
     FIT_TOLERANCE,
     FloatVector,
     NodeTable,
+    RequestCells,
 )
 
 __all__ = ["DEFAULT_MAX_PODS", "FIT_TOLERANCE", "NodeAccountingError", "NodeInfo", "NodeTable"]
@@ -91,7 +92,8 @@ class NodeInfo:
         self.taints: tuple[Mapping[str, Any], ...] = tuple(taints)
         self.node = node
         self.tasks: dict[str, TaskInfo] = {}
-        self._accounted: dict[str, tuple[TaskStatus, FloatVector]] = {}
+        self._accounted: dict[str, tuple[TaskStatus, RequestCells]] = {}
+        """Task uid -> the status and request cells it was accounted with (undone by those)."""
         self._table = NodeTable(())
         self._row = 0
         t = self._table
@@ -208,11 +210,10 @@ class NodeInfo:
             raise NodeAccountingError(f"task {task.key} is already on node {self.name}")
         status = task.status
         t, r = self._table, self._row
-        vec = t.vector(task.resreq)
         # One cell at a time, and only where the request is non-zero: a task asks for two or
         # three resources, and a numpy call per row slice costs more than the additions
         # (adding 0.0 changes no number, so the result is the same as adding the vector).
-        cells = _nonzero_cells(vec)
+        cells = t.request_cells(task.resreq)
         if _and(status, _COMPLETED):
             pass
         elif status == TaskStatus.PIPELINED:
@@ -224,6 +225,7 @@ class NodeInfo:
             raise NodeAccountingError(f"pending task {task.key} cannot be added to a node")
         else:
             if _and(status, _NEEDS_IDLE):
+                vec = t.vector(task.resreq)
                 idle = t._idle[: len(vec), r].tolist()
                 short = [i for i, need in enumerate(vec.tolist()) if need - idle[i] > FIT_TOLERANCE]
                 if short:
@@ -245,7 +247,7 @@ class NodeInfo:
         if not _and(status, _COMPLETED):
             t._pods[r] += 1
         self.tasks[task.uid] = task
-        self._accounted[task.uid] = (status, vec)
+        self._accounted[task.uid] = (status, cells)
         t._touch(r)
 
     def remove_task(self, task: TaskInfo) -> None:
@@ -254,13 +256,12 @@ class NodeInfo:
         if entry is None:
             raise NodeAccountingError(f"task {task.key} is not on node {self.name}")
         del self.tasks[task.uid]
-        status, vec = entry
+        status, cells = entry
         t, r = self._table, self._row
         if _and(status, _COMPLETED):
             return
         t._pods[r] -= 1
         t._touch(r)
-        cells = _nonzero_cells(vec)
         if status == TaskStatus.PIPELINED:
             pipelined, future = t._pipelined, t._future
             for i, amount in cells:
@@ -304,24 +305,6 @@ _USED_ONLY = int(
 def _uses(status: TaskStatus) -> bool:
     """Is ``status`` accounted as used only (not releasing, pipelined, pending or done)?"""
     return bool(_and(status, _USED_ONLY))
-
-
-_CELLS: dict[int, tuple[FloatVector, tuple[tuple[int, float], ...]]] = {}
-
-
-def _nonzero_cells(vec: FloatVector) -> tuple[tuple[int, float], ...]:
-    """``(dimension index, amount)`` of the non-zero entries of a table's request vector.
-
-    Kept per vector object (the table's vectors are cached per distinct request and never
-    change): the entry holds the vector, so its id is not reused while the entry lives."""
-    known = _CELLS.get(id(vec))
-    if known is not None and known[0] is vec:
-        return known[1]
-    cells = tuple((i, amount) for i, amount in enumerate(vec.tolist()) if amount != 0.0)
-    if len(_CELLS) > 65536:  # requests are few; a long run must not grow this without end
-        _CELLS.clear()
-    _CELLS[id(vec)] = (vec, cells)
-    return cells
 
 
 def _padded(vec: FloatVector, dims: int) -> FloatVector:

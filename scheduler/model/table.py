@@ -19,6 +19,7 @@ FloatMatrix = npt.NDArray[np.float64]
 FloatVector = npt.NDArray[np.float64]
 IntVector = npt.NDArray[np.int64]
 BoolVector = npt.NDArray[np.bool_]
+RequestCells = tuple[tuple[int, float], ...]
 
 FIT_TOLERANCE = 1e-6
 """Slack allowed when checking that a request fits idle resources (canonical units)."""
@@ -60,6 +61,7 @@ class NodeTable:
         self.nodes: list[NodeInfo] = []
         self._row_of: dict[str, int] = {}
         self._vectors: dict[Resource, FloatVector] = {}
+        self._request_cells: dict[Resource, RequestCells] = {}
         self._changes: list[int] = []
         self.epoch = 0
         self._ranks: tuple[int, IntVector] | None = None
@@ -106,6 +108,7 @@ class NodeTable:
         for attr in self._MATRICES:
             setattr(self, attr, np.vstack([getattr(self, attr), pad]))
         self._vectors.clear()  # cached vectors are one entry per dimension
+        self._request_cells.clear()
         self._positions.clear()
 
     def vector(self, resource: Resource) -> FloatVector:
@@ -125,6 +128,16 @@ class NodeTable:
         vec.flags.writeable = False
         self._vectors[resource] = vec
         return vec
+
+    def request_cells(self, resource: Resource) -> RequestCells:
+        """``(dimension index, amount)`` of ``resource``'s non-zero amounts, cached beside its
+        vector: what node accounting adds and takes back cell by cell."""
+        cells = self._request_cells.get(resource)
+        if cells is None:
+            vec = self.vector(resource)
+            cells = tuple((i, a) for i, a in enumerate(vec.tolist()) if a != 0.0)
+            self._request_cells[resource] = cells
+        return cells
 
     def resource(self, vec: FloatVector) -> Resource:
         """A vector over the dimensions back as a Resource (negative values clipped to zero)."""
@@ -275,6 +288,7 @@ class NodeTable:
         for attr in (*self._MATRICES, *self._VECTORS):
             setattr(other, attr, getattr(self, attr).copy())
         other._vectors = dict(self._vectors)
+        other._request_cells = dict(self._request_cells)
         other._positions = dict(self._positions)
         other._changes = []
         other.epoch = 0
