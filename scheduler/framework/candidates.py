@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from pumice.framework.hookcalls import read_only
 from pumice.framework.results import Feasibility, PredicatePart
 
 BoolVector = npt.NDArray[np.bool_]
@@ -48,8 +49,14 @@ class Candidates:
         """A read-only view of ``now`` or ``future`` (made once: the arrays change in place)."""
         views = self._views
         if views is None:
-            views = self._views = (_read_only(self.now), _read_only(self.future))
+            views = self._views = (read_only(self.now), read_only(self.future))
         return views[0] if now else views[1]
+
+    def rescore(self, total: FloatVector | None, extras: tuple[FloatVector, ...]) -> None:
+        """Set both best-score vectors in full from the row-local ``total`` and ``extras``."""
+        summed = total_plus(total, extras, len(self.future))
+        self.best_future, self.best_now = _best(self.future, self.now, summed)
+        self.extras = extras
 
     def feasibility(self) -> Feasibility:
         """What the predicates said: the mask and, on demand, each node's first reason."""
@@ -59,13 +66,7 @@ class Candidates:
         return Feasibility(mask, parts=self.parts)
 
 
-def _read_only(arr: BoolVector) -> BoolVector:
-    view = arr.view()
-    view.flags.writeable = False
-    return view
-
-
-def summed_scores(total: FloatVector | None, extras: Sequence[FloatVector], n: int) -> FloatVector:
+def total_plus(total: FloatVector | None, extras: Sequence[FloatVector], n: int) -> FloatVector:
     """The row-local total plus each extra, in order (as ``Session.node_scores`` adds)."""
     summed = np.zeros(n) if total is None else total.copy()
     for extra in extras:
@@ -82,16 +83,23 @@ def full_candidates(
 ) -> Candidates:
     future = mask & fit_future
     now = future & fit_now
-    summed = summed_scores(total, extras, len(mask))
+    best_future, best_now = _best(future, now, total_plus(total, extras, len(mask)))
     return Candidates(
         future=future,
         now=now,
         future_count=int(np.count_nonzero(future)),
         now_count=int(np.count_nonzero(now)),
-        best_future=np.where(future, summed, -np.inf),
-        best_now=np.where(now, summed, -np.inf),
+        best_future=best_future,
+        best_now=best_now,
         extras=extras,
     )
+
+
+def _best(
+    future: BoolVector, now: BoolVector, summed: FloatVector
+) -> tuple[FloatVector, FloatVector]:
+    """The summed scores on the future and on the now candidates, ``-inf`` elsewhere."""
+    return np.where(future, summed, -np.inf), np.where(now, summed, -np.inf)
 
 
 def refresh_candidate_row(

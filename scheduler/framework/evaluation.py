@@ -35,7 +35,6 @@ from pumice.framework.candidates import (
     full_candidates,
     refresh_candidate_row,
     refresh_candidate_rows,
-    summed_scores,
 )
 from pumice.framework.results import PredicatePart, PredicateResult
 from pumice.model.node import FIT_TOLERANCE, NodeTable
@@ -93,8 +92,8 @@ class ShapeEntry:
     """The first task of this shape: every plugin call for the shape is made with it, so a
     plugin's own per-task caches hit on every refresh (the answer depends only on the shape)."""
     parts: list[PredicatePart] | None = None
-    parts_by_name: tuple[list[PredicatePart], dict[str, PredicatePart]] | None = None
-    """``parts`` by plugin name, with the list it was made from."""
+    parts_by_name: dict[str, PredicatePart] = field(default_factory=dict)
+    """``parts`` by plugin name (set with them)."""
     mask: BoolVector | None = None
     mask_version: int = 0
     fit_now: BoolVector | None = None
@@ -173,6 +172,7 @@ class ShapeCache:
                 entry.parts = None
         if entry.parts is None or entry.mask is None:
             entry.parts, entry.mask = self._evaluate_predicates(task)
+            entry.parts_by_name = {part.name: part for part in entry.parts}
             entry.mask_version = table.version
         return entry.parts, entry.mask
 
@@ -192,7 +192,7 @@ class ShapeCache:
         """Re-evaluate ``rows``; False when a plugin's opinion appeared or vanished (then the
         shape must be evaluated in full)."""
         assert entry.parts is not None and entry.mask is not None
-        by_name = {part.name: part for part in entry.parts}
+        by_name = entry.parts_by_name
         combined = np.ones(len(rows), dtype=np.bool_)
         for name, hook, _ in self.predicates:
             answer = hook(task, self.table, rows)
@@ -343,12 +343,10 @@ class ShapeCache:
         assert entry.fit_now is not None and entry.fit_future is not None
         rows = np.array((row,), dtype=np.int64)
         by_name = entry.parts_by_name
-        if by_name is None or by_name[0] is not entry.parts:
-            by_name = entry.parts_by_name = (entry.parts, {p.name: p for p in entry.parts})
         passed = True
         for name, hook, _ in self.predicates:
             answer = hook(task, table, rows)
-            part = by_name[1].get(name)
+            part = by_name.get(name)
             if answer is None or part is None:
                 if (answer is None) != (part is None):
                     return False
@@ -394,16 +392,9 @@ class ShapeCache:
         """``cands`` with ``extras`` (read-only vectors) in its best scores: the same object
         when they are the vectors already in, else recomputed in full (and kept)."""
         known = cands.extras
-        if len(extras) == len(known) and (
-            (len(extras) == 1 and extras[0] is known[0])
-            or all(a is b for a, b in zip(extras, known, strict=True))
-        ):
+        if len(extras) == len(known) and all(a is b for a, b in zip(extras, known, strict=True)):
             return cands
-        total = self.score_total(task)
-        summed = summed_scores(total, extras, len(cands.future))
-        cands.best_future = np.where(cands.future, summed, -np.inf)
-        cands.best_now = np.where(cands.now, summed, -np.inf)
-        cands.extras = extras
+        cands.rescore(self.score_total(task), extras)
         return cands
 
     def score_total(self, task: TaskInfo) -> FloatVector | None:

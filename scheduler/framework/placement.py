@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from pumice.framework.candidates import Candidates
+from pumice.framework.candidates import Candidates, total_plus
 from pumice.framework.hookcalls import read_only, vector_answer
 from pumice.model.objects import TaskInfo
 
@@ -91,10 +91,7 @@ def choose_node(session: Session, task: TaskInfo, cands: Candidates, now: bool) 
                 fresh = fresh or answer.flags.writeable
                 answers.append(answer)
         if fresh:
-            total = shapes.score_total(task)
-            summed = np.zeros(n) if total is None else total.copy()
-            for answer in answers:
-                summed += answer
+            summed = total_plus(shapes.score_total(task), answers, n)
             return pick_best(session, task, np.where(mask, summed, -np.inf), mask)
         cands = shapes.with_extras(task, cands, tuple(answers))
     elif cands.extras:
@@ -128,7 +125,7 @@ def score_parts(
     return parts
 
 
-def summed_scores(session: Session, task: TaskInfo, mask: BoolVector | None) -> FloatVector:
+def node_scores(session: Session, task: TaskInfo, mask: BoolVector | None) -> FloatVector:
     """``Session.node_scores``: the cached row-local total plus every per-task answer."""
     table = session.table
     n = len(table)

@@ -49,7 +49,7 @@ from pumice.framework.hookcalls import (
 )
 from pumice.framework.hookspecs import HOOK_FLAGS, PluginSpec
 from pumice.framework.host import PluginHost
-from pumice.framework.placement import choose_node, pick_best, score_parts, summed_scores
+from pumice.framework.placement import choose_node, node_scores, pick_best, score_parts
 from pumice.framework.results import Feasibility, JobInvalid, Vote
 from pumice.framework.statement import Statement
 from pumice.framework.view import SessionView
@@ -309,7 +309,7 @@ class Session:
         Row-local plugins' ``node_score`` comes from the per-shape cache; the other plugins
         are called; ``normalized_score`` hooks are called with ``mask``, the candidate nodes
         (every node when None)."""
-        return summed_scores(self, task, mask)
+        return node_scores(self, task, mask)
 
     def node_score_parts(
         self, task: TaskInfo, mask: npt.NDArray[np.bool_] | None = None
