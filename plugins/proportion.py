@@ -160,10 +160,11 @@ class _Sums:
         self.elastic: dict[str, float] = {}
 
     def into(self, attr: QueueAttributes) -> None:
-        attr.allocated = attr.allocated + Resource(self.allocated)
-        attr.request = attr.request + Resource(self.request)
-        attr.inqueue = attr.inqueue + Resource(self.inqueue)
-        attr.elastic = attr.elastic + Resource(self.elastic)
+        """Set the queue's sums (its attributes are new: nothing to add to)."""
+        attr.allocated = Resource(self.allocated)
+        attr.request = Resource(self.request)
+        attr.inqueue = Resource(self.inqueue)
+        attr.elastic = Resource(self.elastic)
 
 
 def _accumulate(into: dict[str, float], amounts: Iterable[tuple[str, float]]) -> None:
