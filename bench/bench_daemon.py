@@ -10,7 +10,8 @@ last bind accepted, in pods/s.
 * the bare greedy binder (``--greedy-binder``, this file as a process): an informer of its
   pending pods binds each pod as it arrives to the first node that fits (no scheduling),
   through the same ``pumice.kube`` Binder;
-* the daemon: ``pumice run`` with the bundled config (period 100ms), ``--qps 1e9``.
+* the daemon: ``pumice run`` with the bundled config (period 100ms) and no rate flags: its
+  client's default sets no limit against the sim, which shows API Priority and Fairness.
 
 Then, as a secondary figure, the daemon is stopped, M more pods are created while it is down and
 it is started again: process start → all bound (start-up, the initial lists, the backlog), and
@@ -335,7 +336,6 @@ async def start_daemon(
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-P", "-m", "pumice.cli", "run", "--http-address", "127.0.0.1:0",
         "--kubeconfig", str(kubeconfig), "--config", str(config),
-        "--qps", "1e9", "--burst", "1000000",
         stdout=log.open("wb"), stderr=asyncio.subprocess.STDOUT,
     )  # fmt: skip
     return proc, time.perf_counter()
@@ -463,7 +463,7 @@ async def sync_only(kubeconfig: Path, config: Path, limit: float) -> None:
     start = time.perf_counter()
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-P", "-m", "pumice.cli", "run", "--dry-run",
-        "--kubeconfig", str(kubeconfig), "--config", str(config), "--qps", "1e9",
+        "--kubeconfig", str(kubeconfig), "--config", str(config),
         "--http-address", "127.0.0.1:0",
         stdout=log.open("wb"), stderr=asyncio.subprocess.STDOUT,
     )  # fmt: skip
@@ -558,6 +558,10 @@ async def main() -> int:
             print(
                 f"cluster: {args.nodes} nodes; {args.pods} pods created per scheduler,"
                 f" {args.create_concurrency} creates in flight"
+            )
+            print(
+                "daemon: pumice run --config <bundled conf/scheduler.yaml + period 100ms>"
+                " --http-address 127.0.0.1:0 (no --qps/--burst: the defaults)"
             )
             async with aiohttp.ClientSession() as http:
                 writes = WriteLog(http, url)

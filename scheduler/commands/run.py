@@ -77,10 +77,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="exit 0 once a cycle finds nothing to schedule and nothing is in flight",
     )
     parser.add_argument(
-        "--qps", type=float, default=50.0, help="client-side request rate limit (default: 50/s)"
+        "--qps",
+        type=float,
+        help="client-side requests per second; 0: no limit (default: the config's "
+        "scheduler.qps, else none when the API server shows API Priority and Fairness, else 2000)",
     )
     parser.add_argument(
-        "--burst", type=int, default=100, help="requests allowed above --qps at once (100)"
+        "--burst",
+        type=int,
+        help="requests allowed above --qps at once; 0: no limit (default: scheduler.burst, "
+        "else as --qps)",
     )
     parser.add_argument(
         "--sim",
@@ -108,8 +114,10 @@ def run(args: argparse.Namespace) -> int:
         except ManifestError as exc:
             print(f"pumice run: --sim: {exc}", file=sys.stderr)
             return 2
-    if args.qps <= 0 or args.burst < 1:
-        print("pumice run: --qps must be positive and --burst at least 1", file=sys.stderr)
+    qps = args.qps if args.qps is not None else config.scheduler.qps
+    burst = args.burst if args.burst is not None else config.scheduler.burst
+    if (qps is not None and not qps >= 0) or (burst is not None and burst < 0):
+        print("pumice run: --qps and --burst must be 0 (no limit) or positive", file=sys.stderr)
         return 2
     show = args.until_idle or args.sim is not None
     http_address = args.http_address
@@ -152,8 +160,8 @@ def run(args: argparse.Namespace) -> int:
                 host=host,
                 kube=KubeSettings(
                     kubeconfig=kubeconfig,
-                    qps=args.qps,
-                    burst=args.burst,
+                    qps=qps,
+                    burst=burst,
                     # The identity in every request: the server's audit log tells replicas apart.
                     user_agent=f"pumice ({identity})",
                 ),

@@ -37,6 +37,8 @@ RESTART_ONLY = {
     "dryRun": "dry_run",
     "httpAddress": "http_address",
     "kubeconfig": "kubeconfig",
+    "qps": "qps",
+    "burst": "burst",
     "leaderElection": "leader_election",
     # The cache files queue-less pods under it from the first list on.
     "defaultQueue": "default_queue",

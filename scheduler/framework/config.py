@@ -237,6 +237,11 @@ class SchedulerSettings:
     http_address: str = "127.0.0.1:11251"
     dry_run: bool = False
     kubeconfig: str | None = None
+    qps: float | None = None
+    """Client-side requests/s (None: no limit when the API server shows API Priority and
+    Fairness, else 2,000/s; 0: no limit)."""
+    burst: int | None = None
+    """Requests at once above ``qps`` (None: as ``qps``; 0: no limit)."""
     plugin_packages: PluginPackages = field(default_factory=PluginPackages)
     tie_break: Literal["deterministic", "random"] = "deterministic"
 

@@ -90,6 +90,8 @@ SCHEDULER_KEYS = (
     "httpAddress",
     "dryRun",
     "kubeconfig",
+    "qps",
+    "burst",
     "plugins",
     "tieBreak",
 )
@@ -327,6 +329,8 @@ class _Parser:
             http_address=address,
             dry_run=self.flag(section, path, "dryRun", default.dry_run),
             kubeconfig=kubeconfig,
+            qps=self.rate(section, path, "qps"),
+            burst=self.count(section, path, "burst"),
             plugin_packages=self.plugin_packages(section.get("plugins")),
             tie_break="random" if tie_break == "random" else "deterministic",
         )
@@ -397,6 +401,28 @@ class _Parser:
 
     def flag(self, section: dict[str, Any], path: str, name: str, default: bool) -> bool:
         return self.boolean(section[name], f"{path}.{name}") if name in section else default
+
+    def rate(self, section: dict[str, Any], path: str, name: str) -> float | None:
+        """A non-negative number of requests per second; None when absent."""
+        if section.get(name) is None:
+            return None
+        key, value = f"{path}.{name}", section[name]
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.wrong_type(key, "a number of requests per second (0: no limit)", value)
+        if not math.isfinite(value) or value < 0:
+            raise self.error(key, f"must be 0 (no limit) or a positive number, got {value!r}")
+        return float(value)
+
+    def count(self, section: dict[str, Any], path: str, name: str) -> int | None:
+        """A non-negative whole number; None when absent."""
+        if section.get(name) is None:
+            return None
+        key, value = f"{path}.{name}", section[name]
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.wrong_type(key, "a whole number of requests (0: no limit)", value)
+        if value < 0:
+            raise self.error(key, f"must be 0 (no limit) or positive, got {value!r}")
+        return value
 
     def seconds(self, section: dict[str, Any], path: str, name: str, default: float) -> float:
         if name not in section:

@@ -12,6 +12,9 @@ the server through its own aiohttp session built from that configuration:
 * Responses stay plain dicts parsed with orjson; the generated models are never built.
 * Every request takes a token from a QPS/burst bucket first; a 429 is retried after the
   server's Retry-After (capped) up to ``max_retries`` times, then raised as TooManyRequests.
+  By default the bucket sets no limit when the server shows API Priority and Fairness (its
+  ``X-Kubernetes-PF-*`` headers: the server sheds load itself, with 429 and Retry-After), and
+  paces at Volcano's 2,000/s with burst 2,000 when it does not (see ``RequestPacing``).
 * Failures are typed (``pumice.kube.errors``); no ``ApiException`` or aiohttp error escapes.
 """
 
@@ -40,7 +43,8 @@ from pumice.kube.errors import (
     Unreachable,
     error_for,
 )
-from pumice.kube.ratelimit import Backoff, TokenBucket
+from pumice.kube.pacing import RequestPacing
+from pumice.kube.ratelimit import Backoff
 
 log = logging.getLogger("pumice.kube")
 
@@ -56,8 +60,12 @@ _DEFAULT_KUBECONFIG = "~/.kube/config"
 class KubeSettings:
     kubeconfig: str | None = None
     """None: $KUBECONFIG, then in-cluster, then ~/.kube/config."""
-    qps: float = 50.0
-    burst: int = 100
+    qps: float | None = None
+    """Client-side requests per second; None: decided by the server (``RequestPacing``);
+    0: no limit."""
+    burst: int | None = None
+    """Requests allowed at once above ``qps``; None: as ``qps`` (or the fallback's); 0: no
+    limit."""
     user_agent: str = "pumice"
     request_timeout: float = 30.0
     context: str | None = None
@@ -95,7 +103,8 @@ class Kube:
         self.server = server.rstrip("/")
         self.settings = settings
         self.stats = ClientStats()
-        self.limiter = TokenBucket(settings.qps, settings.burst)
+        self.pacing = RequestPacing(settings.qps, settings.burst)
+        self.limiter = self.pacing.limiter
         self._configuration = configuration
         self._session = session
         self._ssl = ssl_context
@@ -206,6 +215,8 @@ class Kube:
                 server_hostname=self._server_hostname,
             ) as resp:
                 raw = await resp.read()
+                if not self.pacing.decided:
+                    self.pacing.observe(resp.headers, self.server)
                 return resp.status, raw, _retry_after(resp.headers.get("Retry-After"))
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             self.stats.errors[0] = self.stats.errors.get(0, 0) + 1
@@ -344,10 +355,10 @@ async def load_configuration(settings: KubeSettings) -> tuple[Any, Any]:
 
 def _check(settings: KubeSettings) -> None:
     problems = []
-    if settings.qps < 0:
+    if settings.qps is not None and not settings.qps >= 0:
         problems.append(f"qps must not be negative, not {settings.qps}")
-    if settings.burst < 1:
-        problems.append(f"burst must be at least 1, not {settings.burst}")
+    if settings.burst is not None and settings.burst < 0:
+        problems.append(f"burst must not be negative, not {settings.burst}")
     if settings.request_timeout <= 0:
         problems.append(f"request timeout must be positive, not {settings.request_timeout}")
     if settings.max_retries < 0:

@@ -129,6 +129,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "discovery omits PodGroups and Queues, their paths answer 404, and a --cluster file "
         "holding one is an error",
     )
+    parser.add_argument(
+        "--without-priority-and-fairness",
+        action="store_true",
+        help="send no X-Kubernetes-PF-* headers, as a server without API Priority and Fairness",
+    )
+    parser.add_argument(
+        "--shed-above",
+        type=float,
+        metavar="RATE",
+        help="answer 429 with Retry-After: 1 to requests beyond RATE per second, as an "
+        "overloaded server does (default: never)",
+    )
 
 
 def _identity_outputs(specs: list[str]) -> list[tuple[str, str, Path]]:
@@ -259,8 +271,13 @@ async def _serve(args: argparse.Namespace) -> int:
             defaults=not args.no_defaults,
             authorization=args.authorization,
             volcano=not args.without_volcano,
+            priority_and_fairness=not args.without_priority_and_fairness,
         )
     )
+    if args.shed_above is not None:
+        if not args.shed_above > 0:
+            raise BadInput(f"--shed-above {args.shed_above}: must be greater than 0")
+        server.flow.shed_above(args.shed_above)
     identities = _identity_outputs(args.kubeconfig_out_for)
     if args.nodes < 0:
         raise BadInput(f"--nodes {args.nodes}: must not be negative")

@@ -37,6 +37,7 @@ from pumice.sim.discovery import VERSION, Discovery, api_versions
 from pumice.sim.dryrun import DRY_RUN
 from pumice.sim.errors import ApiError, internal, no_such_path
 from pumice.sim.faults import Faults
+from pumice.sim.flowcontrol import RESPONSE_HEADERS, FlowControl
 from pumice.sim.lifecycle import Lifecycle, LifecycleConfig
 from pumice.sim.managedfields import writing
 from pumice.sim.objects import Obj
@@ -72,6 +73,10 @@ class SimConfig:
     max_body: int = 16 * 1024 * 1024
     authorization: str = "none"
     """``none`` (everyone may do everything) or ``rbac`` (see ``pumice.sim.access``)."""
+    priority_and_fairness: bool = True
+    """Mark every API answer with API Priority and Fairness' headers, as a current server
+    does (False: an old server, or one with APF off). ``SimServer.flow.shed_above`` makes it
+    shed load with 429 too."""
     volcano: bool = True
     """Serve Volcano's ``scheduling.volcano.sh`` group (PodGroups, Queues). False is a cluster
     without its CRDs: discovery omits the group, its paths answer 404, seeding its kinds fails."""
@@ -90,6 +95,7 @@ class SimServer:
         self.registry = Registry(self.store, self.config.seed, self.types)
         self.hub = WatchHub()
         self.faults = Faults(self, self.config.seed)
+        self.flow = FlowControl(self.config.priority_and_fairness)
         self.writes = WriteLog()
         self.lifecycle = Lifecycle(
             self.store,
@@ -303,7 +309,12 @@ class SimServer:
         if faults.latency:
             await asyncio.sleep(faults.latency)
         resp: web.StreamResponse
+        flow = self.flow
+        request[RESPONSE_HEADERS] = flow.headers
         try:
+            rejected = flow.admit()
+            if rejected is not None:
+                raise rejected
             if faults.errors:
                 err = faults.pick(verb, info.qualified_resource if info is not None else path)
                 if err is not None:
@@ -324,6 +335,8 @@ class SimServer:
         except Exception as exc:
             log.exception("sim: %s %s failed", method, path)
             resp = error_response(internal(f"{type(exc).__name__}: {exc}"))
+        if not resp.prepared:  # a watch sent them itself (RESPONSE_HEADERS)
+            resp.headers.update(flow.headers)
         # a dry run changes nothing, so it is no write (pumice.sim.dryrun)
         if method in MUTATING_METHODS and not request.get(DRY_RUN):
             self.writes.record(

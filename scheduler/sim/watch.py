@@ -28,6 +28,7 @@ import orjson
 from aiohttp import web
 
 from pumice.sim.errors import ApiError
+from pumice.sim.flowcontrol import RESPONSE_HEADERS
 from pumice.sim.objects import Obj, meta
 from pumice.sim.resources import ResourceType
 from pumice.sim.selectors import Selector
@@ -160,7 +161,8 @@ async def serve_watch(
             watcher.pending.append(watcher.bookmark(store.rv, initial_end=True))
         store.add_sink(table, watcher)
         hub.watchers.add(watcher)
-    resp = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
+    headers = {"Content-Type": "application/json", **request.get(RESPONSE_HEADERS, {})}
+    resp = web.StreamResponse(status=200, headers=headers)
     resp.enable_chunked_encoding()
     try:
         await resp.prepare(request)

@@ -67,7 +67,8 @@ async def test_the_make_run_demo_binds_the_example_and_exits_0(tmp_path: Path) -
     [
         (["--kubeconfig", "/nonexistent/kubeconfig"], "/nonexistent/kubeconfig"),
         (["--sim", "/nonexistent/cluster.yaml"], "/nonexistent/cluster.yaml"),
-        (["--qps", "0"], "--qps"),
+        (["--qps", "-1"], "--qps"),
+        (["--burst", "-5"], "--burst"),
     ],
 )
 def test_bad_input_exits_2_naming_it(args: list[str], words: str) -> None:

@@ -610,12 +610,27 @@ def test_bad_http_addresses(address: str, reason: str) -> None:
         ("tieBreak: 1", "scheduler.tieBreak", "expected a string"),
         ("plugins: [pumice]", "scheduler.plugins", "expected a mapping with 'allow' and 'deny'"),
         ("leaderElection: true", "scheduler.leaderElection", "got bool true"),
+        ("qps: fast", "scheduler.qps", "expected a number of requests per second"),
+        ("qps: -1", "scheduler.qps", "must be 0 (no limit) or a positive number, got -1"),
+        ("burst: 2.5", "scheduler.burst", "expected a whole number of requests"),
+        ("burst: -3", "scheduler.burst", "must be 0 (no limit) or positive, got -3"),
     ],
 )
 def test_scheduler_section_types(line: str, key: str, words: str) -> None:
     err = error_of(f"actions: a\nscheduler:\n  {line}\n")
     assert (err.line, err.key) == (3, key)
     assert words in err.message
+
+
+def test_client_rate_settings_are_read_and_left_unset_by_default() -> None:
+    assert (
+        parse_config("actions: a\n").scheduler.qps,
+        parse_config("actions: a\n").scheduler.burst,
+    ) == (None, None)
+    settings = parse_config("actions: a\nscheduler:\n  qps: 50\n  burst: 100\n").scheduler
+    assert (settings.qps, settings.burst) == (50.0, 100)
+    unlimited = parse_config("actions: a\nscheduler:\n  qps: 0\n").scheduler
+    assert unlimited.qps == 0.0
 
 
 def test_package_lists_hold_names() -> None:

@@ -170,8 +170,8 @@ async def test_bad_kubeconfig_is_a_config_error(tmp_path: Any) -> None:
     garbage.write_text("clusters: 3\n")
     with pytest.raises(KubeConfigError):
         await connect(KubeSettings(kubeconfig=str(garbage)))
-    with pytest.raises(KubeConfigError, match="burst must be at least 1, not 0"):
-        await connect(KubeSettings(kubeconfig=str(garbage), burst=0))
+    with pytest.raises(KubeConfigError, match="burst must not be negative, not -1"):
+        await connect(KubeSettings(kubeconfig=str(garbage), burst=-1))
 
 
 async def test_discovery_tells_which_kinds_are_served(kube: Kube) -> None:
