@@ -87,6 +87,8 @@ class ClusterCache:
         """What the pod informers store and deliver: pods slimmed, equal parts shared."""
         self.generation = 0
         """Bumped by every change; a session over an unchanged cache would decide the same."""
+        self.on_arrival: Callable[[], None] | None = None
+        """Called when a pod of ours is first seen pending (the daemon's early wake)."""
         self.state.put_queue(QueueInfo(name=default_queue))
         self.nodes = Handler(self._node_upsert, self._node_delete, self._touch)
         self.pending_pods = Handler(self._pending_upsert, self._pending_delete, self._touch)
@@ -244,6 +246,8 @@ class ClusterCache:
         entry = self.pods.get(uid)
         if entry is None:
             entry = self.pods[uid] = PodEntry(uid, pod, PodState.INITIAL, ours=True)
+            if self.on_arrival is not None:
+                self.on_arrival()
         entry.pod = pod
         entry.on_pending_watch = True
         if entry.state in (PodState.ASSUMED, PodState.ADDED):

@@ -109,10 +109,14 @@ class Leadership:
         # run() returns only after leading and failing to renew: the lease is lost.
         self.lost.set()
 
-    async def pause(self, stop: asyncio.Event, timeout: float) -> None:
-        """Sleep up to ``timeout`` seconds; wake early on ``stop``, on losing the Lease, and,
-        while standing by, on winning it."""
+    async def pause(
+        self, stop: asyncio.Event, timeout: float, wake: asyncio.Event | None = None
+    ) -> None:
+        """Sleep up to ``timeout`` seconds; wake early on ``stop``, on losing the Lease, on
+        ``wake`` when given, and, while standing by, on winning it."""
         events = [stop, self.lost]
+        if wake is not None:
+            events.append(wake)
         if self.elector is not None and not self.active:
             events.append(self.elector.leading)
         waits = {asyncio.ensure_future(e.wait()) for e in events}

@@ -198,3 +198,21 @@ async def test_systemd_hears_ready_status_watchdog_and_stopping(
         listener.close()
     assert heard.index("READY=1") < heard.index("WATCHDOG=1")
     assert "STOPPING=1" in heard
+
+
+async def test_a_pod_that_arrives_between_sessions_does_not_wait_a_whole_period(
+    sim: Any, tmp_path: Path
+) -> None:
+    # A period far longer than the test may take: only the early wake can bind the late pod.
+    seed(sim, [node("n1", cpu="8", memory="32Gi")])
+    seed(sim, [pod("first", cpu="1")])
+    ledger = Ledger(sim)
+    config = write_config(tmp_path, period="1h")
+    async with running_daemon(sim.kubeconfig, config) as daemon:
+        await wait_for(lambda: len(ledger.bound("pumice")) == 1, timeout=60)
+        cycles = daemon.cycles
+        seed(sim, [pod("late", cpu="1")])
+        await wait_for(lambda: len(ledger.bound("pumice")) == 2, timeout=60)
+        assert daemon.cycles == cycles + 1  # one session for the late pod, not a busy loop
+    assert_bound_exactly_once(ledger, 2)
+    ledger.close()
