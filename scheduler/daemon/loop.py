@@ -28,10 +28,9 @@ import structlog
 
 from pumice.cache import ClusterCache, PodState
 from pumice.daemon.binding import BackgroundWork, BoundCallback
-from pumice.daemon.collector import PacedCollector
+from pumice.daemon.collector import CollectorPolicy
 from pumice.daemon.committers import DryRunCommitter, LoopCommitter
 from pumice.daemon.health import HealthServer
-from pumice.daemon.heap import StartUpHeap
 from pumice.daemon.leadership import Leadership, default_identity
 from pumice.daemon.metrics import DaemonMetrics
 from pumice.daemon.notify import Notifier, run_watchdog
@@ -128,7 +127,7 @@ class Daemon:
                 options.config_path, options.config, options.config_loader
             )
         self.metrics = DaemonMetrics(self)
-        self.collector = PacedCollector()
+        self.collector = CollectorPolicy()
 
     @property
     def leading(self) -> bool:
@@ -162,7 +161,7 @@ class Daemon:
         # kube-scheduler's event broadcaster has), so that they never hold binds back.
         status_kube: Kube | None = None
         runners: list[asyncio.Task[None]] = []
-        heap = StartUpHeap()  # no collector passes while the informers fill the cache
+        self.collector.listing()  # no collector passes while the informers fill the cache
         try:
             cache = await self._make_cache(kube)
             # Campaign while the informers list: a standby keeps its cache warm all the same.
@@ -171,9 +170,8 @@ class Daemon:
             if self.options.stop is not None and self.options.stop.is_set():
                 log.info("stopped before the initial sync was complete")
                 return 0
-            heap.synced()
+            self.collector.synced()  # what the initial lists brought is frozen from here on
             self.synced = True
-            self.collector.start()  # what the initial lists brought is frozen from here on
             self.notifier.ready(f"synced: {len(cache.state.nodes)} nodes, {len(cache.pods)} pods")
             runners.append(asyncio.get_running_loop().create_task(self._watchdog()))
             if self.reloader is not None:
@@ -204,7 +202,6 @@ class Daemon:
                 await self.work.drain()
             return 1 if self.options.until_idle and self.last and self.last.failed else 0
         finally:
-            heap.release()
             self.notifier.stopping()
             if self.work is not None:
                 await self.work.cancel()
