@@ -12,11 +12,13 @@ A ``ShadowDaemon`` is the daemon in dry-run with three differences:
   into the cache (the cache must follow the live cluster, not the shadow's opinions); after each
   cycle they are entered in a ``ShadowBook`` (see ``pumice.daemon.shadowbook`` for what counts as
   what), and the live binds reach the book through a tee on the assigned-pods informer. Each
-  cycle then writes one JSON line (``ReportWriter``):
+  cycle that decided a pod for the first time or resolved any writes one JSON line
+  (``ReportWriter``):
   ``{"cycle", "pods", "same", "different": [{pod, shadow, live}], "only_shadow", "only_live"}``,
-  where ``pods`` is how many pending pods the cycle's session decided and the rest are the
-  outcomes resolved since the previous line. A last line (``pods`` 0) at exit carries what was
-  resolved after the last cycle.
+  where ``pods`` counts the pending pods the cycle's session decided for the first time (a pod
+  re-decided while it waits is not counted again) and the rest are the outcomes resolved since
+  the previous line. A last line (``pods`` 0) at exit carries what was resolved after the last
+  cycle.
 
 Sessions run while any prediction is open or an outcome is unreported (besides when the daemon
 would run one anyway), so deadlines are checked every period. ``--until-idle`` ends the run once
@@ -204,10 +206,10 @@ class ShadowDaemon(Daemon):
         now = time.monotonic()
         pods = 0
         if isinstance(committer, ShadowCommitter) and not outcome.failed:
-            self.book.decide(committer.seen, committer.placed, now, where)
-            pods = len(committer.seen)
+            pods = self.book.decide(committer.seen, committer.placed, now, where)
         self.book.expire(now, where)
-        self.report.write(self.book.line(self.cycles, pods))
+        if pods or self.book.unreported:
+            self.report.write(self.book.line(self.cycles, pods))
 
     def _worth_a_session(self, cache: ClusterCache, seen: int | None, since: float) -> bool:
         # Deadlines are checked, and outcomes reported, at the end of a cycle.

@@ -115,10 +115,11 @@ class ShadowBook:
 
     def decide(
         self, seen: Mapping[str, str], placed: Mapping[str, str], now: float, where: Where
-    ) -> None:
+    ) -> int:
         """A session saw the pending pods ``seen`` (uid -> key) and would bind ``placed``
         (uid -> node); the others it leaves pending. Pods the live scheduler bound while the
-        session ran are resolved at once."""
+        session ran are resolved at once. Returns how many pods it decided for the first time."""
+        new = 0
         for uid, key in seen.items():
             if uid in self.settled:
                 continue
@@ -128,6 +129,7 @@ class ShadowBook:
                 log.info("shadow: would bind %s to %s", key, node)
             if record is None:
                 self.records[uid] = Record(key, node, now)
+                new += 1
             else:
                 if record.node is None and node is not None:
                     record.since = now
@@ -137,6 +139,7 @@ class ShadowBook:
                 state, node = where(uid)
                 if state is Live.BOUND and node is not None:
                     self.bound(uid, node)
+        return new
 
     def bound(self, uid: str, node: str) -> None:
         """The live scheduler's bind of ``uid`` to ``node`` arrived (through the watch)."""
@@ -192,8 +195,8 @@ class ShadowBook:
     # -- the report --------------------------------------------------------------------------
 
     def line(self, cycle: int, pods: int) -> dict[str, Any]:
-        """The report line of ``cycle`` (whose session decided ``pods`` pending pods): the
-        outcomes resolved since the last line, which it then starts afresh."""
+        """The report line of ``cycle`` (whose session decided ``pods`` pending pods for the
+        first time): the outcomes resolved since the last line, which it then starts afresh."""
         tally, self._tally = self._tally, Tally()
         return {
             "cycle": cycle,

@@ -29,7 +29,7 @@ class Cluster:
 def test_each_outcome_is_counted_once_and_reported_in_the_next_line() -> None:
     book, cluster = ShadowBook(grace=2.0), Cluster()
     seen = cluster.pending("a", "b", "c", "d")
-    book.decide(seen, {"a": "n1", "b": "n1", "c": "n2"}, 0.0, cluster.where)
+    assert book.decide(seen, {"a": "n1", "b": "n1", "c": "n2"}, 0.0, cluster.where) == 4
     assert book.open == 3 and book.undecided([*seen, "e"]) == 1
     cluster.bind(book, "a", "n1")  # same
     cluster.bind(book, "b", "n2")  # different
@@ -45,7 +45,7 @@ def test_each_outcome_is_counted_once_and_reported_in_the_next_line() -> None:
         "only_live": 1,
     }
     assert book.open == 1 and not book.unreported
-    book.decide(cluster.pending("c"), {"c": "n2"}, 1.5, cluster.where)  # decided again
+    assert book.decide(cluster.pending("c"), {"c": "n2"}, 1.5, cluster.where) == 0  # again
     book.expire(2.0, cluster.where)  # two seconds after the first choice: only_shadow
     assert book.line(2, 1)["only_shadow"] == 1
     assert book.totals == {"same": 1, "different": 1, "only_shadow": 1, "only_live": 1}
