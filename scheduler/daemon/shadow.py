@@ -43,7 +43,7 @@ import orjson
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from pumice.cache import ClusterCache, Handler, PodState
+from pumice.cache import ClusterCache, Handler, PodEntry, PodState
 from pumice.cache.pods import pod_uid
 from pumice.daemon.committers import DryRunCommitter, LoopCommitter
 from pumice.daemon.loop import Daemon, DaemonOptions
@@ -222,5 +222,5 @@ class ShadowDaemon(Daemon):
         return undecided == 0 and self.book.open == 0 and not self.book.unreported
 
     @staticmethod
-    def _pending(cache: ClusterCache) -> Iterator[Any]:
+    def _pending(cache: ClusterCache) -> Iterator[PodEntry]:
         return (e for e in cache.entries(PodState.INITIAL) if e.ours)
