@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from daemon.workload import node, pod
+from pumice.cache import ClusterCache
+from pumice.daemon.shadow import live_state, tee_binds
 from pumice.daemon.shadowbook import Live, ShadowBook
 
 
@@ -98,3 +101,19 @@ def test_a_pod_that_left_the_pending_watch_waits_for_its_bind_a_while_longer() -
 def test_grace_must_be_positive() -> None:
     with pytest.raises(ValueError, match="grace"):
         ShadowBook(grace=0)
+
+
+def test_the_assigned_pods_informer_tells_the_book_at_once() -> None:
+    cache = ClusterCache("other")
+    book = ShadowBook(grace=1.0)
+    tee_binds(cache, book)
+    cache.nodes.on_add(node("n1"))
+    cache.nodes.on_add(node("n2"))
+    cache.pending_pods.on_add(pod("p", scheduler="other"))
+    uid = next(iter(cache.pods))
+    assert live_state(cache, uid) == (Live.PENDING, None)
+    book.decide({uid: "batch/p"}, {uid: "n1"}, 0.0, lambda u: live_state(cache, u))
+    cache.assigned_pods.on_add(pod("p", scheduler="other", node_name="n2"))
+    # settled by the watch event itself, not at the end of a cycle, and the cache has it too
+    assert book.line(1, 0)["different"] == [{"pod": "batch/p", "shadow": "n1", "live": "n2"}]
+    assert live_state(cache, uid) == (Live.BOUND, "n2")
