@@ -6,6 +6,8 @@ the simulated API server in this process on loopback, seeded from cluster files 
 bundled ``conf/examples/cluster.yaml``), and schedules it through the same client code path.
 ``--until-idle`` exits 0 once a cycle finds nothing it can schedule and no bind or eviction is in
 flight; with it (or ``--sim``) each bind is printed, and the nodes' utilisation at the end.
+``--shadow`` decides beside a live scheduler and writes nothing (``pumice.daemon.shadow``): its
+report goes to ``--report FILE`` or, alone, to stdout.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from pumice.cache import ClusterCache
 from pumice.commands.common import load_checked, load_validated
 from pumice.daemon import Daemon, DaemonOptions
 from pumice.daemon.leadership import default_identity
+from pumice.daemon.shadow import ShadowDaemon, ShadowOptions
+from pumice.durations import DurationError, parse_duration
 from pumice.framework.config import ConfigError
 from pumice.framework.configparse import split_host_port
 from pumice.framework.host import PluginConflictError
@@ -70,6 +74,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--dry-run", action="store_true", help="decide and log every decision; write nothing"
+    )
+    parser.add_argument(
+        "--shadow",
+        action="store_true",
+        help="decide beside the cluster's live scheduler, write nothing, and report where "
+        "its binds differ (JSON lines)",
+    )
+    parser.add_argument(
+        "--shadow-of",
+        metavar="SCHEDULER_NAME",
+        help="with --shadow: the live scheduler whose pods to watch (default: the config's "
+        "schedulerName)",
+    )
+    parser.add_argument(
+        "--report", metavar="FILE", help="with --shadow: append the report there (default: stdout)"
+    )
+    parser.add_argument(
+        "--shadow-grace",
+        metavar="DURATION",
+        help="with --shadow: how long a decision waits for the live bind before it counts as "
+        "only the shadow's (default: two periods, at least 1s)",
     )
     parser.add_argument(
         "--until-idle",
@@ -119,7 +144,12 @@ def run(args: argparse.Namespace) -> int:
     if (qps is not None and not qps >= 0) or (burst is not None and burst < 0):
         print("pumice run: --qps and --burst must be 0 (no limit) or positive", file=sys.stderr)
         return 2
-    show = args.until_idle or args.sim is not None
+    shadow = shadow_options(args)
+    if isinstance(shadow, str):
+        print(f"pumice run: {shadow}", file=sys.stderr)
+        return 2
+    # A shadow's stdout is its report: nothing else may be printed there.
+    show = (args.until_idle or args.sim is not None) and shadow is None
     http_address = args.http_address
     if http_address is None:
         # A demo on a simulated cluster must not fight a real scheduler for the port.
@@ -175,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
                 config_path=args.config,
                 config_loader=load_validated,
             )
-            daemon = Daemon(options)
+            daemon = Daemon(options) if shadow is None else ShadowDaemon(options, shadow)
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(signal.SIGHUP, daemon.request_reload)
             try:
@@ -197,6 +227,38 @@ def run(args: argparse.Namespace) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def shadow_options(args: argparse.Namespace) -> ShadowOptions | str | None:
+    """The shadow run's options; None without ``--shadow``; a message for a bad flag."""
+    given = [
+        f
+        for f, v in (
+            ("--shadow-of", args.shadow_of),
+            ("--report", args.report),
+            ("--shadow-grace", args.shadow_grace),
+        )
+        if v is not None
+    ]
+    if not args.shadow:
+        return f"{given[0]} needs --shadow" if given else None
+    grace: float | None = None
+    if args.shadow_grace is not None:
+        try:
+            grace = parse_duration(args.shadow_grace)
+        except DurationError as exc:
+            return f"--shadow-grace: {exc}"
+        if grace <= 0:
+            return f"--shadow-grace {args.shadow_grace!r}: must be positive"
+    if args.shadow_of is not None and not args.shadow_of.strip():
+        return "--shadow-of: a scheduler name is needed"
+    report = Path(args.report) if args.report is not None else None
+    if report is not None:
+        try:
+            report.open("a").close()  # appended to: an unwritable place is a bad flag, now
+        except OSError as exc:
+            return f"--report {args.report!r}: {exc.strerror or exc}"
+    return ShadowOptions(of=args.shadow_of, report=report, grace=grace)
 
 
 def utilisation(cache: ClusterCache) -> str:

@@ -425,12 +425,7 @@ class Daemon:
             assumed = [e.uid for e in cache.entries(PodState.ASSUMED)]
             self.metrics.forget([*waiting, *assumed])
         snapshot = cache.snapshot()
-        loop = asyncio.get_running_loop()
-        committer: LoopCommitter | DryRunCommitter
-        if self.work is not None:
-            committer = LoopCommitter(loop, self.work.bind, self.work.evict, self.work.nominate)
-        else:
-            committer = DryRunCommitter()
+        committer = self._committer(cache)
         try:
             outcome = await asyncio.to_thread(self._session, snapshot, committer)
         except Exception:
@@ -443,6 +438,7 @@ class Daemon:
         outcome.seconds = time.perf_counter() - started
         self.cycles += 1
         self.last = outcome
+        self._decided(committer, outcome)
         self.metrics.observe_cycle(outcome)
         assert self.reporter is not None
         if not outcome.failed:
@@ -454,6 +450,16 @@ class Daemon:
         log.log(logging.INFO if outcome.binds or outcome.evictions else logging.DEBUG, summary)
         self.notifier.status(summary)
         return outcome
+
+    def _committer(self, cache: ClusterCache) -> LoopCommitter | DryRunCommitter:
+        """Where this cycle's decisions go (a shadow run records them: ``pumice.daemon.shadow``)."""
+        if self.work is None:
+            return DryRunCommitter()
+        loop = asyncio.get_running_loop()
+        return LoopCommitter(loop, self.work.bind, self.work.evict, self.work.nominate)
+
+    def _decided(self, committer: LoopCommitter | DryRunCommitter, outcome: CycleOutcome) -> None:
+        """After each cycle, on the event loop: a shadow run compares its decisions here."""
 
     def _session(
         self, snapshot: ClusterSnapshot, committer: LoopCommitter | DryRunCommitter

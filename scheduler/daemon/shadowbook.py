@@ -1,0 +1,208 @@
+"""The shadow's books: what it would have done with each pod, set against what was done.
+
+A shadow run (``pumice run --shadow``) decides beside a live scheduler and writes nothing, so
+its decisions never reach its cache: they are held here, per pod uid, as *records*, and each is
+resolved once into exactly one outcome, or into none:
+
+``same`` / ``different``
+    The shadow chose a node and the live scheduler's bind arrived (through the assigned-pods
+    watch): the same node, or another one.
+``only_shadow``
+    The shadow chose a node and no bind had arrived by the end of the first shadow cycle that
+    ends ``grace`` seconds or more after the choice (the live scheduler had its chance).
+``only_live``
+    The shadow's last session left the pod pending and the live scheduler bound it.
+nothing
+    A pod first seen already bound (the live scheduler was quicker than any shadow session: the
+    shadow never decided it), a pod deleted before either bound it, and a pod that left the
+    pending watch without a bind showing up in time.
+
+The shadow's latest opinion counts: a pod re-decided by a later session (the live scheduler has
+not bound it yet) keeps its newest node, and a pod it placed and then left pending (or the
+other way round) counts as what it last decided. The ``grace`` clock starts when the shadow
+first chose a node for the pod. A pod is resolved once: once it has an outcome, later sessions'
+opinions about it are ignored.
+
+Nothing here does I/O or reads the clock: the daemon (``pumice.daemon.shadow``) feeds it
+decisions, the binds the watch delivered and the time, and asks where the cluster has a pod.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+log = logging.getLogger("pumice.shadow")
+
+OUTCOMES = ("same", "different", "only_shadow", "only_live")
+
+
+class Live(enum.Enum):
+    """Where the cluster (the shadow's cache) has a pod now."""
+
+    PENDING = "pending"
+    BOUND = "bound"
+    LEFT = "left"
+    """Left the pending watch; the bind (or deletion) is not confirmed yet."""
+    GONE = "gone"
+
+
+Where = Callable[[str], tuple[Live, str | None]]
+"""uid -> (where the pod is, its node when bound)."""
+
+
+@dataclass(slots=True)
+class Record:
+    """The shadow's open opinion of one pod."""
+
+    key: str
+    """``namespace/name``."""
+    node: str | None
+    """The node the shadow would bind it to; None: the shadow leaves it pending."""
+    since: float
+    """When the shadow first chose a node (monotonic seconds); for a pending one, when seen."""
+
+
+@dataclass
+class Tally:
+    """Outcomes resolved since the last report line."""
+
+    same: int = 0
+    different: list[dict[str, str]] = field(default_factory=list)
+    only_shadow: int = 0
+    only_live: int = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.same or self.different or self.only_shadow or self.only_live)
+
+
+class ShadowBook:
+    def __init__(self, grace: float) -> None:
+        if grace <= 0:
+            raise ValueError("the shadow's grace must be positive")
+        self.grace = grace
+        self.records: dict[str, Record] = {}
+        self.settled: set[str] = set()
+        """Uids already resolved (into an outcome or into nothing): later opinions are ignored."""
+        self.totals: dict[str, int] = dict.fromkeys(OUTCOMES, 0)
+        self._tally = Tally()
+
+    # -- what the books say ------------------------------------------------------------------
+
+    @property
+    def open(self) -> int:
+        """Predictions (a node chosen) still waiting for the live scheduler."""
+        return sum(1 for r in self.records.values() if r.node is not None)
+
+    @property
+    def unreported(self) -> bool:
+        """Outcomes resolved since the last report line."""
+        return bool(self._tally)
+
+    def undecided(self, pending: Iterable[str]) -> int:
+        """How many of these pending uids no shadow session has decided yet."""
+        return sum(1 for uid in pending if uid not in self.records and uid not in self.settled)
+
+    def agreement(self) -> float | None:
+        """same / (same + different); None before the first comparison."""
+        compared = self.totals["same"] + self.totals["different"]
+        return self.totals["same"] / compared if compared else None
+
+    # -- what happened -----------------------------------------------------------------------
+
+    def decide(
+        self, seen: Mapping[str, str], placed: Mapping[str, str], now: float, where: Where
+    ) -> int:
+        """A session saw the pending pods ``seen`` (uid -> key) and would bind ``placed``
+        (uid -> node); the others it leaves pending. Pods the live scheduler bound while the
+        session ran are resolved at once. Returns how many pods it decided for the first time."""
+        new = 0
+        for uid, key in seen.items():
+            if uid in self.settled:
+                continue
+            node = placed.get(uid)
+            record = self.records.get(uid)
+            if node is not None and (record is None or record.node != node):
+                log.info("shadow: would bind %s to %s", key, node)
+            if record is None:
+                self.records[uid] = Record(key, node, now)
+                new += 1
+            else:
+                if record.node is None and node is not None:
+                    record.since = now
+                record.node = node
+        for uid in seen:
+            if uid in self.records:
+                state, node = where(uid)
+                if state is Live.BOUND and node is not None:
+                    self.bound(uid, node)
+        return new
+
+    def bound(self, uid: str, node: str) -> None:
+        """The live scheduler's bind of ``uid`` to ``node`` arrived (through the watch)."""
+        record = self.records.pop(uid, None)
+        if record is None:
+            return  # never decided by the shadow (or already resolved): it counts nothing
+        self.settled.add(uid)
+        if record.node is None:
+            self._count("only_live")
+            self._tally.only_live += 1
+            log.info("shadow: %s bound to %s; the shadow left it pending", record.key, node)
+        elif record.node == node:
+            self._count("same")
+            self._tally.same += 1
+            log.debug("shadow: %s bound to %s, as the shadow would", record.key, node)
+        else:
+            self._count("different")
+            self._tally.different.append({"pod": record.key, "shadow": record.node, "live": node})
+            log.info("shadow: %s bound to %s; the shadow chose %s", record.key, node, record.node)
+
+    def expire(self, now: float, where: Where) -> None:
+        """At the end of a cycle: predictions older than ``grace`` that no bind answered are
+        ``only_shadow``; records and settled uids of pods that are gone are dropped."""
+        for uid, record in list(self.records.items()):
+            state, node = where(uid)
+            if state is Live.BOUND and node is not None:
+                self.bound(uid, node)  # a bind whose watch event was not seen on its own
+            elif state is Live.GONE:
+                del self.records[uid]
+            elif record.node is None or now - record.since < self.grace:
+                continue
+            elif state is Live.LEFT:
+                # A bind on its way through the watch, or a deletion: wait one grace more.
+                if now - record.since >= 2 * self.grace:
+                    del self.records[uid]
+                    self.settled.add(uid)
+            else:
+                del self.records[uid]
+                self.settled.add(uid)
+                self._count("only_shadow")
+                self._tally.only_shadow += 1
+                log.info(
+                    "shadow: %s not bound %.3gs after the shadow chose %s",
+                    record.key,
+                    now - record.since,
+                    record.node,
+                )
+        self.settled = {uid for uid in self.settled if where(uid)[0] is not Live.GONE}
+
+    def _count(self, outcome: str) -> None:
+        self.totals[outcome] += 1
+
+    # -- the report --------------------------------------------------------------------------
+
+    def line(self, cycle: int, pods: int) -> dict[str, Any]:
+        """The report line of ``cycle`` (whose session decided ``pods`` pending pods for the
+        first time): the outcomes resolved since the last line, which it then starts afresh."""
+        tally, self._tally = self._tally, Tally()
+        return {
+            "cycle": cycle,
+            "pods": pods,
+            "same": tally.same,
+            "different": tally.different,
+            "only_shadow": tally.only_shadow,
+            "only_live": tally.only_live,
+        }
