@@ -1,20 +1,20 @@
 """The cluster ``pumice simulate`` replays: the daemon's cache, fed as the informers feed it.
 
 The manifests go into a ``ClusterCache`` through the handlers the daemon's informers call, as
-ADDED events (PriorityClasses, Nodes, Queues, PodGroups, then pods: a pod with a node to the
-assigned-pods handler, one of ours without a node to the pending-pods handler, others' pending
-pods nowhere, as their watches would have it); then, as after the daemon's initial-sync gate,
-cycles run. Every cycle's snapshot is the cache's, taken at the simulated ``clock``. What a
-cycle decides comes back as the API server's answers would: a bound pod is assumed, then shows
-up bound (and Running) on the assigned watch; an evicted pod is deleted; a nominated pod gets
-``status.nominatedNodeName``; PodGroups and Queues get the status ``pumice.daemon.outcome``
-computes — the code whose results the daemon writes — through their handlers, so the next
-cycle reads its Inqueue phases and node reservations back as the daemon's next session does.
+ADDED events (PriorityClasses, Nodes, Queues, PodGroups, then pods, slimmed as the pod
+informers slim them: a pod with a node to the assigned-pods handler, one of ours without a
+node to the pending-pods handler, others' pending pods nowhere, as their watches would have
+it); then, as after the daemon's initial-sync gate, cycles run. Every cycle's snapshot is
+the cache's, taken at the simulated ``clock``. What a cycle decides comes back as the API
+server's answers would: a bound pod is assumed, then shows up bound (and Running) on the
+assigned watch; an evicted pod is deleted; a nominated pod gets ``status.nominatedNodeName``;
+PodGroups and Queues get the status ``pumice.daemon.outcome`` computes — the code whose results
+the daemon writes — through their handlers, so the next cycle reads its Inqueue phases and node
+reservations back as the daemon's next session does.
 """
 
 from __future__ import annotations
 
-import copy
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -66,6 +66,7 @@ class SimulatedCluster:
                 self._add_pod(obj)
 
     def _add_pod(self, pod: Obj) -> None:
+        pod = self.cache.slim_pod(pod)  # what the pod informers deliver
         spec = pod.get("spec") or {}
         phase = (pod.get("status") or {}).get("phase")
         if spec.get("nodeName"):
@@ -90,11 +91,9 @@ class SimulatedCluster:
         old = self.pods.get(task.uid)
         if old is None or not self.cache.assume(task.uid, node):
             return
-        new = copy.deepcopy(old)
-        new.setdefault("spec", {})["nodeName"] = node
-        status = new.setdefault("status", {})
-        status["phase"] = "Running"
-        status.pop("nominatedNodeName", None)
+        status = {k: v for k, v in (old.get("status") or {}).items() if k != "nominatedNodeName"}
+        spec = {**(old.get("spec") or {}), "nodeName": node}
+        new = {**old, "spec": spec, "status": {**status, "phase": "Running"}}
         self.pods[task.uid] = new
         self.cache.assigned_pods.on_add(new)
         self.cache.pending_pods.on_delete(old)
@@ -109,8 +108,7 @@ class SimulatedCluster:
         old = self.pods.get(task.uid)
         if old is None:
             return
-        new = copy.deepcopy(old)
-        new.setdefault("status", {})["nominatedNodeName"] = node
+        new = {**old, "status": {**(old.get("status") or {}), "nominatedNodeName": node}}
         self.pods[task.uid] = new
         self.cache.pending_pods.on_update(old, new)
 

@@ -10,9 +10,11 @@ PodGroup phases.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +45,22 @@ SCENARIO_TESTS = [
 ]
 
 pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    """``pumice run`` routes the root logger through structlog onto the captured stderr: put
+    the test run's handlers back, or later tests log into a closed stream."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    access = logging.getLogger("aiohttp.access").level
+    yield
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    for handler in handlers:
+        root.addHandler(handler)
+    root.setLevel(level)
+    logging.getLogger("aiohttp.access").setLevel(access)
 
 
 @pytest.fixture(scope="module")
