@@ -46,9 +46,12 @@ Effect:
   follows the tier rules: in a tier of its own before ``proportion``'s it stands whatever the
   fair share says; in the same tier it is intersected with proportion's.
 
-Status. At session close ``statuses()`` gives, for every queue of the session, the value of its
-``status.reservation``: ``{nodes, resource, lockedAt}`` (``resource`` = what is idle on the
-locked nodes now), ``{refused}``, or None (no reservation). The owner writes it back on change.
+Status. At session close the ``queue_status`` hook gives a queue that holds a lock, or was
+refused one, its ``status.reservation``: ``{nodes, resource, lockedAt}`` (``resource`` = what is
+idle on the locked nodes now) or ``{refused}``; the owner of the session writes it back on
+change, and the next session reads the lock from there; ``queue_events`` asks for a
+``ReservationRefused`` Warning event on the Queue when a refusal's reason is new.
+``statuses()`` gives the status for every queue (None: no reservation).
 
 The clock is ``ClusterSnapshot.taken_at``: wall time in the daemon, ``period`` per cycle in
 ``pumice simulate``.
@@ -316,6 +319,19 @@ class NodeReservationPlugin(Plugin):
         return [c for c in candidates if c.node_name in mine and self._queue_of(c) != lock.queue]
 
     # -- status -----------------------------------------------------------------------------
+
+    @hookimpl
+    def queue_status(self, queue: QueueInfo) -> dict[str, Any]:
+        """``reservation`` of a queue that holds a lock or was refused one; nothing else."""
+        if queue.name not in self.locks and queue.name not in self.refusals:
+            return {}
+        return {"reservation": self.statuses()[queue.name]}
+
+    @hookimpl
+    def queue_events(self, queue: QueueInfo) -> list[tuple[str, str]]:
+        """A ``ReservationRefused`` event for a refusal whose reason is new."""
+        refusal = self.new_refusals.get(queue.name)
+        return [] if refusal is None else [("ReservationRefused", refusal)]
 
     def statuses(self) -> dict[str, dict[str, Any] | None]:
         """Queue name -> its ``status.reservation`` now (None: none), for every queue."""

@@ -61,9 +61,10 @@ Differences from Volcano:
   once and given back at the next ``job_enqueueable`` call if the job was not admitted after
   all (another plugin rejected it), which is what ``JobEnqueued`` achieves;
 * scheduling-gated tasks do not exist in pumice, so nothing is deducted for them;
-* no metrics are exported from here (``shares()`` hands the numbers to whoever runs the session:
-  the daemon's ``pumice_queue_deserved`` / ``pumice_queue_share``), and no PodGroup event is
-  written (the reason goes to ``session.job_reasons``).
+* its numbers reach the cluster through the status and metric hooks: ``queue_status`` adds
+  ``deserved`` and ``share`` to a Queue's status, ``metric_samples`` gives
+  ``pumice_proportion_queue_deserved`` / ``pumice_proportion_queue_share``; no PodGroup event
+  is written (the reason goes to ``session.job_reasons``).
 """
 
 from __future__ import annotations
@@ -71,11 +72,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from pumice import (
     ALLOCATED_STATUSES,
     Arguments,
     JobInfo,
+    MetricSample,
     Plugin,
     QueueInfo,
     Resource,
@@ -84,6 +87,7 @@ from pumice import (
     TaskStatus,
     Vote,
     hookimpl,
+    resource_list,
 )
 
 log = logging.getLogger("pumice.plugins.proportion")
@@ -413,6 +417,37 @@ class ProportionPlugin(Plugin):
             name: QueueShare(attr.deserved, attr.allocated, attr.share)
             for name, attr in self.attributes.items()
         }
+
+    # -- status and metrics -------------------------------------------------------------------
+
+    @hookimpl
+    def queue_status(self, queue: QueueInfo) -> dict[str, Any]:
+        """``deserved`` and ``share`` of a queue that has jobs this session."""
+        attr = self.attributes.get(queue.name)
+        if attr is None:
+            return {}
+        return {"deserved": resource_list(attr.deserved), "share": round(attr.share, 6)}
+
+    @hookimpl
+    def metric_samples(self) -> Iterable[MetricSample]:
+        """``pumice_proportion_queue_deserved{queue,resource}`` (cpu in cores, memory in bytes)
+        and ``pumice_proportion_queue_share{queue}``, for the queues that have jobs."""
+        for name, attr in sorted(self.attributes.items()):
+            for dim, value in sorted(attr.deserved.items()):
+                yield MetricSample(
+                    "queue_deserved",
+                    value / 1000 if dim == "cpu" else value,
+                    {"queue": name, "resource": dim},
+                    "Each queue's fair share at the last session (cpu in cores, memory in "
+                    "bytes, others in their own unit)",
+                )
+            yield MetricSample(
+                "queue_share",
+                attr.share,
+                {"queue": name},
+                "allocated / deserved in the queue's most used dimension at the end of the "
+                "last session (1 = at its fair share)",
+            )
 
     # -- events -----------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ from pumice.framework import (
     ConfigError,
     Feasibility,
     JobInvalid,
+    MetricSample,
     Plugin,
     PredicateResult,
     Session,
@@ -49,6 +50,7 @@ from pumice.model import (
     parse_quantity,
     pod_requests,
     pod_terms,
+    resource_list,
 )
 from pumice.model.node import FIT_TOLERANCE
 from pumice.model.status import (
@@ -79,6 +81,7 @@ __all__ = [
     "Feasibility",
     "JobInfo",
     "JobInvalid",
+    "MetricSample",
     "NodeInfo",
     "NodeTable",
     "Plugin",
@@ -102,5 +105,6 @@ __all__ = [
     "parse_quantity",
     "pod_requests",
     "pod_terms",
+    "resource_list",
     "warn_once",
 ]

@@ -3,7 +3,7 @@
 No I/O: the daemon feeds it informer events and its own decisions; sessions get clones.
 """
 
-from pumice.cache.cache import NO_QUEUE, ClusterCache, lone_job_id
+from pumice.cache.cache import NO_QUEUE, ClusterCache
 from pumice.cache.handler import Handler
 from pumice.cache.pods import PodEntry, PodState
 from pumice.cache.slim import PodSlimmer, slim_pod
@@ -15,6 +15,5 @@ __all__ = [
     "PodEntry",
     "PodSlimmer",
     "PodState",
-    "lone_job_id",
     "slim_pod",
 ]

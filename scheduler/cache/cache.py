@@ -11,7 +11,10 @@ Pods follow the state machine of ``pumice.cache.pods``. Pods of other schedulers
 the assigned-pods watch; they are accounted on their nodes as jobs of their own in no queue, so
 they use capacity without ever entering a queue's share or a session's work. Without Volcano's
 CRDs (``volcano=False``) the group annotation is ignored and every pod is a job of its own; in
-either case the queue ``default`` exists implicitly while no Queue object of that name does.
+either case the default queue (the config's ``defaultQueue``) exists implicitly while no Queue
+object of that name does. Finished pods (Succeeded, Failed) hold nothing on their nodes; those
+of our PodGroups stay in their jobs (off their nodes), so a PodGroup whose members all finished
+is Completed, as Volcano writes it.
 """
 
 from __future__ import annotations
@@ -19,18 +22,18 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from pumice.cache.groups import (
     Obj,
     PodGroupEntry,
+    PriorityClasses,
     build_job,
     build_queue,
     object_key,
-    priority_value,
+    queue_of,
 )
 from pumice.cache.handler import Handler
-from pumice.cache.pods import PodEntry, PodState, is_gated, is_terminal, pod_uid
+from pumice.cache.pods import PodEntry, PodState, is_gated, is_terminal, parse_task, pod_uid
 from pumice.cache.slim import PodSlimmer
 from pumice.model import (
     ClusterSnapshot,
@@ -40,9 +43,8 @@ from pumice.model import (
     QueueInfo,
     TaskInfo,
 )
-from pumice.model.objects import GROUP_NAME_ANNOTATION
-from pumice.model.resource import Resource
-from pumice.model.status import TaskStatus, status_of_pod
+from pumice.model.objects import GROUP_NAME_ANNOTATION, lone_pod_job
+from pumice.model.status import TaskStatus
 
 log = logging.getLogger("pumice.cache")
 
@@ -50,11 +52,6 @@ NO_QUEUE = ""
 """The queue of other schedulers' pods: not a queue any session knows."""
 LEFT_RETENTION = 60.0
 """Seconds a pod that left the pending watch waits for an assigned ADD before it is dropped."""
-
-
-def lone_job_id(namespace: str, uid: str) -> str:
-    """The job id of a pod without a PodGroup (never a PodGroup's own name)."""
-    return f"{namespace}/podgroup-{uid}"
 
 
 class ClusterCache:
@@ -79,7 +76,7 @@ class ClusterCache:
         self.podgroups: dict[str, PodGroupEntry] = {}
         self.queue_objects: dict[str, Obj] = {}
         self.queue_problems: dict[str, str] = {}
-        self.priorities: dict[str, int] = {}
+        self.priorities = PriorityClasses()
         self._group_pods: dict[str, set[str]] = {}
         self._lone_jobs: set[str] = set()
         self._held: dict[str, float] = {}
@@ -139,6 +136,10 @@ class ClusterCache:
     def holding(self) -> bool:
         """Are pods held back after a failed bind (their time may be up)?"""
         return bool(self._held)
+
+    def evicted(self) -> int:
+        """How many pods we evicted are still there (terminating)."""
+        return sum(1 for e in self.pods.values() if e.evicting)
 
     def held(self) -> int:
         """How many pods are backing off after a failed bind."""
@@ -272,8 +273,13 @@ class ClusterCache:
         uid = pod_uid(pod)
         spec = pod.get("spec") or {}
         entry = self.pods.get(uid)
+        ours = spec.get("schedulerName") == self.scheduler_name
+        if is_terminal(pod) and not (ours and self._grouped(pod)):
+            # done, and counted nowhere: only a PodGroup's completed members are kept
+            if entry is not None:
+                self._assigned_delete(pod)
+            return
         if entry is None:
-            ours = spec.get("schedulerName") == self.scheduler_name
             entry = self.pods[uid] = PodEntry(uid, pod, PodState.ADDED, ours=ours)
         node = spec.get("nodeName") or None
         if entry.state is PodState.ASSUMED and entry.node != node:
@@ -286,6 +292,16 @@ class ClusterCache:
     def _assigned_delete(self, pod: Obj) -> None:
         entry = self.pods.get(pod_uid(pod))
         if entry is None:
+            return
+        if (
+            entry.state is PodState.ADDED
+            and entry.group is not None
+            and is_terminal(pod)
+            and not is_terminal(entry.pod)
+        ):
+            # it completed (a watch that leaves out finished pods says so with a delete): its
+            # PodGroup still counts it, as Volcano's does, until the pod is gone for good
+            self._assigned_upsert(pod)
             return
         entry.on_assigned_watch = False
         if entry.state is not PodState.ADDED:
@@ -333,6 +349,7 @@ class ClusterCache:
                 priority=task.priority,
                 min_available=1,
                 creation_timestamp=task.creation_timestamp,
+                preemptable=task.preemptable,
             )
         )
         self._lone_jobs.add(task.job)
@@ -346,15 +363,18 @@ class ClusterCache:
             return None
         if state is PodState.INITIAL and (entry.pod.get("metadata") or {}).get("deletionTimestamp"):
             return None  # being deleted: never scheduled
-        if state is PodState.ADDED and is_terminal(entry.pod):
+        completed = state is PodState.ADDED and is_terminal(entry.pod)
+        if completed and entry.group is None:
             return None
         task = self._parse_task(entry)
         if task is None:
             return None
         job = self._job_of(entry, task)
-        if job is None:
+        if job is None or (completed and job != entry.group):
             return None
         task.job = job
+        if completed:
+            task.node_name = None  # a PodGroup's completed member holds nothing on its node
         if state is PodState.ASSUMED:
             task.node_name, task.status = entry.node, TaskStatus.BINDING
         elif entry.evicting and task.status & (TaskStatus.BOUND | TaskStatus.RUNNING):
@@ -362,33 +382,11 @@ class ClusterCache:
         return task
 
     def _parse_task(self, entry: PodEntry) -> TaskInfo | None:
-        pod = entry.pod
-        try:
-            task = TaskInfo.from_pod(pod)
-        except (ValueError, TypeError, KeyError) as exc:
-            if entry.state is PodState.INITIAL:
-                entry.state, entry.reason = PodState.BLOCKED, f"pod {entry.key} is invalid: {exc}"
-                return None
-            # A bound pod we cannot parse still sits on its node: count it as requesting nothing.
-            log.warning("pod %s: %s; counted without requests", entry.key, exc)
-            meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
-            task = TaskInfo(
-                uid=entry.uid,
-                name=str(meta.get("name")),
-                namespace=str(meta.get("namespace") or "default"),
-                resreq=Resource.zero(),
-                status=status_of_pod(pod),
-                node_name=spec.get("nodeName") or None,
-                pod=pod,
-            )
-        spec = pod.get("spec") or {}
-        if spec.get("priority") is None and spec.get("priorityClassName") in self.priorities:
-            task.priority = self.priorities[str(spec["priorityClassName"])]
-        return task
+        return parse_task(entry, self.priorities.of)
 
     def _job_of(self, entry: PodEntry, task: TaskInfo) -> str | None:
         """The job the task belongs to; None (and the entry BLOCKED) when it may not run."""
-        lone = lone_job_id(task.namespace, entry.uid)
+        lone = lone_pod_job(task.namespace, entry.uid)
         if entry.group is None:
             return lone
         group = self.podgroups.get(entry.group)
@@ -401,6 +399,11 @@ class ClusterCache:
             group.reason if group is not None else f"podgroup {entry.group} does not exist"
         )
         return None
+
+    def _grouped(self, pod: Obj) -> bool:
+        """Does the pod belong to a PodGroup (with Volcano's CRDs)?"""
+        annotations = (pod.get("metadata") or {}).get("annotations") or {}
+        return self.volcano and bool(annotations.get(GROUP_NAME_ANNOTATION))
 
     def _regroup(self, entry: PodEntry) -> None:
         """Index the pod under the PodGroup it names (ours and with Volcano's CRDs only)."""
@@ -434,7 +437,13 @@ class ClusterCache:
     def _podgroup_upsert(self, podgroup: Obj) -> None:
         key = object_key(podgroup)
         before = self.podgroups.get(key)
-        entry = build_job(podgroup, self.priorities, self.state.queues)
+        entry = build_job(
+            podgroup,
+            self.priorities.values,
+            self.state.queues,
+            default_queue=self.default_queue,
+            default_priority=self.priorities.of(None),
+        )
         self.podgroups[key] = entry
         if entry.job is not None:
             self.state.put_job(entry.job)
@@ -472,14 +481,14 @@ class ClusterCache:
         else:
             self.queue_problems.pop(name, None)
             self.state.put_queue(info)
-        self._revalidate(lambda pg: _queue_of(pg) == name)
+        self._revalidate(lambda pg: queue_of(pg, self.default_queue) == name)
 
     def _queue_delete(self, queue: Obj) -> None:
         name = object_key(queue)
         self.queue_objects.pop(name, None)
         self.queue_problems.pop(name, None)
         self._remove_queue(name)
-        self._revalidate(lambda pg: _queue_of(pg) == name)
+        self._revalidate(lambda pg: queue_of(pg, self.default_queue) == name)
 
     def _remove_queue(self, name: str) -> None:
         if name == self.default_queue:
@@ -488,20 +497,7 @@ class ClusterCache:
             self.state.remove_queue(name)
 
     def _pc_upsert(self, pc: Obj) -> None:
-        name = object_key(pc)
-        value = priority_value(pc)
-        if value is None:
-            log.warning("priorityclass %s has no integer value; ignored", name)
-            self.priorities.pop(name, None)
-        else:
-            self.priorities[name] = value
-        self._revalidate(lambda pg: (pg.get("spec") or {}).get("priorityClassName") == name)
+        self._revalidate(self.priorities.upsert(pc))
 
     def _pc_delete(self, pc: Obj) -> None:
-        name = object_key(pc)
-        self.priorities.pop(name, None)
-        self._revalidate(lambda pg: (pg.get("spec") or {}).get("priorityClassName") == name)
-
-
-def _queue_of(podgroup: Obj) -> Any:
-    return (podgroup.get("spec") or {}).get("queue") or "default"
+        self._revalidate(self.priorities.delete(pc))

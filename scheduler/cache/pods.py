@@ -21,8 +21,15 @@ session, waiting a while for an assigned ADD that would make it Added.
 from __future__ import annotations
 
 import enum
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from pumice.model import Resource, TaskInfo
+from pumice.model.status import status_of_pod
+
+log = logging.getLogger("pumice.cache")
 
 Obj = dict[str, Any]
 
@@ -83,3 +90,35 @@ def is_gated(pod: Obj) -> bool:
 
 def is_terminal(pod: Obj) -> bool:
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def parse_task(entry: PodEntry, priority_of: Callable[[str | None], int | None]) -> TaskInfo | None:
+    """The task of the entry's pod; None (and the entry BLOCKED) for a pending pod that cannot
+    be parsed. A pod without ``spec.priority`` gets what the priority admission would have set
+    (``priority_of`` its class, the ``globalDefault`` one's for none): objects that never went
+    through an API server (``pumice simulate``) lack it."""
+    pod = entry.pod
+    try:
+        task = TaskInfo.from_pod(pod)
+    except (ValueError, TypeError, KeyError) as exc:
+        if entry.state is PodState.INITIAL:
+            entry.state, entry.reason = PodState.BLOCKED, f"pod {entry.key} is invalid: {exc}"
+            return None
+        # A bound pod we cannot parse still sits on its node: count it as requesting nothing.
+        log.warning("pod %s: %s; counted without requests", entry.key, exc)
+        meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+        task = TaskInfo(
+            uid=entry.uid,
+            name=str(meta.get("name")),
+            namespace=str(meta.get("namespace") or "default"),
+            resreq=Resource.zero(),
+            status=status_of_pod(pod),
+            node_name=spec.get("nodeName") or None,
+            pod=pod,
+        )
+    spec = pod.get("spec") or {}
+    if spec.get("priority") is None:
+        value = priority_of(spec.get("priorityClassName"))
+        if value is not None:
+            task.priority = value
+    return task

@@ -6,13 +6,15 @@ The JSON has exactly these keys (quantities as Kubernetes writes them: ``"4"``, 
     {"placements":    [{"pod", "node", "action", "cycle"[, "scores"]}],
      "evictions":     [{"pod", "node", "action", "cycle", "preemptor"}],
      "unschedulable": [{"pod", "message"}],
-     "queues":        {name: {"deserved": {...}, "allocated": {...}, "share": float
-                             [, "reservation": {"nodes": [...], "resource": {...}}
-                                             | {"refused": "why"}]}},
+     "queues":        {name: {"allocated": {...}, "pending": n, "inqueue": n, "running": n,
+                             "completed": n, ...the fields plugins set}},
      "podgroups":     {"ns/name": {"phase": ...}}}
 
-``reservation`` appears for the queues the node-reservation plugin locks nodes for (the nodes
-and what is idle on them) or refuses (the reason).
+A queue's entry is the status the daemon would write into its Queue (``pumice.daemon.outcome``)
+at the end of the last cycle, the fields plugins contribute included: ``deserved`` and
+``share`` from ``proportion``, ``reservation`` from ``node-reservation`` (the locked nodes and
+what is idle on them, or why the request was refused). Every queue of the session has one, the
+implicit default queue too.
 
 ``scores`` (with ``--explain``) maps every node where the pod was feasible to each scoring
 plugin's contribution (its weight included) and their ``total``.
@@ -24,23 +26,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from pumice.model import Resource
-from pumice.model.quantity import is_byte_resource
-from pumice.model.resource import format_amount
 
 BAR_WIDTH = 20
-
-
-def quantity(name: str, value: float) -> str:
-    """A canonical amount as a canonical Kubernetes quantity (whole millicores and bytes)."""
-    if name == "cpu" or is_byte_resource(name):
-        return format_amount(name, float(round(value)))
-    return format_amount(name, round(value, 3))
-
-
-def resource_list(resource: Resource) -> dict[str, str]:
-    """A Resource as a Kubernetes resource list, names sorted, zero amounts left out."""
-    return {name: quantity(name, value) for name, value in sorted(resource.items()) if value}
+QUEUE_COUNTS = ("pending", "inqueue", "running", "completed")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,13 +53,6 @@ class Eviction:
 
 
 @dataclass(frozen=True, slots=True)
-class QueueFigures:
-    deserved: Resource
-    allocated: Resource
-    share: float
-
-
-@dataclass(frozen=True, slots=True)
 class NodeUsage:
     name: str
     allocatable: Resource
@@ -84,12 +68,11 @@ class Report:
     placements: list[Placement] = field(default_factory=list)
     evictions: list[Eviction] = field(default_factory=list)
     unschedulable: dict[str, str] = field(default_factory=dict)
-    queues: dict[str, QueueFigures] = field(default_factory=dict)
+    queues: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Queue -> its status after the last cycle (see the module docstring)."""
     podgroups: dict[str, str] = field(default_factory=dict)
     nodes: list[NodeUsage] = field(default_factory=list)
     cycles: int = 0
-    reservations: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """Queue -> its ``status.reservation`` after the last cycle (node-reservation)."""
 
     def to_json(self) -> dict[str, Any]:
         placements = []
@@ -122,25 +105,9 @@ class Report:
                 {"pod": pod, "message": message}
                 for pod, message in sorted(self.unschedulable.items())
             ],
-            "queues": {
-                name: {
-                    "deserved": resource_list(q.deserved),
-                    "allocated": resource_list(q.allocated),
-                    "share": round(q.share, 6),
-                    **self._reservation(name),
-                }
-                for name, q in sorted(self.queues.items())
-            },
+            "queues": {name: dict(sorted(q.items())) for name, q in sorted(self.queues.items())},
             "podgroups": {key: {"phase": phase} for key, phase in sorted(self.podgroups.items())},
         }
-
-    def _reservation(self, queue: str) -> dict[str, Any]:
-        status = self.reservations.get(queue)
-        if status is None:
-            return {}
-        if "refused" in status:
-            return {"reservation": {"refused": status["refused"]}}
-        return {"reservation": {"nodes": status["nodes"], "resource": status["resource"]}}
 
 
 # -- the table ----------------------------------------------------------------------------------
@@ -206,20 +173,20 @@ def render_table(report: Report, explain: bool = False) -> str:
         out += _columns(rows)
     out += ["", "QUEUES"]
     if report.queues:
-        rows = [("QUEUE", "DESERVED", "ALLOCATED", "SHARE")]
+        rows = [("QUEUE", "ALLOCATED", *(c.upper() for c in QUEUE_COUNTS))]
         for name, q in sorted(report.queues.items()):
-            rows.append((name, _inline(q.deserved), _inline(q.allocated), f"{q.share:.2f}"))
+            counts = (str(q.get(c, 0)) for c in QUEUE_COUNTS)
+            rows.append((name, _inline(q.get("allocated") or {}), *counts))
         out += _columns(rows)
-    if report.reservations:
-        out += ["", "RESERVATIONS"]
-        rows = [("QUEUE", "NODES", "IDLE ON THEM")]
-        for name, status in sorted(report.reservations.items()):
-            if "refused" in status:
-                rows.append((name, "refused", status["refused"]))
-            else:
-                idle = ",".join(f"{k}={v}" for k, v in status["resource"].items()) or "-"
-                rows.append((name, ",".join(status["nodes"]), idle))
-        out += _columns(rows)
+        extra = [
+            (name, key, _value(value))
+            for name, q in sorted(report.queues.items())
+            for key, value in sorted(q.items())
+            if key != "allocated" and key not in QUEUE_COUNTS
+        ]
+        if extra:
+            out += ["", "QUEUE STATUS FROM PLUGINS"]
+            out += _columns([("QUEUE", "FIELD", "VALUE"), *extra])
     out += ["", "PODGROUPS"]
     if report.podgroups:
         rows = [("PODGROUP", "PHASE"), *sorted(report.podgroups.items())]
@@ -227,6 +194,14 @@ def render_table(report: Report, explain: bool = False) -> str:
     return "\n".join(out)
 
 
-def _inline(resource: Resource) -> str:
-    listed = resource_list(resource)
+def _inline(listed: dict[str, Any]) -> str:
     return ",".join(f"{k}={v}" for k, v in listed.items()) if listed else "-"
+
+
+def _value(value: Any) -> str:
+    """A status field in one line: ``k=v,…`` for a flat mapping, JSON for anything deeper."""
+    if isinstance(value, dict) and all(not isinstance(v, dict | list) for v in value.values()):
+        return _inline(value)
+    if isinstance(value, str):
+        return value
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()

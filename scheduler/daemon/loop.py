@@ -248,7 +248,8 @@ class Daemon:
         specs = [
             (NODES, cache.nodes, "nodes", None),
             (PODS, cache.pending_pods, "pending-pods", f"{ours},{live}"),
-            (PODS, cache.assigned_pods, "assigned-pods", f"spec.nodeName!=,{live}"),
+            # finished pods too: a PodGroup counts its completed members (Volcano's phases)
+            (PODS, cache.assigned_pods, "assigned-pods", "spec.nodeName!="),
             (PRIORITYCLASSES, cache.priority_classes, "priorityclasses", None),
         ]
         if cache.volcano:
@@ -405,6 +406,7 @@ class Daemon:
             and outcome.evictions == 0
             and in_flight == 0
             and self.cache.held() == 0
+            and self.cache.evicted() == 0  # a preemptor waits for its victims to go
         )
 
     async def cycle(self, cache: ClusterCache) -> CycleOutcome:

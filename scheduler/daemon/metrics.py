@@ -16,9 +16,10 @@ internal queues, something else).
 Plugin hooks run many times per task, so they are not observed one call at a time: the session
 clocks each (plugin, hook) into a running sum (``Session(time_hooks=True)``, two clock reads per
 call) and ``pumice_plugin_hook_duration_seconds`` observes that sum once per session, beside a
-counter of the calls. Queue fair shares (``pumice_queue_deserved``, ``pumice_queue_share``) come
-from the ``proportion`` plugin's ``shares()`` at the end of the last session; without
-proportion only ``pumice_queue_allocated`` (from the Queue status the session computed) is there.
+counter of the calls. ``pumice_queue_allocated`` comes from the Queue status the last session
+computed. Plugins add their own metrics through the ``metric_samples`` hook: the last
+session's samples are exposed as ``pumice_<plugin>_<name>`` (e.g. proportion's
+``pumice_proportion_queue_deserved`` and ``pumice_proportion_queue_share``).
 """
 
 from __future__ import annotations
@@ -32,12 +33,13 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from pumice.framework import MetricSample
+from pumice.framework.contributions import metric_name
 from pumice.model import QuantityError, Resource, TaskStatus
 
 if TYPE_CHECKING:
     from pumice.daemon.loop import Daemon
     from pumice.daemon.outcome import CycleOutcome
-    from pumice.plugins.proportion import QueueShare
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -91,8 +93,8 @@ class DaemonMetrics:
             ["plugin", "hook"],
             registry=self.registry,
         )
-        self.shares: dict[str, QueueShare] = {}
-        """The last session's proportion numbers, per queue (empty without proportion)."""
+        self.samples: list[tuple[str, MetricSample]] = []
+        """The last session's plugin metric samples: (plugin name, sample)."""
         self.queues: dict[str, Mapping[str, Any]] = {}
         """The last session's Queue status (``allocated`` …), per queue."""
         self.first_attempt: dict[str, float] = {}
@@ -122,7 +124,7 @@ class DaemonMetrics:
             self.hook_duration.labels(plugin, hook).observe(seconds)
             self.hook_calls.labels(plugin, hook).inc(calls)
         if not outcome.failed:
-            self.shares = dict(outcome.shares)
+            self.samples = list(outcome.samples)
         if outcome.queues:
             self.queues = dict(outcome.queues)
         unschedulable = len(outcome.task_reasons)
@@ -258,32 +260,30 @@ class _StateCollector(Collector):
         for queue, status in self.metrics.queues.items():
             with contextlib.suppress(QuantityError):
                 held[queue] = Resource.from_k8s(status.get("allocated") or {})
-        # A queue without a Queue object (the implicit default, without Volcano's CRDs) has
-        # no status; proportion still counts what it holds.
-        for queue, numbers in self.metrics.shares.items():
-            held.setdefault(queue, numbers.allocated)
         for queue, amounts in sorted(held.items()):
             for name, value in sorted(amounts.items()):
                 allocated.add_metric([queue, name], _base_unit(name, value))
         yield allocated
-        deserved = GaugeMetricFamily(
-            "pumice_queue_deserved",
-            "Each queue's fair share at the last session, from the proportion plugin (cpu in "
-            "cores, memory in bytes, others in their own unit)",
-            labels=["queue", "resource"],
-        )
-        share = GaugeMetricFamily(
-            "pumice_queue_share",
-            "allocated / deserved in the queue's most used dimension at the end of the last "
-            "session, from the proportion plugin (1 = at its fair share)",
-            labels=["queue"],
-        )
-        for queue, numbers in sorted(self.metrics.shares.items()):
-            for name, value in sorted(numbers.deserved.items()):
-                deserved.add_metric([queue, name], _base_unit(name, value))
-            share.add_metric([queue], numbers.share)
-        yield deserved
-        yield share
+        yield from plugin_metrics(self.metrics.samples)
+
+
+def plugin_metrics(samples: Iterable[tuple[str, MetricSample]]) -> Iterator[Metric]:
+    """The plugins' samples as metric families ``pumice_<plugin>_<name>``; a family whose
+    samples disagree on their kind or label names keeps the first kind and label set."""
+    families: dict[str, GaugeMetricFamily | CounterMetricFamily] = {}
+    labels_of: dict[str, tuple[str, ...]] = {}
+    for plugin, sample in samples:
+        name = metric_name(plugin, sample.name)
+        labels = tuple(sorted(sample.labels))
+        family = families.get(name)
+        if family is None:
+            kind = CounterMetricFamily if sample.kind == "counter" else GaugeMetricFamily
+            family = families[name] = kind(name, sample.help or name, labels=list(labels))
+            labels_of[name] = labels
+        elif labels_of[name] != labels:
+            continue
+        family.add_metric([str(sample.labels[k]) for k in labels], float(sample.value))
+    yield from families.values()
 
 
 def _base_unit(resource: str, value: float) -> float:

@@ -1,15 +1,19 @@
 """What a session leaves behind for the API server: reasons, PodGroup and Queue status.
 
 Computed in the worker thread from the session's own (cloned) objects, as plain data, so the
-event loop only compares and writes. PodGroup status follows what Volcano writes: ``phase``
-(Pending, Inqueue, Running), the ``running`` / ``succeeded`` / ``failed`` counts, and one
-condition — ``Unschedulable`` (reason ``NotEnoughResources``, the session's message) or
-``Scheduled`` once the gang is ready. Queue status carries ``allocated`` and the number of
-PodGroups per phase, and, where the ``node-reservation`` plugin runs, ``reservation`` (the
-locked nodes and their idle resources, or why a request was refused).
+event loop only compares and writes. The daemon writes it; ``pumice simulate`` reports it (the
+same code, so the two cannot disagree). PodGroup status follows what Volcano writes: ``phase``
+(Pending, Inqueue, Running, Completed), the ``running`` / ``succeeded`` / ``failed`` counts, and
+the conditions — ``Unschedulable`` (reason ``NotEnoughResources``, the session's message) or
+``Scheduled`` once the gang is ready, then what plugins add (``podgroup_conditions``). Queue
+status carries ``allocated`` and the number of PodGroups per phase, merged with the fields
+plugins set (``queue_status``: ``reservation`` from ``node-reservation``, ``deserved`` and
+``share`` from ``proportion``), and the Warning events plugins ask for (``queue_events``:
+``node-reservation``'s ``ReservationRefused``). Every queue of the session gets a status,
+the implicit default queue included (the daemon writes only those with a Queue object).
 
-For the metrics it also keeps what each plugin hook cost in the session, and, where the
-``proportion`` plugin runs, each queue's deserved, allocated and share (``shares()``).
+For the metrics it also keeps what each plugin hook cost in the session and the plugins'
+metric samples (``metric_samples``). Nothing here knows any plugin by name or type.
 """
 
 from __future__ import annotations
@@ -17,10 +21,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pumice.framework import MetricSample
 from pumice.framework.session import Session
-from pumice.model import JobInfo, Resource, TaskStatus
-from pumice.plugins.node_reservation import NodeReservationPlugin
-from pumice.plugins.proportion import ProportionPlugin, QueueShare
+from pumice.model import JobInfo, Resource, TaskStatus, resource_list
+from pumice.model.status import ALLOCATED_STATUSES, COMPLETED_STATUSES
 
 Obj = dict[str, Any]
 
@@ -39,26 +43,26 @@ class CycleOutcome:
     podgroups: dict[str, Obj] = field(default_factory=dict)
     """``namespace/name`` -> the status the PodGroup should have."""
     queues: dict[str, Obj] = field(default_factory=dict)
-    queue_refusals: dict[str, str] = field(default_factory=dict)
-    """Queue name -> why its node reservation was refused, for reasons not yet in its status
-    (each gets a Queue event)."""
+    """Queue name -> the status the Queue should have (every queue of the session)."""
+    queue_events: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    """Queue name -> the (reason, message) Warning events plugins asked for."""
     seconds: float = 0.0
     action_seconds: dict[str, float] = field(default_factory=dict)
     """Seconds each action took in the session."""
     hook_time: dict[tuple[str, str], tuple[float, int]] = field(default_factory=dict)
     """(plugin, hook) -> (seconds, calls) in the session, for the hooks it called."""
-    shares: dict[str, QueueShare] = field(default_factory=dict)
-    """Queue name -> proportion's deserved, allocated and share at the session's end (empty
-    without the proportion plugin)."""
+    samples: list[tuple[str, MetricSample]] = field(default_factory=list)
+    """(plugin name, sample): the plugins' metric samples at the session's end."""
     failed: bool = False
     """The session raised (logged); nothing was decided."""
 
 
 def collect(session: Session) -> CycleOutcome:
-    """Reasons and statuses of everything a session looked at."""
+    """Reasons and statuses of everything a (closed) session looked at."""
     out = CycleOutcome()
     out.action_seconds = dict(session.action_seconds)
     out.hook_time = {k: (t.seconds, t.calls) for k, t in session.hook_time.items() if t.calls}
+    contributed = session.contributions
     queue_jobs: dict[str, list[JobInfo]] = {}
     for job in session.jobs.values():
         if job.queue in session.queues:
@@ -70,27 +74,35 @@ def collect(session: Session) -> CycleOutcome:
             if reason:
                 out.task_reasons[task.uid] = reason
         if job.podgroup is not None:
-            out.podgroups[job.uid] = podgroup_status(job, job_reason)
-    for name, queue in session.queues.items():
-        if queue.queue is not None:  # a Queue object, not the implicit default
-            out.queues[name] = queue_status(queue_jobs.get(name, []))
-    for _, _, plugin in session.plugins:
-        if isinstance(plugin, NodeReservationPlugin):
-            # locks live in the Queue's status: the next session reads them back from there
-            for name, reservation in plugin.statuses().items():
-                if name in out.queues and reservation is not None:
-                    out.queues[name]["reservation"] = reservation
-            out.queue_refusals.update(plugin.new_refusals)
-        elif isinstance(plugin, ProportionPlugin):
-            out.shares.update(plugin.shares())
+            status = podgroup_status(job, job_reason)
+            extra = contributed.conditions.get(job.uid)
+            if extra:
+                status["conditions"] = [*status.get("conditions", []), *extra]
+            out.podgroups[job.uid] = status
+    for name in session.queues:
+        out.queues[name] = {
+            **queue_status(queue_jobs.get(name, [])),
+            **contributed.queue_fields.get(name, {}),
+        }
+    out.queue_events = dict(contributed.queue_events)
+    out.samples = list(contributed.samples)
     return out
 
 
+def podgroup_phase(job: JobInfo) -> str:
+    """Volcano's phase at session close: once ``minMember`` tasks are placed (allocated,
+    bound, running, releasing on their node, or completed), Completed when all of those have
+    completed, else Running; otherwise Inqueue stays Inqueue and all else is Pending."""
+    placed = job.count(ALLOCATED_STATUSES | COMPLETED_STATUSES | TaskStatus.RELEASING)
+    if job.min_available > 0 and placed >= job.min_available:
+        return "Completed" if job.count(COMPLETED_STATUSES) == placed else "Running"
+    return "Inqueue" if job.phase == "Inqueue" else "Pending"
+
+
 def podgroup_status(job: JobInfo, reason: str | None) -> Obj:
-    ready = _ready(job)
+    phase = podgroup_phase(job)
+    ready = phase in ("Running", "Completed")
     running = job.count(TaskStatus.RUNNING)
-    # Volcano: enough tasks allocated (or done) -> Running; else Inqueue stays, all else Pending
-    phase = "Running" if ready else ("Inqueue" if job.phase == "Inqueue" else "Pending")
     if reason and not ready:
         condition = {
             "type": UNSCHEDULABLE,
@@ -120,18 +132,13 @@ def podgroup_status(job: JobInfo, reason: str | None) -> Obj:
 
 def queue_status(jobs: list[JobInfo]) -> Obj:
     allocated = Resource.zero()
-    phases = {"pending": 0, "inqueue": 0, "running": 0}
+    phases = {"pending": 0, "inqueue": 0, "running": 0, "completed": 0}
     for job in jobs:
         allocated = allocated + job.allocated
         if job.podgroup is None:
             continue
-        key = "running" if _ready(job) else ("inqueue" if job.phase == "Inqueue" else "pending")
-        phases[key] += 1
-    return {"allocated": allocated.to_k8s(), **phases}
-
-
-def _ready(job: JobInfo) -> bool:
-    return job.min_available > 0 and job.ready_task_num >= job.min_available
+        phases[podgroup_phase(job).lower()] += 1
+    return {"allocated": resource_list(allocated), **phases}
 
 
 def same_podgroup_status(current: Obj | None, desired: Obj) -> bool:
@@ -145,11 +152,19 @@ def same_podgroup_status(current: Obj | None, desired: Obj) -> bool:
     return all(w in have for w in want)
 
 
+QUEUE_COUNTS = ("pending", "inqueue", "running", "completed")
+
+
 def same_queue_status(current: Obj | None, desired: Obj) -> bool:
+    """Does the Queue already say this? Counts and ``allocated`` by value; the fields plugins
+    set, exactly (one missing on either side is a change)."""
     current = current or {}
-    if any((current.get(k) or 0) != desired[k] for k in ("pending", "inqueue", "running")):
+    if any((current.get(k) or 0) != desired[k] for k in QUEUE_COUNTS):
         return False
-    if current.get("reservation") != desired.get("reservation"):
+    own = {"allocated", *QUEUE_COUNTS}
+    theirs = {k for k in desired if k not in own}
+    known = {k for k in current if k not in own and k not in ("state", "unknown")}
+    if theirs != known or any(current[k] != desired[k] for k in theirs):
         return False
     try:
         return Resource.from_k8s(current.get("allocated") or {}) == Resource.from_k8s(

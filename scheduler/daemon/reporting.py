@@ -5,9 +5,10 @@ For each of our pods left pending with a reason: a ``FailedScheduling`` event an
 ``0/N nodes are available: …`` message. For each bad object (an invalid pod, a pod naming a
 missing PodGroup, a PodGroup naming an unknown queue or with unparseable ``minResources``): the
 same pair, saying what is wrong, plus a Warning event on an invalid PodGroup. PodGroup and Queue
-status when it changed (a Queue's ``status.reservation`` included), and a Warning event on a
-Queue whose node reservation was refused, once per reason. A message is written once per pod
-until it changes. In dry-run nothing is written: each new reason is logged at info instead.
+status when it changed (with the conditions and fields plugins contribute, e.g. a Queue's
+``status.reservation``), and the Warning events plugins ask for on a Queue. A message is
+written once per pod until it changes. In dry-run nothing is written: each new reason is
+logged at info instead.
 """
 
 from __future__ import annotations
@@ -82,10 +83,12 @@ class Reporter:
             if queue is None or same_queue_status(queue.get("status"), status):
                 continue
             self.work.write(writer.queue_status(name, status))
-        for name, reason in outcome.queue_refusals.items():
+        for name, events in outcome.queue_events.items():
             queue = self.cache.queue_objects.get(name)
-            if queue is not None:
-                self.work.write(writer.object_event(queue, "ReservationRefused", reason))
+            if queue is None:
+                continue
+            for reason, message in events:
+                self.work.write(writer.object_event(queue, reason, message))
 
     def _forget_gone(self) -> None:
         """Drop what was said about pods that are no longer waiting, so memory stays bounded."""

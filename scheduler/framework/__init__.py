@@ -7,7 +7,7 @@ from pumice.framework.base import Action, Plugin
 from pumice.framework.config import ConfigError, SchedulerConfig, load_config, parse_config
 from pumice.framework.hookspecs import hookimpl
 from pumice.framework.host import PluginConflictError, PluginError, PluginHost
-from pumice.framework.results import Feasibility, JobInvalid, PredicateResult, Vote
+from pumice.framework.results import Feasibility, JobInvalid, MetricSample, PredicateResult, Vote
 from pumice.framework.session import RecordingCommitter, Session, SessionError
 from pumice.framework.statement import Statement, StatementError
 from pumice.framework.view import SessionView
@@ -19,6 +19,7 @@ __all__ = [
     "ConfigError",
     "Feasibility",
     "JobInvalid",
+    "MetricSample",
     "Plugin",
     "PluginConflictError",
     "PluginError",

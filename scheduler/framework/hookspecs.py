@@ -18,7 +18,7 @@ are found through the same entry-point group as plugins.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pluggy
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from pumice.framework.results import JobInvalid, PredicateResult, Vote
+    from pumice.framework.results import JobInvalid, MetricSample, PredicateResult, Vote
     from pumice.framework.view import SessionView
     from pumice.model.node import NodeTable
     from pumice.model.objects import JobInfo, QueueInfo, TaskInfo
@@ -231,6 +231,46 @@ class PluginSpec:
         """Synchronously after a statement evicts ``task`` or undoes its allocation.
         Combination: every plugin."""
 
+    @hookspec
+    def podgroup_conditions(self, job: JobInfo) -> list[dict[str, Any]]:
+        """Conditions (``{type, status, reason, message}``) this plugin adds to the status of
+        ``job``'s PodGroup. Called at session close, after ``session_close``, for every job
+        that has a PodGroup, with the job as the session left it.
+
+        Combination: the lists of every plugin are appended, in tier order, after the
+        framework's own condition (``Unschedulable`` or ``Scheduled``). No flag.
+        """
+
+    @hookspec
+    def queue_status(self, queue: QueueInfo) -> dict[str, Any]:
+        """Fields this plugin sets in the ``status`` of ``queue`` (JSON values). Called at
+        session close, after ``session_close``, for every queue of the session.
+
+        Combination: the dicts of every plugin are merged into the status the framework
+        computes (``allocated`` and the PodGroup counts per phase). A key set by two plugins,
+        or one the framework sets, is a ``PluginContractError``. No flag.
+        """
+
+    @hookspec
+    def queue_events(self, queue: QueueInfo) -> list[tuple[str, str]]:
+        """Warning events (``(reason, message)``) this plugin wants on ``queue``'s Queue object,
+        each once: answer only what is new this session. Called at session close, after
+        ``session_close``, for every queue of the session.
+
+        Combination: appended in tier order; the daemon writes them (a queue without a Queue
+        object gets none). No flag.
+        """
+
+    @hookspec
+    def metric_samples(self) -> Iterable[MetricSample]:
+        """Samples of this plugin's metrics as the session leaves them. Called once at
+        session close, after ``session_close``.
+
+        Combination: every plugin's samples are kept apart: the daemon exposes each as
+        ``pumice_<plugin>_<sample name>`` (the plugin's name with ``-`` as ``_``) until the
+        next session replaces them. No flag.
+        """
+
 
 HOOK_FLAGS: dict[str, str | None] = {
     "session_open": None,
@@ -255,6 +295,10 @@ HOOK_FLAGS: dict[str, str | None] = {
     "on_allocate": None,
     "job_enqueued": None,
     "on_deallocate": None,
+    "podgroup_conditions": None,
+    "queue_status": None,
+    "queue_events": None,
+    "metric_samples": None,
 }
 """Hook name -> the canonical flag (see ``PluginOption.flags``) that gates it, or None."""
 
@@ -281,4 +325,8 @@ COMBINATION: dict[str, str] = {
     "on_allocate": "every plugin",
     "job_enqueued": "every plugin",
     "on_deallocate": "every plugin",
+    "podgroup_conditions": "appended in tier order",
+    "queue_status": "merged; a key set twice is a contract error",
+    "queue_events": "appended in tier order",
+    "metric_samples": "every plugin, exposed under its own name",
 }

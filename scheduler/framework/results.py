@@ -1,12 +1,12 @@
 """Values that hooks return and that the session hands back: votes, predicate results,
-feasibility over all nodes, and the reason a job is invalid."""
+feasibility over all nodes, the reason a job is invalid, and a plugin's metric sample."""
 
 from __future__ import annotations
 
 import enum
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -124,3 +124,16 @@ class JobInvalid:
 
     reason: str
     message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSample:
+    """One sample of a plugin's metric (``metric_samples``): exposed by the daemon as
+    ``pumice_<plugin>_<name>``, a gauge (or a counter: ``kind="counter"``, ``_total``
+    appended) with these labels. Samples of one name must share their label names."""
+
+    name: str
+    value: float
+    labels: Mapping[str, str] = field(default_factory=dict)
+    help: str = ""
+    kind: str = "gauge"

@@ -33,6 +33,7 @@ from pumice.framework.base import Plugin
 from pumice.framework.candidates import Candidates
 from pumice.framework.committer import Committer, RecordingCommitter
 from pumice.framework.config import PluginOption, SchedulerConfig
+from pumice.framework.contributions import Contributions, gather
 from pumice.framework.evaluation import ShapeCache
 from pumice.framework.explain import candidate_scores
 from pumice.framework.hookcalls import (
@@ -125,6 +126,9 @@ class Session:
         # hook -> [(plugin name, callable)] of the plugins whose victim answers protect
         self._guards: dict[str, list[tuple[str, Hook]]] = {"preemptable": [], "reclaimable": []}
         self.time_hooks = time_hooks
+        self.contributions = Contributions()
+        """The plugins' PodGroup conditions, Queue status fields and metric samples, gathered
+        by ``close`` (empty until then)."""
         self.hook_time: dict[tuple[str, str], HookTime] = {}
         """(plugin, hook) -> the time its calls took so far, when ``time_hooks`` (the daemon's
         metrics); empty otherwise, and then hooks are called without a clock around them."""
@@ -156,7 +160,8 @@ class Session:
         return session
 
     def close(self) -> None:
-        """Call ``session_close`` on every plugin, in tier order. Safe to call twice."""
+        """Call ``session_close`` on every plugin, in tier order, then gather what plugins
+        contribute to status and metrics into ``contributions``. Safe to call twice."""
         if not self.is_open:
             return
         self.is_open = False
@@ -165,6 +170,7 @@ class Session:
                 hook(self.view)
             except Exception:
                 log.exception("plugin %s failed in session_close", name)
+        self.contributions = gather(self._flat, self.jobs, self.queues)
 
     def dispose(self) -> None:
         """Close, then break the session's reference cycles (plugins and their view, hooks,

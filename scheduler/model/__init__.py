@@ -7,7 +7,7 @@ from pumice.model.node import NodeAccountingError, NodeInfo, NodeTable
 from pumice.model.objects import JobInfo, QueueInfo, TaskInfo
 from pumice.model.quantity import QuantityError, canonical_amount, parse_quantity
 from pumice.model.requests import NON_ZERO_DEFAULTS, pod_requests, with_non_zero_defaults
-from pumice.model.resource import Resource, ResourceError, ResourceUnderflow
+from pumice.model.resource import Resource, ResourceError, ResourceUnderflow, resource_list
 from pumice.model.snapshot import ClusterSnapshot
 from pumice.model.status import TaskStatus
 from pumice.model.terms import NO_TERMS, PodTerms, TaskShape, pod_terms
@@ -33,5 +33,6 @@ __all__ = [
     "parse_quantity",
     "pod_requests",
     "pod_terms",
+    "resource_list",
     "with_non_zero_defaults",
 ]

@@ -500,3 +500,17 @@ def format_amount(name: str, value: float) -> str:
                     return f"{whole // size}{suffix}"
         return _plain(value)
     return _plain(value) if _is_whole(value) else _plain(value * 1000) + "m"
+
+
+def resource_list(resource: Resource) -> dict[str, str]:
+    """A Kubernetes resource list as people write it: names sorted, zero amounts left out,
+    canonical quantities in whole millicores and bytes (``{"cpu": "8", "memory": "8Gi"}``)."""
+    out: dict[str, str] = {}
+    for name, value in sorted(resource.items()):
+        if not value:
+            continue
+        if name == "cpu" or is_byte_resource(name):
+            out[name] = format_amount(name, float(round(value)))
+        else:
+            out[name] = format_amount(name, round(value, 3))
+    return out

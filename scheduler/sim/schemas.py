@@ -20,6 +20,9 @@ INTEGER = "integer"
 BOOLEAN = "boolean"
 QUANTITY = "quantity"
 """A ``resource.Quantity`` of a built-in kind: decoded, refused with 400, canonicalized."""
+OTHER_FIELDS = "*"
+"""A key of a ``dict`` schema: the schema of every field it does not name (kept, not refused
+or dropped, as under ``x-kubernetes-preserve-unknown-fields``)."""
 CRD_QUANTITY = "crd-quantity"
 """An int-or-string matching the quantity pattern of a CRD: 422 when it does not match."""
 
@@ -313,6 +316,9 @@ QUEUE = _top(
             name: Bounded(minimum=0)
             for name in ("pending", "running", "inqueue", "completed", "unknown")
         },
+        # what scheduler plugins add (their queue_status hook): kept, as pumice's shipped
+        # CRDs (conf/deploy/crds.yaml) keep them; Volcano's own Queue CRD would prune them
+        OTHER_FIELDS: ANY,
     },
 )
 

@@ -145,7 +145,7 @@ class _Walk:
                 return value
             out = {}
             for name, sub in value.items():
-                known = schema.get(name)
+                known = schema.get(name) or schema.get(schemas.OTHER_FIELDS)
                 if known is None:
                     self.unknown.append(f"{path}.{name}" if path else str(name))
                     continue

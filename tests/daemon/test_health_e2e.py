@@ -107,9 +107,11 @@ async def test_metrics_count_the_binds_the_server_accepted(sim: Any, tmp_path: P
     # proportion: one queue deserves what it asks for, up to the cluster (12 of 131 cores;
     # all of its 14 x 256Mi); its share is its most used dimension, memory: 12/14.
     memory = (("queue", "default"), ("resource", "memory"))
-    assert values[("pumice_queue_deserved", cpu)] == pytest.approx(12.0)
-    assert values[("pumice_queue_deserved", memory)] == pytest.approx(14 * 256 * 2**20)
-    assert values[("pumice_queue_share", (("queue", "default"),))] == pytest.approx(12 / 14)
+    assert values[("pumice_proportion_queue_deserved", cpu)] == pytest.approx(12.0)
+    assert values[("pumice_proportion_queue_deserved", memory)] == pytest.approx(14 * 256 * 2**20)
+    assert values[("pumice_proportion_queue_share", (("queue", "default"),))] == pytest.approx(
+        12 / 14
+    )
     # every plugin hook the sessions called: one observation per session, and its calls
     timed = {
         dict(labels)["plugin"]
@@ -145,6 +147,6 @@ async def test_queue_metrics_without_volcano_come_from_proportion(
     values = samples(text)
     cpu = (("queue", "default"), ("resource", "cpu"))
     assert values[("pumice_queue_allocated", cpu)] == pytest.approx(1.5)
-    assert values[("pumice_queue_deserved", cpu)] == pytest.approx(1.5)
-    assert values[("pumice_queue_share", (("queue", "default"),))] == pytest.approx(1.0)
+    assert values[("pumice_proportion_queue_deserved", cpu)] == pytest.approx(1.5)
+    assert values[("pumice_proportion_queue_share", (("queue", "default"),))] == pytest.approx(1.0)
     ledger.close()

@@ -65,3 +65,31 @@ def test_queue_status_counts_podgroups_by_phase_and_sums_allocation() -> None:
     assert Resource.from_k8s(status["allocated"]) == Resource({"cpu": 1000.0})
     assert same_queue_status({**status, "allocated": {"cpu": "1"}}, status)
     assert not same_queue_status({**status, "running": 0}, status)
+
+
+def test_a_gang_whose_placed_members_all_finished_is_completed() -> None:
+    done = podgroup_status(gang([TaskStatus.SUCCEEDED, TaskStatus.FAILED], phase="Running"), None)
+    assert done["phase"] == "Completed"
+    assert (done["succeeded"], done["failed"]) == (1, 1)
+    assert done["conditions"][0]["type"] == "Scheduled"
+    half = podgroup_status(gang([TaskStatus.SUCCEEDED, TaskStatus.RUNNING], phase="Running"), None)
+    assert half["phase"] == "Running"
+    # too few placed (minMember 3): finished or not, it is not Completed
+    short = gang([TaskStatus.SUCCEEDED, TaskStatus.SUCCEEDED], min_available=3, phase="Running")
+    assert podgroup_status(short, None)["phase"] == "Pending"
+
+
+def test_queue_status_counts_podgroups_per_phase_with_completed() -> None:
+    jobs = [
+        gang([TaskStatus.SUCCEEDED] * 2),
+        gang([TaskStatus.RUNNING] * 2),
+        gang([TaskStatus.PENDING] * 2),
+    ]
+    status = queue_status(jobs)
+    assert {k: status[k] for k in ("pending", "inqueue", "running", "completed")} == {
+        "pending": 0,
+        "inqueue": 1,
+        "running": 1,
+        "completed": 1,
+    }
+    assert status["allocated"] == {"cpu": "1"}  # the running gang: 2 x 500m

@@ -4,6 +4,9 @@ through the real command line (``pumice.cli.main``) and returns its JSON."""
 from __future__ import annotations
 
 import json
+import os
+import re
+import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -197,16 +200,35 @@ def simulate(
     config: str = CONFIG,
     extra: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Write the objects and a config, run ``pumice simulate --output json``, parse it."""
+    """Write the objects and a config, run ``pumice simulate --output json``, parse it.
+
+    With ``PUMICE_SCENARIO_DIR`` set, every cluster and config is also kept there (one folder
+    per call), for tests/commands/test_simulate_matches_the_daemon.py."""
     cluster = write_yaml(tmp_path / "cluster.yaml", objects)
     conf = tmp_path / "scheduler.yaml"
     conf.write_text(config)
+    keep_scenario(cluster, conf, extra)
     code, out, err = run_cli(
         ["simulate", str(cluster), "--config", str(conf), "--output", "json", *extra], capsys
     )
     assert code == 0, err
     result: dict[str, Any] = json.loads(out)
     return result
+
+
+def keep_scenario(cluster: Path, conf: Path, extra: Sequence[str]) -> None:
+    where = os.environ.get("PUMICE_SCENARIO_DIR")
+    if not where:
+        return
+    test = os.environ.get("PYTEST_CURRENT_TEST", "unknown").split(" ")[0]
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", test.split("::")[-1])
+    index = 0
+    while (target := Path(where) / f"{name}-{index}").exists():
+        index += 1
+    target.mkdir(parents=True)
+    shutil.copy(cluster, target / "cluster.yaml")
+    shutil.copy(conf, target / "scheduler.yaml")
+    (target / "extra.json").write_text(json.dumps(list(extra)))
 
 
 def placed(result: Mapping[str, Any]) -> dict[str, str]:
