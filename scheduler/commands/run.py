@@ -40,8 +40,25 @@ STRUCTURED_LOGS = True
 log = logging.getLogger("pumice.run")
 
 
+def log_format(args: argparse.Namespace) -> str:
+    """The log format (``pumice.logsetup``): as asked; by default readable with ``--sim`` (a
+    demo: its log and the ``bound`` lines are read by people, whatever stderr is), else JSON
+    off a terminal."""
+    chosen = str(getattr(args, "log_format", None) or "auto")
+    if chosen == "auto" and getattr(args, "sim", None) is not None:
+        return "text"
+    return chosen
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE", help="scheduler config (default: bundled)")
+    parser.add_argument(
+        "--log-format",
+        choices=("auto", "text", "json"),
+        default="auto",
+        help="log lines as text (key=value) or JSON; auto: JSON off a terminal, text on one "
+        "and with --sim",
+    )
     parser.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig of the cluster")
     elect = parser.add_mutually_exclusive_group()
     elect.add_argument(
