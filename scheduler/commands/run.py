@@ -28,6 +28,7 @@ from pumice.framework.config import ConfigError
 from pumice.framework.configparse import split_host_port
 from pumice.framework.host import PluginConflictError
 from pumice.kube import KubeConfigError, KubeError, KubeSettings
+from pumice.logsetup import LOG_FORMATS
 from pumice.manifests import ManifestError, load_manifests
 from pumice.sim import SimConfig, SimServer
 
@@ -54,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE", help="scheduler config (default: bundled)")
     parser.add_argument(
         "--log-format",
-        choices=("auto", "text", "json"),
+        choices=LOG_FORMATS,
         default="auto",
         help="log lines as text (key=value) or JSON; auto: JSON off a terminal, text on one "
         "and with --sim",
