@@ -48,7 +48,10 @@ Differences from Volcano:
 * the error cache is keyed by role *and* request, and is off for tasks without a role, since
   pumice does not assume that such tasks are identical;
 * a task skipped by ``allocatable`` and the jobs left in an overused queue get a reason too, so
-  ``kubectl describe`` says why they wait;
+  ``kubectl describe`` says why they wait. Node reasons come first: a task that no node could
+  take even if its queue allowed it is given the ``0/N nodes are available`` message; otherwise
+  the queue's own figures, as ``session.allocatable_reason`` / ``session.overused_reason``
+  explain them (``queue q: cpu allocated 14 + request 2 exceeds deserved 15``);
 * the message is kube-scheduler's (``0/N nodes are available: `` + the ``"<count> <reason>"``
   parts sorted as strings + ``.``), not Volcano's "are unavailable" wording.
 """
@@ -58,7 +61,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -137,6 +140,7 @@ class _Run:
         self.session = session
         self.error_cache = error_cache
         self._seq = itertools.count()
+        self._no_node_said: dict[tuple[str, Hashable, int], str | None] = {}
 
     # -- which jobs -------------------------------------------------------------------------
 
@@ -184,8 +188,7 @@ class _Run:
             _, _, queue = heapq.heappop(queue_heap)
             jobs = jobs_of[queue.name]
             if session.overused(queue):
-                for _, _, left in jobs:
-                    session.job_reasons.setdefault(left.job.uid, f"queue {queue.name} is overused")
+                self._held_by_overused(queue, [left for _, _, left in jobs])
                 continue
             if not jobs:
                 continue
@@ -205,9 +208,9 @@ class _Run:
         while worksheet:
             task = worksheet.pop()
             if not session.allocatable(queue, task):
-                session.task_reasons[task.uid] = (
-                    f"queue {queue.name} does not allow more allocations now "
-                    f"(it is not open, or the task exceeds its deserved share)"
+                session.task_reasons[task.uid] = self._no_node(queue, task) or (
+                    session.allocatable_reason(queue, task)
+                    or f"queue {queue.name} does not allow more allocations now"
                 )
                 continue
             key = (task.role, task.resreq) if self.error_cache and task.role else None
@@ -275,6 +278,35 @@ class _Run:
         except StatementError as exc:
             return str(exc)
         return None
+
+    # -- why a task waits ---------------------------------------------------------------------
+
+    def _held_by_overused(self, queue: QueueInfo, left: list[_JobState]) -> None:
+        """Reasons for the jobs left in a queue that has reached its share: a task that fits
+        no node is told so; for the rest, the queue's figures."""
+        session = self.session
+        why = session.overused_reason(queue) or f"queue {queue.name} is overused"
+        for state in left:
+            session.job_reasons.setdefault(state.job.uid, why)
+            for task in state.worksheet:
+                no_node = self._no_node(queue, task)
+                if no_node is not None:
+                    session.task_reasons[task.uid] = no_node
+
+    def _no_node(self, queue: QueueInfo, task: TaskInfo) -> str | None:
+        """The ``0/N nodes are available`` message when no node could take ``task`` even if
+        its queue allowed it (no node passes the predicates with room in its future idle
+        resources), else None: node reasons come before queue reasons. Only asked for tasks
+        the queue holds back; kept per queue, shape and table version."""
+        session = self.session
+        key = (queue.name, task.shape, session.table.version)
+        if key in self._no_node_said:
+            return self._no_node_said[key]
+        feasibility = session.predicate(task)
+        _, future = session.fit(task)
+        message = None if (feasibility.mask & future).any() else self._why_not(task, feasibility)
+        self._no_node_said[key] = message
+        return message
 
     def _why_not(self, task: TaskInfo, feasibility: Feasibility) -> str:
         """The ``0/N nodes are available`` message, built only for a task that found no node."""

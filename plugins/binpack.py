@@ -72,6 +72,7 @@ from pumice import (
     Plugin,
     Resource,
     TaskInfo,
+    config_warning,
     hookimpl,
 )
 from pumice.plugins._argcheck import argument_error, is_int, no_unknown_keys, weight
@@ -126,7 +127,7 @@ class BinpackPlugin(Plugin):
         if SHAPE in arguments:
             self.shape = Shape.parse(arguments[SHAPE], arguments.get(SHAPE_RESOURCES))
         elif SHAPE_RESOURCES in arguments:
-            log.warning("binpack: %r is only used with %r; ignored", SHAPE_RESOURCES, SHAPE)
+            config_warning(log, "binpack", SHAPE_RESOURCES, f"only used with {SHAPE!r}; ignored")
         weights: dict[str, int] = {}
         for name in arguments.get_str(RESOURCES, "").split(","):
             name = name.strip()

@@ -29,8 +29,8 @@ Hooks:
 * ``session_open`` — computes the totals and initial shares.
 
 Arguments: none. The ``enableHierarchy`` option (hierarchical DRF across queues) is not
-supported: when it is set the plugin logs a warning (once per process) and behaves as plain
-DRF.
+supported: when it is set the plugin behaves as plain DRF, and every command that loads the
+config warns about it (``FILE:LINE: KEY: warning: …``).
 """
 
 from __future__ import annotations
@@ -46,7 +46,6 @@ from pumice import (
     SessionView,
     TaskInfo,
     hookimpl,
-    warn_once,
 )
 
 log = logging.getLogger("pumice.plugins.drf")
@@ -144,12 +143,6 @@ class DrfPlugin(Plugin):
             if share is None:  # jobs holding the same (lone pods of one Deployment) share it
                 share = cache[held] = self.share_of(self.vector(held))
             self.shares[job.uid] = share
-        if self.option is not None and self.option.hierarchy:
-            warn_once(
-                log,
-                "enableHierarchy",
-                "drf: enableHierarchy is not supported by pumice; using plain DRF between jobs",
-            )
 
     @hookimpl
     def job_order_key(self, job: JobInfo) -> float:

@@ -76,8 +76,8 @@ from pumice import (
     NodeTable,
     Plugin,
     TaskInfo,
+    config_warning,
     hookimpl,
-    warn_once,
 )
 from pumice.model.terms import Preferred, Tolerations
 from pumice.plugins._k8s_terms import NodeTerms
@@ -233,9 +233,7 @@ class NodeOrderPlugin(Plugin):
         self.taint_weight: int = arguments.get_int(TAINT_TOLERATION, 3)
         for key in NOT_IMPLEMENTED:
             if arguments.get_int(key, 0) != 0:
-                warn_once(
-                    log, key, f"nodeorder: {key} is set but not implemented in pumice; ignored"
-                )
+                config_warning(log, "nodeorder", key, "set but not implemented in pumice; ignored")
         self._terms: NodeTerms | None = None
         self._row_requests: dict[
             str, tuple[TaskInfo, tuple[float, float], tuple[float, float]]

@@ -39,6 +39,7 @@ from pumice import (
     Resource,
     SessionView,
     Vote,
+    config_warning,
     hookimpl,
 )
 
@@ -62,7 +63,12 @@ class OvercommitPlugin(Plugin):
         super().__init__(arguments)
         factor = float(arguments.get_float(FACTOR, DEFAULT_FACTOR))
         if factor < 1.0:
-            log.warning("overcommit: %s %s is below 1; using %s", FACTOR, factor, DEFAULT_FACTOR)
+            config_warning(
+                log,
+                "overcommit",
+                FACTOR,
+                f"{factor:g} is below 1; using {DEFAULT_FACTOR:g} (as Volcano does)",
+            )
             factor = DEFAULT_FACTOR
         self.factor = factor
         self.idle = Resource.zero()

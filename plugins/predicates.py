@@ -51,8 +51,8 @@ from pumice import (
     Plugin,
     PredicateResult,
     TaskInfo,
+    config_warning,
     hookimpl,
-    warn_once,
 )
 from pumice.model.terms import HostPort
 from pumice.plugins._k8s_terms import NodeTerms, PortsInUse
@@ -105,9 +105,7 @@ class PredicatesPlugin(Plugin):
         self.taint_toleration = bool(arguments.get_bool(TAINT_TOLERATION_ENABLE, True))
         for key in NOT_IMPLEMENTED:
             if arguments.get_bool(key, False):
-                warn_once(
-                    log, key, f"predicates: {key} is set but not implemented in pumice; ignored"
-                )
+                config_warning(log, "predicates", key, "set but not implemented in pumice; ignored")
         self._terms: NodeTerms | None = None
 
     def node_terms(self, nodes: NodeTable) -> NodeTerms:

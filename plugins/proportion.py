@@ -46,8 +46,10 @@ Hooks:
   some dimension; its request is then taken off the copy;
 * ``job_enqueueable``: REJECT when the job's queue is unknown or not Open; PERMIT without
   ``min_resources``; otherwise PERMIT iff ``min_resources + allocated + inqueue - elastic <=
-  real_capability`` on the dimensions ``min_resources`` names (a REJECT records "queue resource
-  quota insufficient" in ``session.job_reasons``);
+  real_capability`` on the dimensions ``min_resources`` names (a REJECT records, in
+  ``session.job_reasons``, the queue, the limit and the figures: ``pumice.plugins._queue_reasons``);
+* ``overused_reason`` / ``allocatable_reason``: the same tests, explained with the queue's
+  figures (``queue q: cpu allocated 14 + request 2 exceeds deserved 15``);
 * ``on_allocate`` / ``on_deallocate``: ``allocated`` ± the task's request, ``share`` recomputed.
 
 Differences from Volcano:
@@ -60,6 +62,9 @@ Differences from Volcano:
 * pumice has no ``JobEnqueued`` hook. A permitted job's reservation is added to ``inqueue`` at
   once and given back at the next ``job_enqueueable`` call if the job was not admitted after
   all (another plugin rejected it), which is what ``JobEnqueued`` achieves;
+* Volcano's "queue resource quota insufficient" is replaced by the queue, the limit and the
+  figures (``pumice.plugins._queue_reasons``), and allocate asks ``allocatable_reason`` /
+  ``overused_reason`` to explain a refusal with them;
 * scheduling-gated tasks do not exist in pumice, so nothing is deducted for them;
 * its numbers reach the cluster through the status and metric hooks: ``queue_status`` adds
   ``deserved`` and ``share`` to a Queue's status, ``metric_samples`` gives
@@ -89,10 +94,9 @@ from pumice import (
     hookimpl,
     resource_list,
 )
+from pumice.plugins import _queue_reasons as reasons
 
 log = logging.getLogger("pumice.plugins.proportion")
-
-QUOTA_INSUFFICIENT = "queue resource quota insufficient"
 
 _VOLCANO_THRESHOLD = {"cpu": 0.1, "memory": 0.1}
 """Below these amounts a dimension of ``remaining`` counts as exhausted (Volcano's 0.1 in its
@@ -352,6 +356,18 @@ class ProportionPlugin(Plugin):
         return attr.allocated.sum_within(task.resreq, attr.deserved)
 
     @hookimpl
+    def overused_reason(self, queue: QueueInfo) -> str | None:
+        attr = self.attributes.get(queue.name)
+        return reasons.overused(attr) if attr is not None and self.overused(queue) else None
+
+    @hookimpl
+    def allocatable_reason(self, queue: QueueInfo, task: TaskInfo) -> str | None:
+        attr = self.attributes.get(queue.name)
+        if attr is None:
+            return None if queue.is_open() else reasons.not_open(queue)
+        return reasons.allocatable_refusal(attr, task.resreq)
+
+    @hookimpl
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
         attr = self.attributes.get(queue.name)
         if attr is None:
@@ -394,7 +410,7 @@ class ProportionPlugin(Plugin):
         wanted = (minimum + attr.allocated + attr.inqueue).sub(attr.elastic, clip=True)
         if not fits_on_requested(wanted, attr.real_capability, minimum):
             if self._session is not None:
-                self._session.job_reasons[job.uid] = QUOTA_INSUFFICIENT
+                self._session.job_reasons[job.uid] = reasons.enqueue_refusal(attr, minimum)
             return Vote.REJECT
         reserved = _still_reserved(job, minimum)
         attr.inqueue = attr.inqueue + reserved

@@ -70,8 +70,8 @@ from pumice import (
     PredicateResult,
     Resource,
     TaskInfo,
+    config_warning,
     hookimpl,
-    warn_once,
 )
 from pumice.plugins._argcheck import argument_error, mapping, no_unknown_keys, weight
 from pumice.plugins._scarce import Proportional, Sra
@@ -154,7 +154,7 @@ def parse_strategies(value: object) -> tuple[Strategies, list[str]]:
         problem = pattern_problem(key)
         if problem is not None:
             dropped.append(key)
-            warn_once(log, key, "%s: %s: pattern %r dropped: %s", NAME, RESOURCES, key, problem)
+            config_warning(log, NAME, where, f"pattern {key!r} dropped: {problem}")
             continue
         fields = mapping(NAME, where, spec)
         no_unknown_keys(NAME, where, fields, ("type", "weight"))

@@ -60,7 +60,7 @@ from pumice.model.status import (
     READY_STATUSES,
     SCHEDULED_STATUSES,
 )
-from pumice.warnonce import warn_once
+from pumice.warnonce import config_warning, warn_once
 
 __version__ = "0.1.0"
 
@@ -101,6 +101,7 @@ __all__ = [
     "Vote",
     "__version__",
     "canonical_amount",
+    "config_warning",
     "hookimpl",
     "parse_quantity",
     "pod_requests",

@@ -56,7 +56,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(command, "STRUCTURED_LOGS", False):
         from pumice.logsetup import configure_daemon_logging  # structlog only where used
 
-        configure_daemon_logging(level)  # JSON lines, or key=value on a terminal
+        chosen = getattr(command, "log_format", None)
+        # JSON lines, or key=value on a terminal, unless the command chooses
+        configure_daemon_logging(level, log_format=chosen(args) if chosen else "auto")
     else:
         logging.basicConfig(level=level, format="pumice: %(levelname)s: %(name)s: %(message)s")
     code = command.run(args)

@@ -1,5 +1,7 @@
 """The daemon's log lines, through structlog: JSON when stderr is not a terminal (journald,
-kubectl logs, a file), readable ``key=value`` on a terminal.
+kubectl logs, a file), readable ``key=value`` on a terminal — unless the command asks for one
+format (``text`` or ``json``): ``pumice run --sim`` (``make run``, a demo read by people) is
+always readable, and ``--log-format`` chooses.
 
 pumice's modules log through the standard ``logging`` module; structlog's ``ProcessorFormatter``
 renders those records, so there is one format for ours and for the libraries'. Context bound
@@ -16,14 +18,19 @@ from typing import TextIO
 
 import structlog
 
-__all__ = ["configure_daemon_logging"]
+__all__ = ["LOG_FORMATS", "configure_daemon_logging"]
+
+LOG_FORMATS = ("auto", "text", "json")
+"""``auto``: JSON off a terminal, text on one."""
 
 
-def configure_daemon_logging(level: int, stream: TextIO | None = None) -> None:
+def configure_daemon_logging(
+    level: int, stream: TextIO | None = None, log_format: str = "auto"
+) -> None:
     """Route every ``logging`` record of this process through structlog's renderers."""
     out = sys.stderr if stream is None else stream
     renderer: structlog.typing.Processor
-    if out.isatty():
+    if log_format == "text" or (log_format == "auto" and out.isatty()):
         renderer = structlog.dev.ConsoleRenderer(colors=False)
     else:
         renderer = structlog.processors.JSONRenderer()

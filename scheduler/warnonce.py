@@ -6,17 +6,30 @@ configuration the plugin cannot honour (an unsupported argument, say) would repe
 ``(logger name, key)`` is seen and never again in this process. Safe from several threads.
 
 ``forget_warnings()`` clears the memory (tests use it to see a warning again).
+
+A warning about a plugin's own ``arguments`` (set but not implemented, a value dropped) is a
+config warning: the plugin calls ``config_warning(logger, plugin, key, message)`` with ``key`` the
+path inside its ``arguments``. While ``collect_config_warnings()`` is active (the config loader
+builds each configured plugin once inside it) the warning is collected, so the loader can show
+it as ``FILE:LINE: KEY: warning: …``, and remembered as said, so the sessions that build the
+plugin later do not log it again; outside it, it is ``warn_once``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
 import threading
+from collections.abc import Iterator
 
-__all__ = ["forget_warnings", "warn_once"]
+__all__ = ["collect_config_warnings", "config_warning", "forget_warnings", "warn_once"]
 
 _seen: set[tuple[str, str]] = set()
 _lock = threading.Lock()
+_collected: contextvars.ContextVar[list[tuple[str, str]] | None] = contextvars.ContextVar(
+    "pumice_config_warnings", default=None
+)
 
 
 def warn_once(logger: logging.Logger, key: str, message: str, *args: object) -> bool:
@@ -35,3 +48,27 @@ def forget_warnings() -> None:
     """Let every warning be logged once more."""
     with _lock:
         _seen.clear()
+
+
+def config_warning(logger: logging.Logger, plugin: str, key: str, message: str) -> None:
+    """A warning about argument ``key`` of ``plugin``: collected while the config is checked
+    (and then never logged), else logged once as ``plugin P: KEY: message`` (see the module
+    docstring)."""
+    collected = _collected.get()
+    if collected is None:
+        warn_once(logger, key, "plugin %s: %s: %s", plugin, key, message)
+        return
+    with _lock:
+        _seen.add((logger.name, key))
+    collected.append((key, message))
+
+
+@contextlib.contextmanager
+def collect_config_warnings() -> Iterator[list[tuple[str, str]]]:
+    """Collect ``(key, message)`` of every ``config_warning`` made inside the block."""
+    collected: list[tuple[str, str]] = []
+    token = _collected.set(collected)
+    try:
+        yield collected
+    finally:
+        _collected.reset(token)

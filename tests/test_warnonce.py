@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from pumice import warn_once
-from pumice.warnonce import forget_warnings
+from pumice.warnonce import collect_config_warnings, config_warning, forget_warnings
 
 
 def test_each_key_is_logged_once_per_logger(caplog: pytest.LogCaptureFixture) -> None:
@@ -54,3 +54,23 @@ def test_racing_threads_log_once(caplog: pytest.LogCaptureFixture) -> None:
             t.join()
     assert sorted(logged) == [False] * 7 + [True]
     assert [r.getMessage() for r in caplog.records] == ["raced"]
+
+
+def test_a_config_warning_is_collected_while_checking_and_then_never_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    forget_warnings()
+    log = logging.getLogger("pumice.test.config")
+    with caplog.at_level(logging.WARNING), collect_config_warnings() as collected:
+        config_warning(log, "demo", "x.weight", "set but not implemented; ignored")
+    assert collected == [("x.weight", "set but not implemented; ignored")]
+    assert caplog.records == []
+    with caplog.at_level(logging.WARNING):
+        # the sessions that build the plugin afterwards: already said, by the loader
+        config_warning(log, "demo", "x.weight", "set but not implemented; ignored")
+        # a warning the loader never saw is logged once, naming the plugin and key
+        config_warning(log, "demo", "y.weight", "set but not implemented; ignored")
+        config_warning(log, "demo", "y.weight", "set but not implemented; ignored")
+    assert [r.getMessage() for r in caplog.records] == [
+        "plugin demo: y.weight: set but not implemented; ignored"
+    ]

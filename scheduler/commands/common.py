@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import logging
+import sys
 
 from pumice.framework.config import (
     ConfigError,
@@ -13,16 +13,21 @@ from pumice.framework.config import (
 )
 from pumice.framework.configcheck import ConfigWarning, validate
 from pumice.framework.host import PluginHost
-
-log = logging.getLogger("pumice.config")
+from pumice.warnonce import collect_config_warnings
 
 
 def load_checked(path: str | None) -> tuple[SchedulerConfig, PluginHost]:
-    """``load_validated``, with its warnings logged (logger ``pumice.config``)."""
+    """``load_validated``, with its warnings shown (``show_warnings``)."""
     config, host, warnings = load_validated(path)
-    for warning in warnings:
-        log.warning("%s", warning)
+    show_warnings(warnings)
     return config, host
+
+
+def show_warnings(warnings: list[ConfigWarning]) -> None:
+    """Each config warning as a plain ``FILE:LINE: KEY: warning: …`` line on stderr, whatever
+    the log level and format: a user must see them without ``-v``."""
+    for warning in warnings:
+        print(str(warning), file=sys.stderr, flush=True)
 
 
 def load_validated(path: str | None) -> tuple[SchedulerConfig, PluginHost, list[ConfigWarning]]:
@@ -53,25 +58,31 @@ def load_validated(path: str | None) -> tuple[SchedulerConfig, PluginHost, list[
             )
     check_names(config, plugins=host.plugins, actions=host.actions)
     warnings = validate(config, host)
-    check_plugin_arguments(config, host)
+    warnings += check_plugin_arguments(config, host)
     return config, host, warnings
 
 
-def check_plugin_arguments(config: SchedulerConfig, host: PluginHost) -> None:
+def check_plugin_arguments(config: SchedulerConfig, host: PluginHost) -> list[ConfigWarning]:
     """Build every configured plugin once from its arguments, as a session would, so that a
     plugin refusing its arguments (a ``ConfigError`` keyed inside ``arguments``) is reported
-    with the file, line and full key. Warnings the plugins log while building are kept."""
+    with the file, line and full key; return the warnings it made about its arguments
+    (``pumice.config_warning``), placed the same way."""
+    warnings: list[ConfigWarning] = []
     for t, tier in enumerate(config.tiers):
         for p, option in enumerate(tier.plugins):
             provided = host.get(option.name)
             if provided is None or provided.kind != "plugin":
                 continue
+            arguments = f"tiers[{t}].plugins[{p}].arguments"
             try:
-                provided.cls(option.arguments)
+                with collect_config_warnings() as collected:
+                    provided.cls(option.arguments)
             except ConfigError as exc:
-                key = f"tiers[{t}].plugins[{p}].arguments"
-                if exc.key:
-                    key = f"{key}.{exc.key}"
+                key = f"{arguments}.{exc.key}" if exc.key else arguments
                 raise ConfigError(
                     exc.message, source=config.source, line=config.line_of(key), key=key
                 ) from None
+            for relative, message in collected:
+                key = f"{arguments}.{relative}"
+                warnings.append(ConfigWarning(message, config.source, config.line_of(key), key))
+    return warnings

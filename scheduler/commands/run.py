@@ -37,6 +37,7 @@ from pumice.framework.config import ConfigError
 from pumice.framework.configparse import split_host_port
 from pumice.framework.host import PluginConflictError
 from pumice.kube import KubeConfigError, KubeError, KubeSettings
+from pumice.logsetup import LOG_FORMATS
 from pumice.manifests import ManifestError
 from pumice.sim import SimConfig, SimServer
 from pumice.sim.errors import ApiError
@@ -51,8 +52,25 @@ STRUCTURED_LOGS = True
 log = logging.getLogger("pumice.run")
 
 
+def log_format(args: argparse.Namespace) -> str:
+    """The log format (``pumice.logsetup``): as asked; by default readable with ``--sim`` (a
+    demo: its log and the ``bound`` lines are read by people, whatever stderr is), else JSON
+    off a terminal."""
+    chosen = str(getattr(args, "log_format", None) or "auto")
+    if chosen == "auto" and getattr(args, "sim", None) is not None:
+        return "text"
+    return chosen
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE", help="scheduler config (default: bundled)")
+    parser.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        default="auto",
+        help="log lines as text (key=value) or JSON; auto: JSON off a terminal, text on one "
+        "and with --sim",
+    )
     parser.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig of the cluster")
     elect = parser.add_mutually_exclusive_group()
     elect.add_argument(

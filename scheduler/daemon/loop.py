@@ -445,9 +445,11 @@ class Daemon:
         assert self.reporter is not None
         if not outcome.failed:
             self.reporter.report(outcome)
+        # every pod that waits: the session's, plus the bad objects and gated pods it never saw
+        pending = outcome.pending + self.reporter.waiting_outside_sessions()
         summary = (
             f"cycle {self.cycles}: {outcome.binds} binds, {outcome.evictions} evictions, "
-            f"{outcome.pending} pending, {outcome.seconds:.3f}s"
+            f"{pending} pending, {outcome.seconds:.3f}s"
         )
         log.log(logging.INFO if outcome.binds or outcome.evictions else logging.DEBUG, summary)
         self.notifier.status(summary)

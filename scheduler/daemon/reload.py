@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -96,8 +97,8 @@ class ConfigReloader:
             self._count("invalid")
             log.error("config %s not reloaded: %s; the running config stays", self.path, exc)
             return None
-        for warning in warnings:
-            log.warning("%s", warning)
+        for warning in warnings:  # plain FILE:LINE: KEY: warning: lines, as at start-up
+            print(str(warning), file=sys.stderr, flush=True)
         changed = [
             f"scheduler.{key}"
             for key, attr in RESTART_ONLY.items()

@@ -7,8 +7,9 @@ missing PodGroup, a PodGroup naming an unknown queue or with unparseable ``minRe
 same pair, saying what is wrong, plus a Warning event on an invalid PodGroup. PodGroup and Queue
 status when it changed (with the conditions and fields plugins contribute, e.g. a Queue's
 ``status.reservation``), and the Warning events plugins ask for on a Queue. A message is
-written once per pod until it changes. In dry-run nothing is written: each new reason is
-logged at info instead.
+written once per pod until it changes, and logged at info (``pending: NS/POD: <why>``) when it
+first appears and whenever it changes, never every cycle. In dry-run nothing is written: the
+log line is all.
 """
 
 from __future__ import annotations
@@ -42,8 +43,8 @@ class Reporter:
         if entry is None or not entry.ours or self._said.get(uid) == message:
             return
         self._said[uid] = message
+        log.info("pending: %s: %s", entry.key, message)
         if self.dry_run or self.work is None:
-            log.info("pending: %s: %s", entry.key, message)
             return
         writer = self.work.writer
         self.work.write(writer.pod_unschedulable(entry.pod, message))
@@ -54,6 +55,14 @@ class Reporter:
             entry = self.cache.pods.get(uid)
             if entry is not None and entry.state is PodState.INITIAL:
                 self._tell_pod(uid, message)
+
+    def waiting_outside_sessions(self) -> int:
+        """Our pods that wait but never reach a session: bad objects and gated pods."""
+        return sum(
+            1
+            for e in self.cache.pods.values()
+            if e.ours and e.state in (PodState.BLOCKED, PodState.GATED)
+        )
 
     def report_problems(self) -> None:
         """Bad objects (they never reach a session): each reason once."""

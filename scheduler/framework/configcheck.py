@@ -25,8 +25,6 @@ __all__ = ["ConfigWarning", "check_arguments", "lint", "validate"]
 Declarations = Callable[[str], tuple[ArgumentSpec, ...] | None]
 """Plugin or action name -> what it declares (None: undeclared, or not known)."""
 
-OVERCOMMIT = "overcommit"
-OVERCOMMIT_FACTOR = "overcommit-factor"
 PREEMPT = "preempt"
 GANG = "gang"
 
@@ -91,7 +89,7 @@ def _argument_maps(
 
 def lint(config: SchedulerConfig) -> list[ConfigWarning]:
     """Warnings for known traps in a valid configuration (see each rule's docstring)."""
-    return [*_preempt_without_gang_starving(config), *_overcommit_below_one(config)]
+    return [*_preempt_without_gang_starving(config), *_hierarchy(config)]
 
 
 def _options(config: SchedulerConfig, name: str) -> Iterator[tuple[str, PluginOption]]:
@@ -121,15 +119,15 @@ def _preempt_without_gang_starving(config: SchedulerConfig) -> Iterator[ConfigWa
             )
 
 
-def _overcommit_below_one(config: SchedulerConfig) -> Iterator[ConfigWarning]:
-    """An overcommit factor below 1 admits less than the cluster holds: jobs wait in
-    Pending although their minimum would fit (Volcano's default is 1.2)."""
-    for path, option in _options(config, OVERCOMMIT):
-        factor = option.arguments.get(OVERCOMMIT_FACTOR)
-        if isinstance(factor, int | float) and not isinstance(factor, bool) and factor < 1:
-            yield _warning(
-                config,
-                f"{path}.arguments.{OVERCOMMIT_FACTOR}",
-                f"{OVERCOMMIT_FACTOR} {factor:g} is below 1: enqueue will admit less than "
-                "the cluster can hold, and jobs that would fit stay Pending",
-            )
+def _hierarchy(config: SchedulerConfig) -> Iterator[ConfigWarning]:
+    """``enableHierarchy`` (Volcano's hierarchical queues for drf and proportion) is parsed but
+    no pumice plugin shares hierarchically: the plugin behaves as if it were off."""
+    for t, tier in enumerate(config.tiers):
+        for p, option in enumerate(tier.plugins):
+            if option.hierarchy:
+                yield _warning(
+                    config,
+                    f"tiers[{t}].plugins[{p}].enableHierarchy",
+                    f"hierarchical sharing is not supported by pumice; {option.name} shares "
+                    "as if it were off",
+                )

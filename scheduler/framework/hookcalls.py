@@ -108,3 +108,15 @@ def vector_answer(plugin: str, what: str, value: Any, n: int, dtype: Any) -> npt
             f"plugin {plugin} returned {what} of shape {arr.shape}; expected ({n},) over the nodes"
         )
     return arr
+
+
+def first_message(hooks: list[tuple[str, Hook]], *args: Any) -> str | None:
+    """The first non-empty message a plugin answers (a ``…_reason`` hook)."""
+    for name, hook in hooks:
+        message = hook(*args)
+        if message is None or message == "":
+            continue
+        if not isinstance(message, str):
+            raise PluginContractError(f"plugin {name} returned {message!r}, not a message")
+        return message
+    return None

@@ -147,6 +147,26 @@ class PluginSpec:
         """
 
     @hookspec
+    def overused_reason(self, queue: QueueInfo) -> str | None:
+        """Why ``overused`` says True for ``queue``: a short message naming the queue, the
+        limit and the figures, or None when this plugin does not find it overused. Asked only
+        to explain an answer already given, never to decide.
+
+        Combination: the first plugin in tier order with a message. Flag: ``enabledOverused``.
+        """
+
+    @hookspec
+    def allocatable_reason(self, queue: QueueInfo, task: TaskInfo) -> str | None:
+        """Why ``allocatable`` refuses ``task`` for ``queue``: a short message naming the
+        queue, the limit and the figures (``queue q: cpu allocated 14 + request 2 exceeds
+        deserved 15``), or None when this plugin would allow it. Asked only to explain a
+        refusal, never to decide.
+
+        Combination: the first plugin in tier order with a message. Flag:
+        ``enabledAllocatable``.
+        """
+
+    @hookspec
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
         """May ``task`` of ``queue`` preempt others?
 
@@ -284,6 +304,8 @@ HOOK_FLAGS: dict[str, str | None] = {
     "best_node": "best_node",
     "overused": "overused",
     "allocatable": "allocatable",
+    "overused_reason": "overused",
+    "allocatable_reason": "allocatable",
     "preemptive": "preemptive",
     "job_ready": "job_ready",
     "job_pipelined": "job_pipelined",
@@ -314,6 +336,8 @@ COMBINATION: dict[str, str] = {
     "best_node": "first plugin naming a node wins",
     "overused": "any true",
     "allocatable": "all must agree",
+    "overused_reason": "first plugin with a message",
+    "allocatable_reason": "first plugin with a message",
     "preemptive": "all must agree",
     "job_ready": "all must agree",
     "job_pipelined": "vote",

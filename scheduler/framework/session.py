@@ -43,6 +43,7 @@ from pumice.framework.hookcalls import (
     SessionError,
     adapt,
     adapt_by_name,
+    first_message,
     is_row_local,
     read_only,
     timed,
@@ -310,19 +311,17 @@ class Session:
     def node_scores(
         self, task: TaskInfo, mask: npt.NDArray[np.bool_] | None = None
     ) -> npt.NDArray[np.float64]:
-        """The summed score of every node for ``task`` (read-only).
-
-        Row-local plugins' ``node_score`` comes from the per-shape cache; the other plugins
-        are called; ``normalized_score`` hooks are called with ``mask``, the candidate nodes
-        (every node when None)."""
+        """The summed score of every node for ``task`` (read-only): row-local ``node_score``
+        from the per-shape cache, the others called; ``normalized_score`` over ``mask``, the
+        candidate nodes (every node when None)."""
         return node_scores(self, task, mask)
 
     def node_score_parts(
         self, task: TaskInfo, mask: npt.NDArray[np.bool_] | None = None
     ) -> dict[str, npt.NDArray[np.float64]]:
-        """Each scoring plugin's vector for ``task`` (its weight included; ``node_score`` and
-        ``normalized_score`` over the candidates ``mask`` together), in tier order; their sum
-        is ``node_scores(task, mask)``. A plugin that answers None is left out."""
+        """Each scoring plugin's vector for ``task`` (weight included; ``node_score`` and
+        ``normalized_score`` over ``mask`` together), in tier order, summing to ``node_scores``;
+        a plugin that answers None is left out."""
         return score_parts(self, task, mask)
 
     def record_scores(self, task: TaskInfo) -> None:
@@ -382,6 +381,12 @@ class Session:
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
         return all(hook(queue, task) for _, hook in self._flat["allocatable"])
+
+    def overused_reason(self, queue: QueueInfo) -> str | None:
+        return first_message(self._flat["overused_reason"], queue)
+
+    def allocatable_reason(self, queue: QueueInfo, task: TaskInfo) -> str | None:
+        return first_message(self._flat["allocatable_reason"], queue, task)
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
         return all(hook(queue, task) for _, hook in self._flat["preemptive"])

@@ -322,6 +322,11 @@ async def load_configuration(settings: KubeSettings) -> tuple[Any, Any]:
     configuration = k8s_client.Configuration()
     loader = None
     explicit = settings.kubeconfig or os.environ.get("KUBECONFIG") or None
+    if explicit:
+        _check_exists(
+            explicit,
+            "--kubeconfig or scheduler.kubeconfig" if settings.kubeconfig else "$KUBECONFIG",
+        )
     try:
         if explicit:
             loader = await k8s_config.load_kube_config(
@@ -351,6 +356,15 @@ async def load_configuration(settings: KubeSettings) -> tuple[Any, Any]:
         where = explicit or ("in-cluster" if os.environ.get(_SERVICE_HOST) else _DEFAULT_KUBECONFIG)
         raise KubeConfigError(f"{where}: cannot load Kubernetes configuration: {exc}") from None
     return configuration, loader
+
+
+def _check_exists(paths: str, origin: str) -> None:
+    """Name the missing file when no kubeconfig ``paths`` names (a list, as kubectl reads
+    ``$KUBECONFIG``) exists; the loader would only say that a key is missing."""
+    names = [p for p in paths.split(os.pathsep) if p]
+    if names and not any(Path(p).expanduser().is_file() for p in names):
+        missing = ", ".join(names)
+        raise KubeConfigError(f"kubeconfig {missing} (from {origin}): no such file")
 
 
 def _check(settings: KubeSettings) -> None:

@@ -31,7 +31,9 @@ def test_admission_stops_at_the_queue_capability_in_job_order() -> None:
     phases = {j.name: j.phase for j in jobs}
     # job order: early, middle, late; two minimums of 2 cpu fill the 4 cpu capability
     assert phases == {"early": "Inqueue", "middle": "Inqueue", "late": "Pending"}
-    assert ssn.job_reasons["default/late"] == "queue resource quota insufficient"
+    assert ssn.job_reasons["default/late"] == (
+        "queue q: cpu minResources 2 + allocated 0 + inqueue 4 exceeds capability 4"
+    )
 
 
 def test_rejected_job_gets_a_reason_when_no_plugin_gave_one() -> None:

@@ -38,8 +38,9 @@ def test_a_gang_is_placed_whole_or_not_at_all(tmp_path: Path, capsys: Capsys) ->
     assert sorted(placed(result)) == ["default/small-0", "default/small-1"]
     reasons = pending(result)
     assert sorted(reasons) == ["default/big-0", "default/big-1", "default/big-2"]
-    # the queue's fair share (8 cpu) cannot hold the third pod; the others wait for the gang
-    assert reasons["default/big-2"].startswith("queue default does not allow more allocations")
+    # the third pod fits no node (1 cpu left on each): node reasons come before the queue's
+    # fair share (8 cpu), which would refuse it too; the others wait for the gang
+    assert reasons["default/big-2"] == "0/2 nodes are available: 2 Insufficient cpu."
     assert reasons["default/big-0"].startswith("1/3 tasks in gang unschedulable")
     assert result["podgroups"]["default/big"]["phase"] == "Inqueue"
     assert result["podgroups"]["default/small"]["phase"] == "Running"

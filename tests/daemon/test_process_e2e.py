@@ -65,7 +65,13 @@ async def test_the_make_run_demo_binds_the_example_and_exits_0(tmp_path: Path) -
 @pytest.mark.parametrize(
     ("args", "words"),
     [
-        (["--kubeconfig", "/nonexistent/kubeconfig"], "/nonexistent/kubeconfig"),
+        # the missing file is named as missing (the loader alone said "Expected key
+        # current-context")
+        (
+            ["--kubeconfig", "/nonexistent/kubeconfig"],
+            "kubeconfig /nonexistent/kubeconfig (from --kubeconfig or scheduler.kubeconfig): "
+            "no such file",
+        ),
         (["--sim", "/nonexistent/cluster.yaml"], "/nonexistent/cluster.yaml"),
         (["--qps", "-1"], "--qps"),
         (["--burst", "-5"], "--burst"),

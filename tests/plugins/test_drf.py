@@ -7,6 +7,8 @@ import logging
 import pytest
 
 from pumice import ClusterSnapshot, NodeInfo, QueueInfo, Resource, TaskStatus
+from pumice.framework.config import parse_config
+from pumice.framework.configcheck import lint
 from pumice.plugins.drf import DrfPlugin
 from pumice.warnonce import forget_warnings
 from support.tier1 import job, names, plugin_of, running, session, snapshot, task
@@ -203,22 +205,23 @@ def test_drf_and_priority_victims_intersect_and_the_flag_removes_drf() -> None:
 # -- hierarchy --------------------------------------------------------------------------------
 
 
-def test_enable_hierarchy_is_warned_about_once_per_process(
+def test_enable_hierarchy_is_a_config_warning_and_drf_stays_plain(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    # the config loader warns, with file, line and key (tests/test_check_config_arguments.py);
+    # the sessions that build the plugin say nothing more, every cycle or once
     forget_warnings()
+    text = 'actions: "allocate"\ntiers:\n- plugins:\n  - name: drf\n    enableHierarchy: true\n'
+    warnings = [str(w) for w in lint(parse_config(text, "c.yaml"))]
+    assert warnings == [
+        "c.yaml:5: tiers[0].plugins[0].enableHierarchy: warning: hierarchical sharing is not "
+        "supported by pumice; drf shares as if it were off"
+    ]
     snap = two_nodes()
     job(snap, "a", running("a0", cpu=4000))
     with caplog.at_level(logging.WARNING, logger="pumice.plugins.drf"):
         ssn = session(snap, [{"name": "drf", "enableHierarchy": True}])
         ssn.sort_jobs(ssn.jobs.values())
         ssn.close()
-    warnings = [r for r in caplog.records if r.name == "pumice.plugins.drf"]
-    assert len(warnings) == 1
-    assert "enableHierarchy" in warnings[0].getMessage()
-    assert drf_of(ssn).share("default/a") == 0.25  # plain DRF all the same
-    caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="pumice.plugins.drf"):
-        session(snap, ["drf"]).close()
-        session(snap, [{"name": "drf", "enableHierarchy": True}]).close()
     assert not [r for r in caplog.records if r.name == "pumice.plugins.drf"]
+    assert drf_of(ssn).share("default/a") == 0.25  # plain DRF all the same

@@ -286,7 +286,7 @@ def test_unimplemented_scorers_warn_once_when_weighted(caplog: pytest.LogCapture
         NodeOrderPlugin(Arguments({"podaffinity.weight": 5}))
         NodeOrderPlugin(Arguments({}))
     assert [r.getMessage() for r in caplog.records] == [
-        "nodeorder: podaffinity.weight is set but not implemented in pumice; ignored"
+        "plugin nodeorder: podaffinity.weight: set but not implemented in pumice; ignored"
     ]
 
 

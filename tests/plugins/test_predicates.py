@@ -430,9 +430,10 @@ def test_unimplemented_predicates_warn_once_when_set_true(
         PredicatesPlugin(Arguments({"predicate.PodTopologySpreadEnable": "true"}))
     messages = [r.getMessage() for r in caplog.records]
     assert messages == [
-        "predicates: predicate.PodAffinityEnable is set but not implemented in pumice; ignored",
-        "predicates: predicate.PodTopologySpreadEnable is set but not implemented in pumice; "
+        "plugin predicates: predicate.PodAffinityEnable: set but not implemented in pumice; "
         "ignored",
+        "plugin predicates: predicate.PodTopologySpreadEnable: set but not implemented in "
+        "pumice; ignored",
     ]
 
 

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pumice import NodeInfo, QueueInfo, Resource, TaskStatus, Vote
-from pumice.plugins.proportion import QUOTA_INSUFFICIENT, QueueAttributes
+from pumice.plugins.proportion import QueueAttributes
 from support.builders import make_plugin
 from support.flow import (
     GiB,
@@ -210,7 +210,9 @@ def test_enqueueable_counts_what_admitted_jobs_reserved() -> None:
     assert approx(attr.inqueue) == {"cpu": 3000}
     first.phase = "Inqueue"  # what the enqueue action does with a permit
     assert not ssn.job_enqueueable(second)  # 3000 + 3000 > 5000
-    assert ssn.job_reasons[second.uid] == QUOTA_INSUFFICIENT
+    assert ssn.job_reasons[second.uid] == (
+        "queue q: cpu minResources 3 + allocated 0 + inqueue 3 exceeds capability 5"
+    )
     assert ssn.job_enqueueable(free)  # no minimum: permitted
 
 

@@ -185,13 +185,16 @@ class Ledger:
         return self.sim.writes.select(user_agent=user_agent)
 
 
-async def run_demo(directory: Path, *flags: str) -> subprocess.CompletedProcess[str]:
-    """``pumice [FLAGS] run --sim --until-idle`` (what ``make run`` runs) as a subprocess, in
-    the environment ``make run`` has: without the test-only plugin packages conftest adds."""
+async def run_demo(
+    directory: Path, *flags: str, run_flags: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
+    """``pumice [FLAGS] run --sim --until-idle [RUN_FLAGS]`` (what ``make run`` runs) as a
+    subprocess (stderr a pipe, not a terminal), in the environment ``make run`` has: without
+    the test-only plugin packages conftest adds."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     return await asyncio.to_thread(
         subprocess.run,
-        [sys.executable, "-m", "pumice.cli", *flags, "run", "--sim", "--until-idle"],
+        [sys.executable, "-m", "pumice.cli", *flags, "run", "--sim", "--until-idle", *run_flags],
         capture_output=True,
         text=True,
         timeout=300,

@@ -1,0 +1,107 @@
+"""What ``proportion`` tells a user whose job its queue holds back: which queue, which limit,
+and the figures, in the API server's canonical quantities (``2``, ``500m``, ``4Gi``).
+
+* a task that ``allocatable`` refuses: ``queue research: cpu allocated 14 + request 2 exceeds
+  deserved 15`` — one part per dimension over the limit, joined with ``; ``. The limit is called
+  ``capability`` where the queue's capability sets that dimension and equals its deserved (the
+  cap is what binds), otherwise ``deserved`` (the fair share). A queue that is not Open:
+  ``queue research is not open (state Closed)``;
+* a queue that ``overused`` reports: ``queue research: cpu allocated 15 has reached deserved
+  15`` for every dimension of its deserved share (``queue research: deserved nothing`` when that
+  share is empty);
+* a job that ``job_enqueueable`` turns down: ``queue research: cpu minResources 4 + allocated
+  14 + inqueue 2 exceeds capability 15`` (``- elastic E`` when the queue's jobs hold something
+  beyond their minimum), the limit being the queue's real capability, called ``capability``
+  where it is the queue's own.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pumice import QueueInfo, Resource
+from pumice.model.resource import format_amount
+
+if TYPE_CHECKING:
+    from pumice.plugins.proportion import QueueAttributes
+
+_SLACK = 1e-6
+"""Relative tolerance when comparing a limit with the capability, and a sum with a limit."""
+
+
+def amount(name: str, value: float) -> str:
+    """A canonical quantity: whole millicores and bytes, other counts to a thousandth."""
+    if name == "cpu" or name == "memory" or name.endswith("storage"):
+        return format_amount(name, float(round(value)))
+    return format_amount(name, round(value, 3))
+
+
+def _over(total: float, limit: float) -> bool:
+    return total - limit > 1e-9 + _SLACK * abs(total)
+
+
+def _limit_name(attr: QueueAttributes, name: str, limit: float) -> str:
+    """``capability`` where the queue's own capability sets ``name`` at ``limit``."""
+    capability = attr.capability
+    if capability is not None and name in capability.dimensions():
+        cap = capability[name]
+        if abs(cap - limit) <= 1e-9 + _SLACK * abs(cap):
+            return "capability"
+    return "deserved"
+
+
+def not_open(queue: QueueInfo) -> str:
+    return f"queue {queue.name} is not open (state {queue.state})"
+
+
+def allocatable_refusal(attr: QueueAttributes, request: Resource) -> str | None:
+    """Why ``request`` may not be added to the queue's allocation, or None if it may."""
+    if not attr.queue.is_open():
+        return not_open(attr.queue)
+    parts = []
+    for name in sorted(request.names()):
+        allocated, asked, deserved = attr.allocated[name], request[name], attr.deserved[name]
+        if _over(allocated + asked, deserved):
+            parts.append(
+                f"{name} allocated {amount(name, allocated)} + request {amount(name, asked)} "
+                f"exceeds {_limit_name(attr, name, deserved)} {amount(name, deserved)}"
+            )
+    if not parts:
+        return None
+    return f"queue {attr.queue.name}: " + "; ".join(parts)
+
+
+def overused(attr: QueueAttributes) -> str:
+    """Why the queue takes nothing more this session: its deserved share is reached."""
+    names = sorted(attr.deserved.names())
+    if not names:
+        return f"queue {attr.queue.name}: deserved nothing (weight {attr.weight})"
+    parts = [
+        f"{name} allocated {amount(name, attr.allocated[name])} has reached "
+        f"{_limit_name(attr, name, attr.deserved[name])} {amount(name, attr.deserved[name])}"
+        for name in names
+    ]
+    return f"queue {attr.queue.name}: " + "; ".join(parts)
+
+
+def enqueue_refusal(attr: QueueAttributes, minimum: Resource) -> str:
+    """Why a job's ``minResources`` does not fit what its queue may still reserve."""
+    parts = []
+    limit_of = attr.real_capability
+    for name in sorted(minimum.names()):
+        wanted = minimum[name] + attr.allocated[name] + attr.inqueue[name]
+        elastic = attr.elastic[name]
+        limit = limit_of[name]
+        if not _over(max(wanted - elastic, 0.0), limit):
+            continue
+        text = (
+            f"{name} minResources {amount(name, minimum[name])} + allocated "
+            f"{amount(name, attr.allocated[name])} + inqueue {amount(name, attr.inqueue[name])}"
+        )
+        if elastic > 0:
+            text += f" - elastic {amount(name, elastic)}"
+        limit_name = _limit_name(attr, name, limit).replace("deserved", "real capability")
+        parts.append(f"{text} exceeds {limit_name} {amount(name, limit)}")
+    if not parts:  # pragma: no cover - called only when the reservation does not fit
+        return f"queue {attr.queue.name}: its minResources do not fit"
+    return f"queue {attr.queue.name}: " + "; ".join(parts)
