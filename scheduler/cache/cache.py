@@ -43,6 +43,7 @@ from pumice.model import (
 from pumice.model.objects import GROUP_NAME_ANNOTATION
 from pumice.model.resource import Resource
 from pumice.model.status import TaskStatus, status_of_pod
+from pumice.model.unevaluated import refusal
 
 log = logging.getLogger("pumice.cache")
 
@@ -342,6 +343,9 @@ class ClusterCache:
             return None
         if state is PodState.INITIAL and (entry.pod.get("metadata") or {}).get("deletionTimestamp"):
             return None  # being deleted: never scheduled
+        if state is PodState.INITIAL and (refused := refusal(entry.pod)) is not None:
+            entry.state, entry.reason = PodState.BLOCKED, refused  # refuse, never violate
+            return None
         if state is PodState.ADDED and is_terminal(entry.pod):
             return None
         task = self._parse_task(entry)

@@ -21,6 +21,8 @@ from typing import Any
 
 import orjson
 
+from pumice.model.unevaluated import constraining_volumes
+
 Obj = dict[str, Any]
 
 KEPT_CONTAINER_FIELDS = ("name", "image", "resources", "ports", "restartPolicy")
@@ -29,7 +31,7 @@ container with ``restartPolicy: Always``); the name and image to say which it is
 
 DROPPED_SPEC_FIELDS = frozenset(
     {
-        "volumes",
+        "volumes",  # but for the ones naming claims: see ``constraining_volumes``
         "serviceAccountName",
         "serviceAccount",
         "automountServiceAccountToken",
@@ -140,6 +142,13 @@ class PodSlimmer:
     def _spec(self, spec: Obj) -> Obj:
         out: Obj = {}
         for key, value in spec.items():
+            if key == "volumes":
+                # only the volumes that constrain scheduling (claims): a pod naming one must
+                # stay visible as such, or it would be placed as if it named none
+                value = constraining_volumes(value)
+                if value is not None:
+                    out[key] = self.share(value)
+                continue
             if key in DROPPED_SPEC_FIELDS:
                 continue
             if key in _CONTAINER_LISTS and isinstance(value, list):

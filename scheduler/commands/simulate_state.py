@@ -20,7 +20,9 @@ Which pods take part:
   ``globalDefault`` class when none is named), and a container's requests default to its
   limits, as the API server's defaulting does;
 * a pod without the ``scheduling.k8s.io/group-name`` annotation is a job of its own in the
-  default queue; a pod naming a PodGroup that is not in the input stays pending with a reason.
+  default queue; a pod naming a PodGroup that is not in the input stays pending with a reason;
+* a pending pod carrying a constraint pumice does not evaluate (``pumice.model.unevaluated``:
+  ``spec.resourceClaims``, claim volumes) stays pending with the refusal as its reason.
 
 Input errors are ``ManifestError`` with one line ``FILE: Kind ns/name: field.path: what``.
 """
@@ -46,6 +48,7 @@ from pumice.model import (
 )
 from pumice.model.objects import GROUP_NAME_ANNOTATION
 from pumice.model.status import status_of_pod
+from pumice.model.unevaluated import refusal
 
 Obj = dict[str, Any]
 
@@ -265,6 +268,9 @@ class ClusterState:
         for key, pod in self.pods.items():
             pending = self.is_pending(pod)
             if not pending and not self.is_placed(pod):
+                continue
+            if pending and (refused := refusal(pod)) is not None:
+                left_out[key] = refused  # refuse, never violate
                 continue
             task = self._task(key, pod)
             if not self.is_ours(pod):
