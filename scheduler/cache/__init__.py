@@ -3,9 +3,9 @@
 No I/O: the daemon feeds it informer events and its own decisions; sessions get clones.
 """
 
-from pumice.cache.cache import NO_QUEUE, ClusterCache, lone_job_id
+from pumice.cache.cache import NO_QUEUE, ClusterCache
 from pumice.cache.handler import Handler
-from pumice.cache.pods import PodEntry, PodState
+from pumice.cache.pods import PodEntry, PodState, lone_job_id
 from pumice.cache.slim import PodSlimmer, slim_pod
 
 __all__ = [

@@ -1,17 +1,17 @@
 """``ClusterCache``: the informers' plain dicts turned into long-lived model objects.
 
-Every watch event changes the one ``ClusterSnapshot`` the cache owns through its incremental
-``put_*`` / ``remove_*`` methods (no rebuild per cycle); ``snapshot()`` hands each session an
-independent clone. The cache does no I/O: the daemon feeds it from the informers (one handler
-per informer: ``nodes``, ``pending_pods``, ``assigned_pods``, ``podgroups``, ``queues``,
-``priority_classes``) and tells it what the scheduler decided (``assume``) and what the API
-server answered (``finish_binding``, ``forget``, ``bound_elsewhere``, ``gone``).
+Every watch event changes the one ``ClusterSnapshot`` the cache owns (``put_*`` / ``remove_*``,
+no rebuild per cycle); ``snapshot()`` hands each session an independent clone. The cache does
+no I/O: the daemon feeds it from the informers (one handler per informer: ``nodes``,
+``pending_pods``, ``assigned_pods``, ``podgroups``, ``queues``, ``priority_classes``,
+``namespaces``) and tells it what the scheduler decided (``assume``) and what the API server
+answered (``finish_binding``, ``forget``, ``bound_elsewhere``, ``gone``).
 
-Pods follow the state machine of ``pumice.cache.pods``. Pods of other schedulers come only from
-the assigned-pods watch; they are accounted on their nodes as jobs of their own in no queue, so
-they use capacity without ever entering a queue's share or a session's work. Without Volcano's
-CRDs (``volcano=False``) the group annotation is ignored and every pod is a job of its own; in
-either case the queue ``default`` exists implicitly while no Queue object of that name does.
+Pods follow the state machine of ``pumice.cache.pods``. Other schedulers' pods come only from
+the assigned-pods watch, as jobs of their own in no queue: they use capacity, never a queue's
+share or a session's work. Without Volcano's CRDs (``volcano=False``) the group annotation is
+ignored and every pod is a job of its own; the queue ``default`` exists implicitly while no
+Queue object of that name does.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from pumice.cache.groups import (
     Obj,
@@ -28,9 +27,11 @@ from pumice.cache.groups import (
     build_queue,
     object_key,
     priority_value,
+    queue_of,
 )
 from pumice.cache.handler import Handler
-from pumice.cache.pods import PodEntry, PodState, is_gated, is_terminal, pod_uid
+from pumice.cache.namespaces import NamespaceStore
+from pumice.cache.pods import PodEntry, PodState, is_gated, is_terminal, lone_job_id, pod_uid
 from pumice.cache.slim import PodSlimmer
 from pumice.model import (
     ClusterSnapshot,
@@ -53,13 +54,8 @@ LEFT_RETENTION = 60.0
 """Seconds a pod that left the pending watch waits for an assigned ADD before it is dropped."""
 
 
-def lone_job_id(namespace: str, uid: str) -> str:
-    """The job id of a pod without a PodGroup (never a PodGroup's own name)."""
-    return f"{namespace}/podgroup-{uid}"
-
-
 class ClusterCache:
-    """Nodes, pods, PodGroups, Queues and PriorityClasses, kept as one model snapshot."""
+    """Nodes, pods, PodGroups, Queues, PriorityClasses, Namespaces: one model snapshot."""
 
     def __init__(
         self,
@@ -95,6 +91,8 @@ class ClusterCache:
         self.podgroups_handler = Handler(self._podgroup_upsert, self._podgroup_delete, self._touch)
         self.queues = Handler(self._queue_upsert, self._queue_delete, self._touch)
         self.priority_classes = Handler(self._pc_upsert, self._pc_delete, self._touch)
+        namespaces = NamespaceStore(self.state.namespaces)
+        self.namespaces = Handler(namespaces.upsert, namespaces.delete, self._touch)
 
     # -- what the scheduler reads -------------------------------------------------------------
 
@@ -307,8 +305,7 @@ class ClusterCache:
         try:
             self.state.put_task(desired)
         except NodeAccountingError:
-            # An assumed pod that no longer fits (others landed first): count it as bound,
-            # as the cluster will once the bind lands; nothing more fits there meanwhile.
+            # An assumed pod that no longer fits (others landed first): bound, as it will be.
             desired.status = TaskStatus.BOUND
             self.state.put_task(desired)
 
@@ -472,14 +469,14 @@ class ClusterCache:
         else:
             self.queue_problems.pop(name, None)
             self.state.put_queue(info)
-        self._revalidate(lambda pg: _queue_of(pg) == name)
+        self._revalidate(lambda pg: queue_of(pg) == name)
 
     def _queue_delete(self, queue: Obj) -> None:
         name = object_key(queue)
         self.queue_objects.pop(name, None)
         self.queue_problems.pop(name, None)
         self._remove_queue(name)
-        self._revalidate(lambda pg: _queue_of(pg) == name)
+        self._revalidate(lambda pg: queue_of(pg) == name)
 
     def _remove_queue(self, name: str) -> None:
         if name == self.default_queue:
@@ -501,7 +498,3 @@ class ClusterCache:
         name = object_key(pc)
         self.priorities.pop(name, None)
         self._revalidate(lambda pg: (pg.get("spec") or {}).get("priorityClassName") == name)
-
-
-def _queue_of(podgroup: Obj) -> Any:
-    return (podgroup.get("spec") or {}).get("queue") or "default"

@@ -64,3 +64,8 @@ def priority_value(pc: Obj) -> int | None:
         return None if value is None else int(value)
     except (TypeError, ValueError):
         return None
+
+
+def queue_of(podgroup: Obj) -> Any:
+    """The queue a PodGroup names (``default`` when it names none)."""
+    return (podgroup.get("spec") or {}).get("queue") or "default"

@@ -84,3 +84,8 @@ def is_gated(pod: Obj) -> bool:
 
 def is_terminal(pod: Obj) -> bool:
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def lone_job_id(namespace: str, uid: str) -> str:
+    """The job id of a pod without a PodGroup (never a PodGroup's own name)."""
+    return f"{namespace}/podgroup-{uid}"

@@ -16,6 +16,8 @@ Which pods take part:
 * assigned pods that have not terminated count on their nodes, whatever their scheduler; those
   of our scheduler also belong to their jobs (gang counts, queue shares), the others hold node
   resources only, as in Volcano's cache;
+* Namespaces give their labels to the snapshot (``ClusterSnapshot.namespaces``), for pod
+  affinity's ``namespaceSelector``;
 * PriorityClasses give pods without ``spec.priority`` and PodGroups their priority (the
   ``globalDefault`` class when none is named), and a container's requests default to its
   limits, as the API server's defaulting does;
@@ -36,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pumice.cache.namespaces import NamespaceStore
 from pumice.manifests import ManifestError, load_manifests
 from pumice.model import (
     ClusterSnapshot,
@@ -52,7 +55,7 @@ from pumice.model.unevaluated import refusal
 
 Obj = dict[str, Any]
 
-USED_KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass")
+USED_KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "Namespace")
 TERMINAL = ("Succeeded", "Failed")
 
 
@@ -148,6 +151,10 @@ class ClusterState:
     podgroups: dict[str, Obj] = field(default_factory=dict)
     queues: dict[str, Obj] = field(default_factory=dict)
     priority_classes: dict[str, int] = field(default_factory=dict)
+    namespaces: dict[str, Obj] = field(default_factory=dict)
+    """Namespace objects by name: their labels reach the snapshot through the cache's own
+    handler (``NamespaceStore``); one that pods name but that is not here exists with only
+    the ``kubernetes.io/metadata.name`` label (``ClusterSnapshot.namespace_labels``)."""
     default_priority: int | None = None
     notes: list[str] = field(default_factory=list)
     clock: float = field(default_factory=time.time)
@@ -193,6 +200,8 @@ class ClusterState:
             self.podgroups[key_of(obj)] = obj
         elif kind == "Queue":
             self.queues[meta["name"]] = obj
+        elif kind == "Namespace":
+            self.namespaces[meta["name"]] = obj
         elif kind == "PriorityClass":
             self.priority_classes[meta["name"]] = int(obj["value"])
             if obj.get("globalDefault"):
@@ -298,6 +307,9 @@ class ClusterState:
             self._nodes_only = ClusterSnapshot.build(nodes=nodes)
         snap = self._nodes_only.clone()
         snap.taken_at = self.clock
+        namespaces = NamespaceStore(snap.namespaces)
+        for namespace in self.namespaces.values():
+            namespaces.upsert(namespace)
         for q in queues:
             snap.put_queue(q)
         for job in jobs.values():

@@ -42,6 +42,7 @@ from pumice.framework.config import SchedulerConfig
 from pumice.framework.host import PluginHost
 from pumice.framework.session import Session
 from pumice.kube import (
+    NAMESPACES,
     NODES,
     PODGROUPS,
     PODS,
@@ -248,6 +249,7 @@ class Daemon:
             (PODS, cache.pending_pods, "pending-pods", f"{ours},{live}"),
             (PODS, cache.assigned_pods, "assigned-pods", f"spec.nodeName!=,{live}"),
             (PRIORITYCLASSES, cache.priority_classes, "priorityclasses", None),
+            (NAMESPACES, cache.namespaces, "namespaces", None),  # for namespaceSelector
         ]
         if cache.volcano:
             # Queues before PodGroups, PodGroups before pods would be ideal; the cache copes

@@ -95,6 +95,34 @@ async def test_a_pod_with_an_unevaluated_constraint_stays_pending_and_says_why(
     ledger.close()
 
 
+# -- namespaces -------------------------------------------------------------------------------
+
+
+async def test_the_daemon_keeps_namespace_labels_as_the_api_server_has_them(
+    sim: Any, tmp_path: Path
+) -> None:
+    seed(sim, [node("n1")])
+    async with running_daemon(sim.kubeconfig, write_config(tmp_path)) as daemon:
+        await wait_for(lambda: daemon.synced, timeout=60)
+        made = await sim.kubectl("create", "namespace", "ml")
+        assert made.code == 0, made.stderr
+        labelled_ns = await sim.kubectl("label", "namespace", "ml", "tier=gold")
+        assert labelled_ns.code == 0, labelled_ns.stderr
+
+        def labels() -> Any:
+            assert daemon.cache is not None
+            return daemon.cache.snapshot().namespaces.get("ml")
+
+        want = {"tier": "gold", "kubernetes.io/metadata.name": "ml"}
+        await wait_for(lambda: labels() == want, timeout=30)
+        assert daemon.cache is not None
+        snap = daemon.cache.snapshot()
+        assert snap.namespace_labels("kube-system") == {
+            "kubernetes.io/metadata.name": "kube-system"
+        }
+        assert "namespaces" in {i.name for i in daemon.informers}
+
+
 # -- pod-to-pod constraints (need the filters) ------------------------------------------------
 
 
