@@ -30,6 +30,7 @@ from pumice.framework import (
     StatementError,
     Vote,
     hookimpl,
+    predicate_once_gone,
 )
 from pumice.model import (
     NO_TERMS,
@@ -102,5 +103,6 @@ __all__ = [
     "parse_quantity",
     "pod_requests",
     "pod_terms",
+    "predicate_once_gone",
     "warn_once",
 ]
