@@ -8,7 +8,9 @@ account and DNS settings); ``PodSlimmer`` drops that, and makes the parts that a
 many pods (a container, the default tolerations, a status of ``Running``, a ReplicaSet's
 labels) one shared object: pods of one template then differ only in name, uid, version and
 node. Everything a predicate, a score, a plugin or a status write may read stays (see
-``KEPT_CONTAINER_FIELDS`` and ``DROPPED_SPEC_FIELDS``).
+``KEPT_CONTAINER_FIELDS`` and ``DROPPED_SPEC_FIELDS``); of ``spec.volumes`` only the volumes
+naming claims stay, since they decide whether pumice may place the pod at all
+(``pumice.model.unevaluated``).
 
 Shared parts are never changed in place: the cache and the informers treat every object they
 hold as read-only (an update arrives as a new object).

@@ -101,9 +101,10 @@ class PluginSpec:
         reasons (a bare mask's rejections are unresolvable). Before they place a preemptor they
         call this hook again for that one node as it will be once its Releasing tasks (the
         victims) are gone: ``node.tasks`` and the node's row then leave them out, and the
-        victims evicted in this session have been through ``on_deallocate``. A plugin must therefore read the pods on a
-        node from ``node.tasks`` (or from counts it keeps by ``on_allocate`` /
-        ``on_deallocate``) at the time of the call, not from a copy taken earlier.
+        victims evicted in this session have been through ``on_deallocate``. A plugin must
+        therefore read the pods on a node from ``node.tasks`` (or from counts it keeps by
+        ``on_allocate`` / ``on_deallocate``) at the time of the call, not from a copy taken
+        earlier.
         """
 
     @hookspec
