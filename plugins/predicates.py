@@ -16,7 +16,8 @@ reason for each rejected node (the first failing filter, in the order below):
    ``node(s) didn't have free ports for the requested pod ports``.
 
 Resource fit is not checked here: the actions compare requests with idle / future-idle
-resources, as in Volcano.
+resources, as in Volcano. As in kube-scheduler, ``Too many pods`` and the host-port clash are
+resolvable (evicting pods may cure them: preempt and reclaim try such nodes); the others are not.
 
 Arguments (bool, declared in ``declared_arguments``; Volcano's names):
 
@@ -78,6 +79,9 @@ TOO_MANY_PODS = "Too many pods"
 UNSCHEDULABLE = "node(s) were unschedulable"
 AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
 PORTS_TAKEN = "node(s) didn't have free ports for the requested pod ports"
+RESOLVABLE = frozenset({TOO_MANY_PODS, PORTS_TAKEN})
+"""What evicting pods from a node may cure, as in kube-scheduler: the pod count and host ports;
+a cordon, a taint or a node-affinity mismatch stays whatever is evicted."""
 
 
 _ONE_ROW_PASSES = np.ones(1, dtype=np.bool_)
@@ -150,13 +154,13 @@ class PredicatesPlugin(Plugin):
             reject(taken, PORTS_TAKEN)
 
         if not failures:
-            return PredicateResult(ok, "")
+            return PredicateResult(ok, "", RESOLVABLE)
         if len(failures) == 1 and isinstance(failures[0][1], str):
-            return PredicateResult(ok, failures[0][1])
+            return PredicateResult(ok, failures[0][1], RESOLVABLE)
         reasons = np.full(n, "", dtype=object)
         for newly, why in failures:
             reasons[newly] = why if isinstance(why, str) else why[newly]
-        return PredicateResult(ok, reasons)
+        return PredicateResult(ok, reasons, RESOLVABLE)
 
     def _check_row(self, task: TaskInfo, nodes: NodeTable, row: int) -> PredicateResult:
         """The same filters, in the same order, for one row (a placement changes one row, and
@@ -183,7 +187,7 @@ class PredicatesPlugin(Plugin):
             and self._ports_taken(pod.host_ports, nodes, np.array([row]))[0]
         ):
             reason = PORTS_TAKEN
-        return PredicateResult(_ONE_ROW_FAILS if reason else _ONE_ROW_PASSES, reason)
+        return PredicateResult(_ONE_ROW_FAILS if reason else _ONE_ROW_PASSES, reason, RESOLVABLE)
 
     def _ports_taken(
         self, wanted: frozenset[HostPort], nodes: NodeTable, candidates: npt.NDArray[np.int64]

@@ -72,14 +72,15 @@ def rows_changed(table: NodeTable, since: int) -> IntVector | None:
 
 def predicate_part(name: str, answer: Any, n: int, check: Callable[..., Any]) -> PredicatePart:
     """Normalise a predicate hook's answer (mask or PredicateResult) to a part of length n."""
+    resolvable: frozenset[str] = frozenset()
     if isinstance(answer, PredicateResult):
-        mask, reasons = answer.mask, answer.reasons
+        mask, reasons, resolvable = answer.mask, answer.reasons, answer.resolvable
     else:
         mask, reasons = answer, f"node(s) rejected by {name}"
     mask = check(name, "predicate", mask, n, np.bool_)
     if not isinstance(reasons, str):
         reasons = check(name, "predicate reasons", reasons, n, object)
-    return PredicatePart(name, mask, reasons)
+    return PredicatePart(name, mask, reasons, resolvable)
 
 
 @dataclass(slots=True)
@@ -202,6 +203,8 @@ class ShapeCache:
             if answer is None or part is None:
                 continue
             fresh = predicate_part(name, answer, len(rows), self.check)
+            if not fresh.resolvable <= part.resolvable:
+                part.resolvable = part.resolvable | fresh.resolvable
             if isinstance(part.reasons, str) and fresh.reasons != part.reasons:
                 part.reasons = np.full(len(self.table), part.reasons, dtype=object)
             if not part.mask.flags.writeable:
@@ -353,6 +356,8 @@ class ShapeCache:
                 continue
             if isinstance(answer, PredicateResult):
                 mask, reasons = answer.mask, answer.reasons
+                if answer.resolvable and not answer.resolvable <= part.resolvable:
+                    part.resolvable = part.resolvable | answer.resolvable
             else:
                 mask, reasons = answer, f"node(s) rejected by {name}"
             ok = bool(check(name, "predicate", mask, 1, np.bool_)[0])

@@ -95,6 +95,16 @@ class PluginSpec:
         Combination: AND over every plugin of every tier; for a rejected node the reason of
         the first plugin (tier order) that rejected it is reported. None means "no opinion".
         Flag: ``enablePredicate``.
+
+        Preemption: ``PredicateResult.resolvable`` names the reasons that evicting pods may
+        cure; preempt and reclaim try the nodes every plugin passes or rejects only for such
+        reasons (a bare mask's rejections are unresolvable). Before they place a preemptor they
+        call this hook again for that one node as it will be once its Releasing tasks (the
+        victims) are gone: ``node.tasks`` and the node's row then leave them out, and the
+        victims evicted in this session have been through ``on_deallocate``. A plugin must
+        therefore read the pods on a node from ``node.tasks`` (or from counts it keeps by
+        ``on_allocate`` / ``on_deallocate``) at the time of the call, not from a copy taken
+        earlier.
         """
 
     @hookspec
