@@ -50,12 +50,14 @@ from pumice import (
     NodeTable,
     Plugin,
     PredicateResult,
+    SessionView,
     TaskInfo,
     hookimpl,
     warn_once,
 )
 from pumice.model.terms import HostPort
 from pumice.plugins._k8s_terms import NodeTerms, PortsInUse
+from pumice.plugins._links import PodLinkFilters
 
 log = logging.getLogger("pumice.plugins.predicates")
 
@@ -64,11 +66,11 @@ BoolVector = npt.NDArray[np.bool_]
 NODE_AFFINITY_ENABLE = "predicate.NodeAffinityEnable"
 NODE_PORTS_ENABLE = "predicate.NodePortsEnable"
 TAINT_TOLERATION_ENABLE = "predicate.TaintTolerationEnable"
+POD_AFFINITY_ENABLE = "predicate.PodAffinityEnable"
+POD_TOPOLOGY_SPREAD_ENABLE = "predicate.PodTopologySpreadEnable"
 NOT_IMPLEMENTED = (
-    "predicate.PodAffinityEnable",
     "predicate.NodeVolumeLimitsEnable",
     "predicate.VolumeZoneEnable",
-    "predicate.PodTopologySpreadEnable",
     "predicate.VolumeBindingEnable",
     "predicate.DynamicResourceAllocationEnable",
     "predicate.CacheEnable",
@@ -95,6 +97,8 @@ class PredicatesPlugin(Plugin):
         ArgumentSpec(NODE_AFFINITY_ENABLE, "bool", True, doc="nodeSelector and node affinity"),
         ArgumentSpec(NODE_PORTS_ENABLE, "bool", True, doc="host ports"),
         ArgumentSpec(TAINT_TOLERATION_ENABLE, "bool", True, doc="NoSchedule/NoExecute taints"),
+        ArgumentSpec(POD_AFFINITY_ENABLE, "bool", True, doc="required pod (anti-)affinity"),
+        ArgumentSpec(POD_TOPOLOGY_SPREAD_ENABLE, "bool", True, doc="DoNotSchedule spread"),
         *(ArgumentSpec(k, "bool", False, doc="accepted, not implemented") for k in NOT_IMPLEMENTED),
     )
 
@@ -103,6 +107,10 @@ class PredicatesPlugin(Plugin):
         self.node_affinity = bool(arguments.get_bool(NODE_AFFINITY_ENABLE, True))
         self.node_ports = bool(arguments.get_bool(NODE_PORTS_ENABLE, True))
         self.taint_toleration = bool(arguments.get_bool(TAINT_TOLERATION_ENABLE, True))
+        self.links = PodLinkFilters(
+            affinity=bool(arguments.get_bool(POD_AFFINITY_ENABLE, True)),
+            spread=bool(arguments.get_bool(POD_TOPOLOGY_SPREAD_ENABLE, True)),
+        )
         for key in NOT_IMPLEMENTED:
             if arguments.get_bool(key, False):
                 warn_once(
@@ -115,6 +123,28 @@ class PredicatesPlugin(Plugin):
         if self._terms is None or not self._terms.fits(nodes):
             self._terms = NodeTerms(nodes)
         return self._terms
+
+    @hookimpl
+    def session_open(self, session: SessionView) -> None:
+        self.links.open(session)
+
+    @hookimpl
+    def shape_key(self, task: TaskInfo) -> object:
+        return self.links.shape_key(task)
+
+    @hookimpl
+    def stale_rows(
+        self, task: TaskInfo, nodes: NodeTable, since: int
+    ) -> npt.NDArray[np.int64] | bool | None:
+        return self.links.stale_rows(task, since)
+
+    @hookimpl
+    def on_allocate(self, task: TaskInfo) -> None:
+        self.links.place(task)
+
+    @hookimpl
+    def on_deallocate(self, task: TaskInfo) -> None:
+        self.links.unplace(task)
 
     @hookimpl
     def predicate(
@@ -150,6 +180,9 @@ class PredicatesPlugin(Plugin):
             taken = np.zeros(n, dtype=np.bool_)
             taken[ok] = self._ports_taken(pod.host_ports, nodes, row_ids[ok])
             reject(taken, PORTS_TAKEN)
+        if self.links.active:
+            for failed, link_reason in self.links.failures(task, nodes, terms, rows):
+                reject(failed, link_reason)
 
         if not failures:
             return PredicateResult(ok, "")
@@ -185,6 +218,8 @@ class PredicatesPlugin(Plugin):
             and self._ports_taken(pod.host_ports, nodes, np.array([row]))[0]
         ):
             reason = PORTS_TAKEN
+        elif self.links.active:
+            reason = self.links.row_reason(task, nodes, terms, row)
         return PredicateResult(_ONE_ROW_FAILS if reason else _ONE_ROW_PASSES, reason)
 
     def _ports_taken(

@@ -17,6 +17,11 @@ is used only when every enabled predicate plugin is row-local (the first failing
 node's reason, so the order of all of them matters); scores are summed, so row-local plugins'
 scores are cached and the others' added per task.
 
+Two additions to that promise (``pumice.framework.hookspecs``): a plugin's ``shape_key`` names
+what else of a task its answers depend on (tasks whose keys differ get separate entries), and its
+``stale_rows`` reports rows whose predicate answers changed because *other* rows changed
+(pod-to-pod constraints); those rows are refreshed with the changed ones.
+
 A refresh touching more than an eighth of the rows, or a change of the table's rows themselves
 (``NodeTable.epoch``), evaluates the shape in full again.
 """
@@ -119,6 +124,8 @@ class ShapeCache:
         scorers: Sequence[tuple[str, Hook, bool]],
         check: Callable[..., Any],
         group_of: Callable[[TaskInfo], Hashable] | None = None,
+        shape_keys: Sequence[Hook] = (),
+        stale: Sequence[Hook] = (),
     ) -> None:
         self.table = table
         self.group_of = group_of
@@ -128,6 +135,10 @@ class ShapeCache:
         self.local_scorers = [(name, hook) for name, hook, local in scorers if local]
         self.cached_predicates = bool(predicates) and all(local for _, _, local in predicates)
         self.check = check
+        self.shape_keys = list(shape_keys)
+        """Plugins' ``shape_key`` hooks: their answers are part of an entry's key."""
+        self.stale = list(stale)
+        """Plugins' ``stale_rows`` hooks: rows to refresh beyond the table's changed rows."""
         self.entries: dict[Hashable, ShapeEntry] = {}
         self._last_changed: tuple[tuple[int, int, int], IntVector | None] | None = None
         self._of_task: dict[str, ShapeEntry] = {}
@@ -141,6 +152,10 @@ class ShapeCache:
         key = task_shape(task)
         if self.group_of is not None:
             key = (self.group_of(task), key)
+        if self.shape_keys:
+            extra = tuple(hook(task) for hook in self.shape_keys)
+            if any(part is not None for part in extra):
+                key = (key, extra)
         entry = self.entries.get(key)
         if entry is None or entry.epoch != self.table.epoch:
             entry = self.entries[key] = ShapeEntry(self.table.epoch, task)
@@ -156,6 +171,38 @@ class ShapeCache:
         self._last_changed = (key, rows)
         return rows
 
+    def _stale(self, entry: ShapeEntry, version: int) -> IntVector | bool:
+        """Rows the ``stale_rows`` hooks report for the entry's shape since ``version``:
+        True for every row, an empty vector for none."""
+        found: list[IntVector] = []
+        for hook in self.stale:
+            answer = hook(entry.task, self.table, version)
+            if answer is None or answer is False:
+                continue
+            if answer is True:
+                return True
+            if len(answer):
+                found.append(np.asarray(answer, dtype=np.int64))
+        if not found:
+            return _NO_ROWS
+        return np.concatenate(found) if len(found) > 1 else found[0]
+
+    def _changed_for(self, entry: ShapeEntry, version: int) -> IntVector | None:
+        """``_changed`` plus the entry's stale rows (None: evaluate in full)."""
+        rows = self._changed(version)
+        if rows is None or not self.stale:
+            return rows
+        extra = self._stale(entry, version)
+        if extra is True:
+            return None
+        assert not isinstance(extra, bool)
+        if not len(extra):
+            return rows
+        merged = np.unique(np.concatenate([rows, extra]))
+        if len(merged) * FULL_REFRESH_FRACTION > len(self.table):
+            return None
+        return merged
+
     # -- predicates -------------------------------------------------------------------------
 
     def predicate(self, task: TaskInfo) -> tuple[list[PredicatePart], BoolVector]:
@@ -166,7 +213,7 @@ class ShapeCache:
         entry = self.entry(task)
         task = entry.task
         if entry.parts is not None and entry.mask is not None:
-            rows = self._changed(entry.mask_version)
+            rows = self._changed_for(entry, entry.mask_version)
             entry.mask_version = table.version
             if rows is None or (len(rows) and not self._refresh_predicates(task, entry, rows)):
                 entry.parts = None
@@ -292,7 +339,7 @@ class ShapeCache:
         total = self.score_total(task)
         entry = self.entry(task)
         cands = entry.candidates if self.cached_predicates else None
-        rows = None if cands is None else self._changed(cands.version)
+        rows = None if cands is None else self._changed_for(entry, cands.version)
         if cands is None or rows is None:
             extras = () if cands is None else cands.extras
             cands = full_candidates(mask, fit_now, fit_future, total, extras)
@@ -323,6 +370,10 @@ class ShapeCache:
             return None
         if self.local_scorers and (entry.score_version != version or entry.score_total is None):
             return None
+        if self.stale:
+            extra = self._stale(entry, version)
+            if extra is True or len(extra):  # type: ignore[arg-type]
+                return None
         assert entry.mask is not None and entry.fit_now is not None
         assert entry.fit_future is not None
         row = table.changed_rows(version)[0]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from pumice.errors import PumiceError
@@ -49,6 +49,10 @@ class ClusterSnapshot:
     """Node name -> uids of placed tasks naming that node while it is not in the snapshot;
     they are accounted when it arrives."""
     identity: object = field(default_factory=object)
+    namespaces: dict[str, Mapping[str, str]] = field(default_factory=dict)
+    """Namespace name -> its labels, for pod affinity's ``namespaceSelector``. A namespace not
+    listed is taken to have only ``kubernetes.io/metadata.name: <name>`` (what the API server
+    sets on every namespace)."""
     taken_at: float = field(default_factory=time.time)
     """When this picture of the cluster was taken (seconds since the epoch): the clock of a
     session's plugins. A clone is a new picture, taken when cloned; ``pumice simulate`` sets
@@ -101,6 +105,7 @@ class ClusterSnapshot:
             table=table,
             task_jobs=dict(self.task_jobs),
             orphans={name: set(uids) for name, uids in self.orphans.items()},
+            namespaces=dict(self.namespaces),
             taken_at=time.time(),
         )
         self.identity = object()  # the jobs are shared now: this side copies before writing too

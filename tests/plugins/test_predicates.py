@@ -423,15 +423,16 @@ def test_unimplemented_predicates_warn_once_when_set_true(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     forget_warnings()
-    args = {"predicate.PodAffinityEnable": True, "predicate.VolumeZoneEnable": False}
+    args = {"predicate.VolumeBindingEnable": True, "predicate.VolumeZoneEnable": False}
     with caplog.at_level(logging.WARNING, logger="pumice.plugins.predicates"):
         PredicatesPlugin(Arguments(args))
         PredicatesPlugin(Arguments(args))
-        PredicatesPlugin(Arguments({"predicate.PodTopologySpreadEnable": "true"}))
+        PredicatesPlugin(Arguments({"predicate.NodeVolumeLimitsEnable": "true"}))
+        PredicatesPlugin(Arguments({"predicate.PodAffinityEnable": True}))  # implemented now
     messages = [r.getMessage() for r in caplog.records]
     assert messages == [
-        "predicates: predicate.PodAffinityEnable is set but not implemented in pumice; ignored",
-        "predicates: predicate.PodTopologySpreadEnable is set but not implemented in pumice; "
+        "predicates: predicate.VolumeBindingEnable is set but not implemented in pumice; ignored",
+        "predicates: predicate.NodeVolumeLimitsEnable is set but not implemented in pumice; "
         "ignored",
     ]
 
