@@ -149,3 +149,121 @@ def test_zone_spread_fills_zones_evenly_and_reports_skew() -> None:
     session = run_flow(snap)
     zones = Counter(snap.nodes[n].labels[ZONE] for n in binds(session).values())
     assert sorted(zones.values()) == [2, 2, 3]
+
+
+def test_a_discarded_statement_gives_the_counts_back() -> None:
+    pods = [link_pod(f"r-{i}", APP, anti=[term(APP)]) for i in range(2)]
+    job = job_of("r", pods)
+    session = open_flow(links_snapshot(zoned_nodes(2), [job]))
+    first, second = sorted(job.tasks.values(), key=lambda t: t.name)
+    assert list(session.predicate(second).mask) == [True, True]
+    stmt = session.statement()
+    stmt.allocate(first, "n0")
+    feasible = session.predicate(second)
+    assert list(feasible.mask) == [False, True]
+    assert feasible.reason_counts() == {ANTI_AFFINITY_MISMATCH: 1}
+    stmt.discard()
+    assert list(session.predicate(second).mask) == [True, True]
+    assert session.candidates(second).future_count == 2
+
+
+def test_placements_reach_other_shapes_through_existing_anti_affinity() -> None:
+    guard = job_of("guard", [link_pod("guard", {"app": "guard"}, anti=[term(APP, ZONE)])])
+    web = job_of("web", [link_pod("web", APP, cpu="2")])
+    session = open_flow(links_snapshot(zoned_nodes(4, zones=2), [guard, web]))
+    (web_task,) = web.tasks.values()
+    (guard_task,) = guard.tasks.values()
+    assert session.candidates(web_task).future_count == 4
+    stmt = session.statement()
+    stmt.allocate(guard_task, "n1")  # zone z1: n1 and n3
+    assert list(session.candidates(web_task).future) == [True, False, True, False]
+    stmt.discard()
+    assert session.candidates(web_task).future_count == 4
+
+
+def test_namespaces_and_namespace_selector_choose_whose_pods_count() -> None:
+    other = running("other", "n0", link_pod("other", APP, namespace="team-b"))
+    same = job_of("same", [link_pod("same", anti=[term(APP)])])
+    listed = job_of("listed", [link_pod("listed", anti=[term(APP, namespaces=["team-b"])])])
+    by_label = job_of(
+        "by-label",
+        [link_pod("by-label", anti=[term(APP, namespaceSelector={"matchLabels": {"t": "b"}})])],
+    )
+    everywhere = job_of("all", [link_pod("all", anti=[term(APP, namespaceSelector={})])])
+    snap = links_snapshot(zoned_nodes(2), [other, same, listed, by_label, everywhere])
+    snap.namespaces = {"team-b": {"t": "b"}}
+    session = open_flow(snap)
+
+    def mask(job: Any) -> list[bool]:
+        (task,) = job.tasks.values()
+        return list(session.predicate(task).mask)
+
+    assert mask(same) == [True, True]  # only its own namespace, default
+    assert mask(listed) == [False, True]
+    assert mask(by_label) == [False, True]
+    assert mask(everywhere) == [False, True]
+
+
+def test_match_label_keys_narrow_the_selector_to_the_pods_own_value() -> None:
+    old = running("old", "n0", link_pod("old", {"app": "web", "rev": "1"}))
+    pod = link_pod("new", {"app": "web", "rev": "2"}, anti=[term(APP, matchLabelKeys=["rev"])])
+    mismatch = link_pod(
+        "mis", {"app": "web", "rev": "2"}, anti=[term(APP, mismatchLabelKeys=["rev"])]
+    )
+    jobs = [old, job_of("new", [pod]), job_of("mis", [mismatch])]
+    session = open_flow(links_snapshot(zoned_nodes(2), jobs))
+    new_task = next(iter(jobs[1].tasks.values()))
+    mis_task = next(iter(jobs[2].tasks.values()))
+    assert list(session.predicate(new_task).mask) == [True, True]  # rev 1 is not selected
+    assert list(session.predicate(mis_task).mask) == [False, True]
+
+
+def test_spread_node_affinity_policy_and_min_domains() -> None:
+    nodes = zoned_nodes(3, zones=3)
+    for n in nodes[:2]:
+        n.labels = {**n.labels, "pool": "main"}
+    here = [running(f"e{i}", f"n{node}", link_pod(f"e{i}", APP)) for i, node in enumerate("001")]
+
+    def pending(name: str, **constraint: Any) -> Any:
+        return job_of(
+            name,
+            [
+                link_pod(
+                    name,
+                    APP,
+                    spreads=[spread(APP, ZONE, **constraint)],
+                    node_selector={"pool": "main"},
+                )
+            ],
+        )
+
+    honor, ignore, few = (
+        pending("h"),
+        pending("i", nodeAffinityPolicy="Ignore"),
+        pending("m", minDomains=3),
+    )
+    session = open_flow(links_snapshot(nodes, [*here, honor, ignore, few]))
+
+    def check(job: Any) -> list[str]:
+        (task,) = job.tasks.values()
+        return [str(r) for r in session.predicate(task).reasons]
+
+    selector = "node(s) didn't match Pod's node affinity/selector"
+    # Honor: z0 (2) and z1 (1) count, minimum 1: n1 takes it (1 + 1 - 1), n0 would skew 2
+    assert check(honor) == [SPREAD_MISMATCH, "", selector]
+    # Ignore: z2 (0) counts too, minimum 0
+    assert check(ignore) == [SPREAD_MISMATCH, SPREAD_MISMATCH, selector]
+    # minDomains 3 > 2 eligible domains: the minimum is taken as 0
+    assert check(few) == [SPREAD_MISMATCH, SPREAD_MISMATCH, selector]
+
+
+def test_taints_policy_honor_leaves_tainted_nodes_out_of_the_domains() -> None:
+    nodes = zoned_nodes(3, zones=3)
+    nodes[2].taints = ({"key": "dedicated", "value": "x", "effect": "NoSchedule"},)
+    here = [running(f"e{i}", f"n{node}", link_pod(f"e{i}", APP)) for i, node in enumerate("01")]
+    pod = link_pod("t", APP, spreads=[spread(APP, ZONE, nodeTaintsPolicy="Honor")])
+    job = job_of("t", [pod])
+    session = open_flow(links_snapshot(nodes, [*here, job]))
+    (task,) = job.tasks.values()
+    # z2 is left out: the minimum is 1, so n0 and n1 pass (1 + 1 - 1)
+    assert list(session.predicate(task).mask) == [True, True, False]
