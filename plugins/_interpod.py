@@ -27,7 +27,7 @@ import numpy.typing as npt
 
 from pumice import NodeTable
 from pumice.model.podterms import AffinityTerm, PodLinks
-from pumice.plugins._podindex import DomainCounter, Ident, Listener, PodIndex
+from pumice.plugins._podindex import DomainCounter, Ident, Listener, OwnerKey, PodIndex
 
 BoolVector = npt.NDArray[np.bool_]
 IntVector = npt.NDArray[np.int64]
@@ -67,23 +67,24 @@ class DirtyLog:
 
 
 class TermIndex:
-    """Required anti-affinity terms of every pod of the session, found by the labels they may
+    """Terms that pods of the session carry (as ``OwnerKey``), found by the labels they may
     select (a term with an ``In`` requirement is filed under each of its values)."""
 
-    def __init__(self, terms: Iterable[AffinityTerm]) -> None:
-        self._anchored: dict[tuple[str, str], list[AffinityTerm]] = {}
-        self._loose: list[AffinityTerm] = []
-        for term in set(terms):
-            anchor = next((r for r in term.selector or () if r[1] == "In"), None)
-            if term.selector is None:
+    def __init__(self, keys: Iterable[OwnerKey]) -> None:
+        self._anchored: dict[tuple[str, str], list[OwnerKey]] = {}
+        self._loose: list[OwnerKey] = []
+        for key in set(keys):
+            selector = key[1].selector
+            if selector is None:
                 continue  # selects nothing
+            anchor = next((r for r in selector if r[1] == "In"), None)
             if anchor is None:
-                self._loose.append(term)
+                self._loose.append(key)
             else:
                 for value in anchor[2]:
-                    self._anchored.setdefault((anchor[0], value), []).append(term)
+                    self._anchored.setdefault((anchor[0], value), []).append(key)
 
-    def candidates(self, ident: Ident) -> list[AffinityTerm]:
+    def candidates(self, ident: Ident) -> list[OwnerKey]:
         found = list(self._loose)
         for item in ident[1]:
             found += self._anchored.get(item, ())
@@ -110,9 +111,9 @@ class AffinityFilter:
             index.domain_counter(("terms", (t,)), t.topology_key) for t in links.anti_affinity
         ]
         self.existing = [
-            index.domain_counter(("owners", t), t.topology_key)
-            for t in owners.candidates(ident)
-            if index.term_selects(t, ident)
+            index.domain_counter(("owners", key), key[1].topology_key)
+            for key in owners.candidates(ident)
+            if index.term_selects(key[1], ident)
         ]
         for counter in (*self.anti, *self.existing):
             counter.listeners.append(self._domain_changed(counter))

@@ -20,10 +20,9 @@ import numpy as np
 import numpy.typing as npt
 
 from pumice import NodeTable, SessionView, TaskInfo
-from pumice.model.podterms import AffinityTerm
 from pumice.plugins._interpod import AffinityFilter, DirtyLog, TermIndex
 from pumice.plugins._k8s_terms import NodeTerms
-from pumice.plugins._podindex import PodIndex, ident_of
+from pumice.plugins._podindex import OwnerKey, PodIndex, ident_of
 from pumice.plugins._spread import SpreadFilter
 
 BoolVector = npt.NDArray[np.bool_]
@@ -47,7 +46,7 @@ class PodLinkFilters:
         self.session: SessionView | None = None
         self.keys: frozenset[str] = frozenset()
         """Label keys some selector of the session reads."""
-        self.anti_terms: list[AffinityTerm] = []
+        self.anti_terms: list[OwnerKey] = []
         self._owners: TermIndex | None = None
         self.index: PodIndex | None = None
         self._states: dict[Hashable, _ShapeState] = {}
@@ -60,7 +59,7 @@ class PodLinkFilters:
             return
         self.session = session
         keys: set[str] = set()
-        anti: list[AffinityTerm] = []
+        anti: list[OwnerKey] = []
         for job in session.jobs.values():
             for task in job.tasks.values():
                 links = task.links
@@ -71,7 +70,7 @@ class PodLinkFilters:
                 if self.spread and links.hard_spread:
                     self.active = True
                 keys |= links.label_keys()
-                anti.extend(links.anti_affinity)
+                anti.extend(("anti", t, 0) for t in links.anti_affinity)
         self.keys = frozenset(keys)
         self.anti_terms = anti
 

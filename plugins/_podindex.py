@@ -43,9 +43,13 @@ NAME_LABEL = "kubernetes.io/metadata.name"
 Ident = tuple[str, frozenset[tuple[str, str]]]
 """A pod's namespace and labels."""
 
+OwnerKey = tuple[str, AffinityTerm, int]
+"""A term some pods carry: ``("anti" | "affinity" | "preferred" | "preferred-anti", term,
+weight)`` (required terms have weight 0)."""
+
 Selects = tuple[str, object]
 """What a counter counts: ``("terms", (term, ...))`` pods every term selects;
-``("owners", term)`` pods carrying that required anti-affinity term; ``("spread",
+``("owners", owner key)`` pods carrying that term; ``("spread",
 (namespace, selector))`` non-terminating pods of the namespace the selector selects (``{}``
 selects no existing pod, as kube-scheduler counts)."""
 
@@ -120,7 +124,7 @@ class RowCounter:
 class _Placed:
     row: int
     ident: Ident
-    owns: tuple[AffinityTerm, ...]
+    owns: tuple[OwnerKey, ...]
     spread: bool
 
 
@@ -134,14 +138,14 @@ class PodIndex:
         self._rows: dict[Ident, dict[int, int]] = {}
         self._spread_rows: dict[Ident, dict[int, int]] = {}
         self._by_label: dict[tuple[str, str], set[Ident]] = {}
-        self._owners_rows: dict[AffinityTerm, dict[int, int]] = {}
+        self._owners_rows: dict[OwnerKey, dict[int, int]] = {}
         self._placed: dict[str, _Placed] = {}
         self._matches: dict[tuple[Selects, Ident], bool] = {}
         self._domain_counters: dict[tuple[Selects, str], DomainCounter] = {}
         self._row_counters: dict[Selects, RowCounter] = {}
         self._of_ident: dict[Ident, list[tuple[Selects, DomainCounter | RowCounter]]] = {}
         """Identity -> the match counters (not owner counters) that select it."""
-        self._owner_counters: dict[AffinityTerm, list[DomainCounter]] = {}
+        self._owner_counters: dict[OwnerKey, list[DomainCounter]] = {}
         self._watch: list[tuple[Selects, DomainCounter | RowCounter]] = []
         """Every match counter, for identities not seen yet (pods placed later)."""
         for node in table.nodes:
@@ -223,10 +227,9 @@ class PodIndex:
         counter = DomainCounter(domains, np.zeros(domains.count + 1, dtype=np.int64))
         self._domain_counters[(selects, key)] = counter
         if selects[0] == "owners":
-            term = selects[1]
-            assert isinstance(term, AffinityTerm)
-            self._owner_counters.setdefault(term, []).append(counter)
-            for row, n in self._owners_rows.get(term, {}).items():
+            owned: OwnerKey = selects[1]  # type: ignore[assignment]
+            self._owner_counters.setdefault(owned, []).append(counter)
+            for row, n in self._owners_rows.get(owned, {}).items():
                 counter.add(row, n)
             return counter
         for ident in self._candidates(self._selectors_of(selects)):
@@ -264,9 +267,6 @@ class PodIndex:
             self._of_ident[ident] = found
         return found
 
-    def owner_counters(self, term: AffinityTerm) -> list[DomainCounter]:
-        return self._owner_counters.get(term, [])
-
     # -- placements ---------------------------------------------------------------------------
 
     def place(self, task: TaskInfo) -> None:
@@ -283,7 +283,7 @@ class PodIndex:
         terminating = task.status == TaskStatus.RELEASING or bool(
             ((task.pod or {}).get("metadata") or {}).get("deletionTimestamp")
         )
-        placed = _Placed(row, ident, task.links.anti_affinity, not terminating)
+        placed = _Placed(row, ident, owner_keys(task), not terminating)
         self._placed[task.uid] = placed
         self._apply(placed, 1)
 
@@ -310,10 +310,22 @@ class PodIndex:
                     counter.add(row, delta)
             else:
                 counter.add(row, delta)
-        for term in placed.owns:
-            _bump(self._owners_rows.setdefault(term, {}), row, delta)
-            for counter in self._owner_counters.get(term, ()):
+        for owned in placed.owns:
+            _bump(self._owners_rows.setdefault(owned, {}), row, delta)
+            for counter in self._owner_counters.get(owned, ()):
                 counter.add(row, delta)
+
+
+def owner_keys(task: TaskInfo) -> tuple[OwnerKey, ...]:
+    """The terms a pod carries, as owner keys (see ``OwnerKey``)."""
+    links = task.links
+    if links.empty:
+        return ()
+    keys: list[OwnerKey] = [("anti", t, 0) for t in links.anti_affinity]
+    keys += [("affinity", t, 0) for t in links.affinity]
+    keys += [("preferred", t, w) for w, t in links.preferred_affinity]
+    keys += [("preferred-anti", t, w) for w, t in links.preferred_anti_affinity]
+    return tuple(keys)
 
 
 def _bump(counts: dict[int, int], row: int, delta: int) -> None:
