@@ -120,6 +120,9 @@ class RowCounter:
             listener(row, delta)
 
 
+Counter = DomainCounter | RowCounter
+
+
 @dataclass(slots=True)
 class _Placed:
     row: int
@@ -143,11 +146,12 @@ class PodIndex:
         self._matches: dict[tuple[Selects, Ident], bool] = {}
         self._domain_counters: dict[tuple[Selects, str], DomainCounter] = {}
         self._row_counters: dict[Selects, RowCounter] = {}
-        self._of_ident: dict[Ident, list[tuple[Selects, DomainCounter | RowCounter]]] = {}
+        self._of_ident: dict[Ident, list[tuple[Selects, Counter]]] = {}
         """Identity -> the match counters (not owner counters) that select it."""
         self._owner_counters: dict[OwnerKey, list[DomainCounter]] = {}
-        self._watch: list[tuple[Selects, DomainCounter | RowCounter]] = []
-        """Every match counter, for identities not seen yet (pods placed later)."""
+        self._watch: dict[tuple[str, str] | None, list[tuple[Selects, Counter]]] = {}
+        """Every match counter, for identities not seen yet (pods placed later), filed under
+        one ``(key, value)`` a selected identity must carry (None: no such pair)."""
         for node in table.nodes:
             for task in node.tasks.values():
                 self.place(task)
@@ -256,14 +260,24 @@ class PodIndex:
         self._pending_watch(selects, counter)
         return counter
 
-    def _pending_watch(self, selects: Selects, counter: DomainCounter | RowCounter) -> None:
-        self._watch.append((selects, counter))
+    def _pending_watch(self, selects: Selects, counter: Counter) -> None:
+        anchors: list[tuple[str, str] | None] = [None]
+        for selector in self._selectors_of(selects):
+            found = next((r for r in selector or () if r[1] == "In"), None)
+            if found is not None:
+                anchors = [(found[0], value) for value in found[2]]
+                break
+        for anchor in anchors:
+            self._watch.setdefault(anchor, []).append((selects, counter))
 
-    def _counters_of(self, ident: Ident) -> list[tuple[Selects, DomainCounter | RowCounter]]:
+    def _counters_of(self, ident: Ident) -> list[tuple[Selects, Counter]]:
         """The match counters that select ``ident`` (worked out once per new identity)."""
         found = self._of_ident.get(ident)
         if found is None:
-            found = [(s, c) for s, c in self._watch if self.selects(s, ident)]
+            candidates = list(self._watch.get(None, ()))
+            for item in ident[1]:
+                candidates += self._watch.get(item, ())
+            found = [(s, c) for s, c in candidates if self.selects(s, ident)]
             self._of_ident[ident] = found
         return found
 
