@@ -22,7 +22,7 @@ import numpy.typing as npt
 from pumice import NodeTable, SessionView, TaskInfo
 from pumice.plugins._interpod import AffinityFilter, DirtyLog, TermIndex
 from pumice.plugins._k8s_terms import NodeTerms
-from pumice.plugins._podindex import OwnerKey, PodIndex, ident_of
+from pumice.plugins._podindex import OwnerKey, PodIndex, ident_of, shared_index
 from pumice.plugins._spread import SpreadFilter
 
 BoolVector = npt.NDArray[np.bool_]
@@ -77,7 +77,7 @@ class PodLinkFilters:
     def _index(self) -> PodIndex:
         if self.index is None:
             assert self.session is not None
-            self.index = PodIndex(self.session.table, self.session.snapshot.namespaces)
+            self.index = shared_index(self.session)
             self._owners = TermIndex(self.anti_terms)
         return self.index
 

@@ -1,7 +1,8 @@
 """Where the pods are, for pod-to-pod constraints: match counts kept current placement by
 placement (a private helper of ``predicates`` and ``nodeorder``, not a plugin).
 
-A ``PodIndex`` is built once per session, when the first pod-to-pod question is asked, from
+A ``PodIndex`` is built once per session (``shared_index``: one for every plugin that asks),
+when the first pod-to-pod question is asked, from
 the pods on the table's nodes (every pod that is not Succeeded or Failed), and then follows
 the session's statements: ``place(task)`` on ``on_allocate``, ``unplace(task)`` on
 ``on_deallocate`` (undoing exactly what that pod added; a discarded statement therefore takes
@@ -28,13 +29,14 @@ shapes that read it know which rows to evaluate again.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
-from pumice import COMPLETED_STATUSES, NodeTable, TaskInfo, TaskStatus
+from pumice import COMPLETED_STATUSES, NodeTable, SessionView, TaskInfo, TaskStatus
 from pumice.model.podterms import AffinityTerm, LabelSelector, selector_matches
 
 IntVector = npt.NDArray[np.int64]
@@ -55,6 +57,20 @@ selects no existing pod, as kube-scheduler counts)."""
 
 Listener = Callable[[int, int], None]
 """Called with (domain code or row, change) after a counter changed."""
+
+
+_shared: weakref.WeakValueDictionary[str, PodIndex] = weakref.WeakValueDictionary()
+
+
+def shared_index(session: SessionView) -> PodIndex:
+    """The session's one index, shared by the plugins that ask (``place`` and ``unplace``
+    are idempotent per pod, so each of them may forward every event); it lives as long as
+    one of them holds it."""
+    index = _shared.get(session.uid)
+    if index is None:
+        index = PodIndex(session.table, session.snapshot.namespaces)
+        _shared[session.uid] = index
+    return index
 
 
 def ident_of(task: TaskInfo) -> Ident:

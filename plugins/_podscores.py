@@ -38,6 +38,7 @@ from pumice.plugins._podindex import (
     PodIndex,
     RowCounter,
     ident_of,
+    shared_index,
 )
 
 BoolVector = npt.NDArray[np.bool_]
@@ -108,7 +109,7 @@ class PodLinkScores:
     def _index(self) -> PodIndex:
         if self.index is None:
             assert self.session is not None
-            self.index = PodIndex(self.session.table, self.session.snapshot.namespaces)
+            self.index = shared_index(self.session)
             self._owners = TermIndex(self._owner_keys)
         return self.index
 

@@ -108,6 +108,16 @@ class ShapeEntry:
     score_total: FloatVector | None = None
     score_version: int = 0
     candidates: Candidates | None = None
+    base: ShapeEntry | None = None
+    """The entry of the same shape without the plugins' ``shape_key`` parts, which holds the
+    fit masks and row-local scores (None: this entry is its own base). Tasks that
+    ``shape_key`` tells apart get their own predicate masks and candidates but share the
+    rest, which depends on the shape alone."""
+
+
+def base_of(entry: ShapeEntry) -> ShapeEntry:
+    """Where ``entry``'s fit masks and row-local scores live."""
+    return entry if entry.base is None else entry.base
 
 
 class ShapeCache:
@@ -152,13 +162,17 @@ class ShapeCache:
         key = task_shape(task)
         if self.group_of is not None:
             key = (self.group_of(task), key)
+        base: ShapeEntry | None = None
         if self.shape_keys:
             extra = tuple(hook(task) for hook in self.shape_keys)
             if any(part is not None for part in extra):
+                base = self.entries.get(key)
+                if base is None or base.epoch != self.table.epoch:
+                    base = self.entries[key] = ShapeEntry(self.table.epoch, task)
                 key = (key, extra)
         entry = self.entries.get(key)
         if entry is None or entry.epoch != self.table.epoch:
-            entry = self.entries[key] = ShapeEntry(self.table.epoch, task)
+            entry = self.entries[key] = ShapeEntry(self.table.epoch, task, base=base)
         self._of_task[task.uid] = entry
         return entry
 
@@ -265,7 +279,7 @@ class ShapeCache:
     def fit(self, task: TaskInfo) -> tuple[BoolVector, BoolVector]:
         """Rows where the request fits the idle and the future-idle resources."""
         table = self.table
-        entry = self.entry(task)
+        entry = base_of(self.entry(task))
         request = table.vector(entry.task.resreq)
         rows = None
         if entry.fit_now is not None:
@@ -292,7 +306,7 @@ class ShapeCache:
         if not self.local_scorers:
             return {}
         table = self.table
-        entry = self.entry(task)
+        entry = base_of(self.entry(task))
         task = entry.task
         rows = None if entry.score_total is None else self._changed(entry.score_version)
         if rows is not None and len(rows) and not self._refresh_scores(task, entry, rows):
@@ -366,23 +380,27 @@ class ShapeCache:
         if cands is None or table.version != cands.version + 1:
             return None
         version = cands.version
-        if not (entry.mask_version == entry.fit_version == version) or entry.parts is None:
+        base = base_of(entry)
+        current = (version, table.version)  # the base may be brought up to date already
+        if entry.mask_version != version or base.fit_version not in current:
             return None
-        if self.local_scorers and (entry.score_version != version or entry.score_total is None):
+        if entry.parts is None or base.fit_now is None or base.fit_future is None:
             return None
+        if self.local_scorers and (base.score_version not in current or base.score_total is None):
+            return None
+        row = table.changed_rows(version)[0]
         if self.stale:
             extra = self._stale(entry, version)
-            if extra is True or len(extra):  # type: ignore[arg-type]
-                return None
-        assert entry.mask is not None and entry.fit_now is not None
-        assert entry.fit_future is not None
-        row = table.changed_rows(version)[0]
+            if isinstance(extra, bool) or (len(extra) and bool((extra != row).any())):
+                return None  # other rows changed too: the general path
+        assert entry.mask is not None
         if not self._refresh_row(entry, row):
-            entry.parts = entry.fit_now = entry.score_total = entry.candidates = None
+            entry.parts = entry.candidates = None
+            base.fit_now = base.score_total = base.candidates = None
             return None
-        entry.mask_version = entry.fit_version = entry.score_version = table.version
+        entry.mask_version = base.fit_version = base.score_version = table.version
         refresh_candidate_row(
-            cands, row, entry.mask, entry.fit_now, entry.fit_future, entry.score_total
+            cands, row, entry.mask, base.fit_now, base.fit_future, base.score_total
         )
         cands.version = table.version
         return cands
@@ -391,7 +409,6 @@ class ShapeCache:
         """Predicate parts, fit and row-local scores of one row (see ``_one_row_candidates``)."""
         table, task, check = self.table, entry.task, self.check
         assert entry.parts is not None and entry.mask is not None
-        assert entry.fit_now is not None and entry.fit_future is not None
         rows = np.array((row,), dtype=np.int64)
         by_name = entry.parts_by_name
         passed = True
@@ -418,14 +435,18 @@ class ShapeCache:
             part.mask[row] = ok
             passed = passed and ok
         entry.mask[row] = passed
-        entry.fit_now[row], entry.fit_future[row] = table.row_fits(row, table.vector(task.resreq))
-        if not self.local_scorers:
+        base = base_of(entry)
+        assert base.fit_now is not None and base.fit_future is not None
+        if base.fit_version != table.version:
+            fits = table.row_fits(row, table.vector(base.task.resreq))
+            base.fit_now[row], base.fit_future[row] = fits
+        if not self.local_scorers or base.score_version == table.version:
             return True
-        assert entry.score_total is not None
+        assert base.score_total is not None
         total = 0.0
         for name, hook in self.local_scorers:
-            answer = hook(task, table, rows)
-            vec = entry.scores.get(name)
+            answer = hook(base.task, table, rows)
+            vec = base.scores.get(name)
             if answer is None or vec is None:
                 if (answer is None) != (vec is None):
                     return False
@@ -434,7 +455,7 @@ class ShapeCache:
                 answer = float(check(name, "node_score", answer, 1, np.float64)[0])
             vec[row] = answer
             total += answer
-        entry.score_total[row] = total
+        base.score_total[row] = total
         return True
 
     def with_extras(
@@ -452,7 +473,7 @@ class ShapeCache:
         """The sum of the row-local scorers' vectors, or None if there are none (the cache's
         own vector: read it, never change it)."""
         self.scores(task)
-        return self.entry(task).score_total if self.local_scorers else None
+        return base_of(self.entry(task)).score_total if self.local_scorers else None
 
 
 def _fits(table: NodeTable, request: FloatVector, quantity: str, rows: IntVector | None) -> Any:
