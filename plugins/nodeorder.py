@@ -47,10 +47,14 @@ Deviations, on purpose:
 * A preferred term that is invalid (e.g. ``Gt`` with a non-integer) matches no node;
   kube-scheduler fails the pod's scoring instead.
 
-Accepted but **not implemented** (a warning is logged once per process when one is set to a
-non-zero weight): ``podaffinity.weight`` (InterPodAffinity), ``imagelocality.weight``
-(ImageLocality), ``podtopologyspread.weight`` (PodTopologySpread). Their Volcano defaults (2,
-1, 2) therefore contribute nothing.
+``podaffinity.weight`` (2) and ``podtopologyspread.weight`` (2): InterPodAffinity's and
+PodTopologySpread's (ScheduleAnyway) scores, counted over the placed pods and normalised over
+the candidates (``pumice.plugins._podscores``); ``podaffinity.hardPodAffinityWeight`` (1,
+0..100) weighs placed pods' required affinity terms toward the pod. A task that no such term
+concerns gets the label scores alone, as before.
+
+Accepted but **not implemented** (a warning is logged once per process when set to a non-zero
+weight): ``imagelocality.weight`` (ImageLocality); its Volcano default (1) contributes nothing.
 
 The task's non-zero request and terms come from the model (``task.nonzero_request`` with the
 defaults of ``pumice.NON_ZERO_DEFAULTS``, ``task.terms``), computed once per pod object.

@@ -13,7 +13,25 @@ reason for each rejected node (the first failing filter, in the order below):
    ``matchFields`` on ``metadata.name``) → ``node(s) didn't match Pod's node affinity/selector``;
 5. NodePorts, only for a pod that asks for host ports: none may clash with the host ports of
    the non-terminated pods already on the node →
-   ``node(s) didn't have free ports for the requested pod ports``.
+   ``node(s) didn't have free ports for the requested pod ports``;
+6. PodTopologySpread, the pod's ``DoNotSchedule`` constraints in spec order
+   (``pumice.plugins._spread``) → ``node(s) didn't match pod topology spread constraints``, or
+   ``… (missing required label)`` for a node without the topology key;
+7. InterPodAffinity (``pumice.plugins._interpod``): the pod's required affinity →
+   ``node(s) didn't match pod affinity rules``; its required anti-affinity →
+   ``node(s) didn't match pod anti-affinity rules``; placed pods' required anti-affinity
+   that selects it → ``node(s) didn't satisfy existing pods anti-affinity rules``.
+
+Filters 6 and 7 count the pods on the nodes and the pods the session places (``on_allocate`` /
+``on_deallocate``); they are not row-local in kube-scheduler's sense (a placement changes its
+whole topology domain), so the plugin names the pod's identity and constraints in
+``shape_key`` and reports the rows a placement changed elsewhere through ``stale_rows``. When
+no pod of the session carries pod-to-pod constraints they do nothing at all.
+
+``unresolvable(reason)`` tells the reasons kube-scheduler marks UnschedulableAndUnresolvable
+(an eviction on that node cannot help): cordon, taints, node affinity, pod affinity and the
+missing spread label; the others (pod count, ports, anti-affinity of either kind, spread skew)
+may be resolved by evicting pods.
 
 Resource fit is not checked here: the actions compare requests with idle / future-idle
 resources, as in Volcano.
@@ -22,9 +40,10 @@ Arguments (bool, declared in ``declared_arguments``; Volcano's names):
 
 * ``predicate.NodeAffinityEnable`` (true), ``predicate.NodePortsEnable`` (true),
   ``predicate.TaintTolerationEnable`` (true) switch filters 4, 5 and 3 off;
+* ``predicate.PodAffinityEnable`` (true), ``predicate.PodTopologySpreadEnable`` (true) switch
+  filters 7 and 6 off;
 * accepted but not implemented (a warning is logged once per process when one is set true):
-  ``predicate.PodAffinityEnable``, ``predicate.NodeVolumeLimitsEnable``,
-  ``predicate.VolumeZoneEnable``, ``predicate.PodTopologySpreadEnable``,
+  ``predicate.NodeVolumeLimitsEnable``, ``predicate.VolumeZoneEnable``,
   ``predicate.VolumeBindingEnable``, ``predicate.DynamicResourceAllocationEnable``,
   ``predicate.CacheEnable`` (its per-node cache is unneeded: every term is cached below).
 
@@ -56,8 +75,10 @@ from pumice import (
     warn_once,
 )
 from pumice.model.terms import HostPort
+from pumice.plugins._interpod import AFFINITY_MISMATCH as POD_AFFINITY_MISMATCH
 from pumice.plugins._k8s_terms import NodeTerms, PortsInUse
 from pumice.plugins._links import PodLinkFilters
+from pumice.plugins._spread import SPREAD_MISSING_LABEL
 
 log = logging.getLogger("pumice.plugins.predicates")
 
@@ -80,6 +101,17 @@ TOO_MANY_PODS = "Too many pods"
 UNSCHEDULABLE = "node(s) were unschedulable"
 AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
 PORTS_TAKEN = "node(s) didn't have free ports for the requested pod ports"
+
+UNRESOLVABLE = frozenset(
+    {UNSCHEDULABLE, AFFINITY_MISMATCH, POD_AFFINITY_MISMATCH, SPREAD_MISSING_LABEL}
+)
+"""Reasons an eviction cannot resolve (kube-scheduler's UnschedulableAndUnresolvable), besides
+every untolerated-taint reason (see ``unresolvable``)."""
+
+
+def unresolvable(reason: str) -> bool:
+    """Is ``reason`` one that preempting pods on the node cannot resolve?"""
+    return reason in UNRESOLVABLE or reason.startswith("node(s) had untolerated taint")
 
 
 _ONE_ROW_PASSES = np.ones(1, dtype=np.bool_)

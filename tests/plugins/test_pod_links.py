@@ -267,3 +267,12 @@ def test_taints_policy_honor_leaves_tainted_nodes_out_of_the_domains() -> None:
     (task,) = job.tasks.values()
     # z2 is left out: the minimum is 1, so n0 and n1 pass (1 + 1 - 1)
     assert list(session.predicate(task).mask) == [True, True, False]
+
+
+def test_affinity_and_missing_label_are_unresolvable_the_others_are_not() -> None:
+    from pumice.plugins.predicates import unresolvable
+
+    assert unresolvable(AFFINITY_MISMATCH) and unresolvable(SPREAD_MISSING_LABEL)
+    assert unresolvable("node(s) had untolerated taint {a: b}")
+    for reason in (ANTI_AFFINITY_MISMATCH, EXISTING_ANTI_AFFINITY, SPREAD_MISMATCH):
+        assert not unresolvable(reason)
