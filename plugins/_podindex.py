@@ -37,7 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pumice import COMPLETED_STATUSES, NodeTable, SessionView, TaskInfo, TaskStatus
-from pumice.model.podterms import AffinityTerm, LabelSelector, selector_matches
+from pumice.model.podterms import AffinityTerm, LabelSelector, PodLinks, selector_matches
 
 IntVector = npt.NDArray[np.int64]
 NAME_LABEL = "kubernetes.io/metadata.name"
@@ -346,16 +346,25 @@ class PodIndex:
                 counter.add(row, delta)
 
 
+_owner_keys: dict[PodLinks, tuple[OwnerKey, ...]] = {}
+
+
 def owner_keys(task: TaskInfo) -> tuple[OwnerKey, ...]:
     """The terms a pod carries, as owner keys (see ``OwnerKey``)."""
     links = task.links
     if links.empty:
         return ()
+    known = _owner_keys.get(links)
+    if known is not None:
+        return known
+    if len(_owner_keys) >= 1 << 14:
+        _owner_keys.clear()
     keys: list[OwnerKey] = [("anti", t, 0) for t in links.anti_affinity]
     keys += [("affinity", t, 0) for t in links.affinity]
     keys += [("preferred", t, w) for w, t in links.preferred_affinity]
     keys += [("preferred-anti", t, w) for w, t in links.preferred_anti_affinity]
-    return tuple(keys)
+    known = _owner_keys[links] = tuple(keys)
+    return known
 
 
 def _bump(counts: dict[int, int], row: int, delta: int) -> None:

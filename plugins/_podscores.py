@@ -76,6 +76,7 @@ class PodLinkScores:
         self._owners: TermIndex | None = None
         self.index: PodIndex | None = None
         self._states: dict[Hashable, _ScoreState] = {}
+        self._of_task: dict[str, _ScoreState] = {}
 
     def open(self, session: SessionView) -> None:
         if not (self.affinity_weight or self.spread_weight):
@@ -114,6 +115,12 @@ class PodLinkScores:
         return self.index
 
     def _state(self, task: TaskInfo, terms: NodeTerms) -> _ScoreState:
+        known = self._of_task.get(task.uid)
+        if known is None:
+            known = self._of_task[task.uid] = self._shape_state(task, terms)
+        return known
+
+    def _shape_state(self, task: TaskInfo, terms: NodeTerms) -> _ScoreState:
         ident = ident_of(task)
         links = task.links
         key = (ident, links, task.terms)
@@ -169,17 +176,33 @@ class PodLinkScores:
         state = self._state(task, terms)
         out: FloatVector | None = None
         if state.affinity and mask.any():
-            raw = np.zeros(len(nodes))
-            for counter, factor in state.affinity:
-                if counter.total:
-                    raw += factor * counter.counts[counter.domains.codes]
-            if raw.any():
+            raw = _affinity_raw(state.affinity, len(nodes))
+            if raw is not None:
                 out = self.affinity_weight * _min_max(raw, mask)
         if state.spread:
             assert state.has_all is not None
             spread = self.spread_weight * _spread_score(state.spread, state.has_all, mask)
             out = spread if out is None else out + spread
         return out
+
+
+def _affinity_raw(counters: list[tuple[DomainCounter, float]], n: int) -> FloatVector | None:
+    """The raw affinity score of every row (None: 0 everywhere). Only the rows of domains
+    that hold a counted pod are touched (few, for a hostname key)."""
+    raw: FloatVector | None = None
+    for counter, factor in counters:
+        if not counter.total:
+            continue
+        if raw is None:
+            raw = np.zeros(n)
+        codes = np.flatnonzero(counter.counts[:-1])
+        domains = counter.domains
+        if len(codes) * 8 > domains.count:
+            raw += factor * counter.counts[domains.codes]
+            continue
+        for code in codes.tolist():
+            raw[domains.rows_of(code)] += factor * float(counter.counts[code])
+    return raw if raw is not None and raw.any() else None
 
 
 def _min_max(raw: FloatVector, mask: BoolVector) -> FloatVector:

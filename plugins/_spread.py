@@ -53,11 +53,16 @@ class _Part:
     domain_count: int
     self_match: int
     minimum: int
+    at_minimum: int = 0
+    """How many domains hold exactly ``minimum`` pods (the minimum rises when none is left)."""
 
     def compute_minimum(self) -> int:
         if self.domain_count < self.constraint.min_domains or self.domain_count == 0:
             return 0
-        return int(self.counts[:-1][self.present].min())
+        present = self.counts[:-1][self.present]
+        minimum = int(present.min())
+        self.at_minimum = int(np.count_nonzero(present == minimum))
+        return minimum
 
 
 class SpreadFilter:
@@ -112,14 +117,13 @@ class SpreadFilter:
                 return
             code = int(part.domains.codes[row])
             before = int(part.counts[code])
-            part.counts[code] = before + delta
-            if part.domain_count >= part.constraint.min_domains and (
-                (delta > 0 and before == part.minimum)
-                or (delta < 0 and before + delta < part.minimum)
-            ):
-                minimum = part.compute_minimum()
-                if minimum != part.minimum:
-                    part.minimum = minimum
+            after = before + delta
+            part.counts[code] = after
+            if part.domain_count >= part.constraint.min_domains:
+                # the domain is eligible (its count moved), so it takes part in the minimum
+                part.at_minimum += (after == part.minimum) - (before == part.minimum)
+                if after < part.minimum or part.at_minimum == 0:
+                    part.minimum = part.compute_minimum()
                     self.log.mark(None)
                     return
             self.log.mark(part.domains.rows_of(code))
