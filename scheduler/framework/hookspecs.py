@@ -101,9 +101,11 @@ class PluginSpec:
     @hookspec
     def shape_key(self, task: TaskInfo) -> Any:
         """What else, besides its shape (and queue), this plugin's row-local answers for
-        ``task`` depend on; None: nothing. Tasks whose keys differ never share a cached mask or
-        score (e.g. the pod's namespace and labels, which other pods' anti-affinity selects).
-        Called once per task per session; the key must be hashable.
+        ``task`` depend on; None: nothing. Tasks whose keys differ never share a cached
+        predicate mask (e.g. the pod's namespace and labels, which other pods' anti-affinity
+        selects); their fit masks and row-local ``node_score`` answers stay shared per shape,
+        so those must not depend on the key. Called once per task per session; the key must
+        be hashable.
 
         Combination: every plugin's answer is part of the cache key. No flag.
         """
