@@ -91,6 +91,10 @@ class PodLinks:
     preferred_anti_affinity: tuple[WeightedTerm, ...] = ()
     spread: tuple[SpreadConstraint, ...] = ()
     _hash: int = field(init=False, repr=False, compare=False)
+    hard_spread: tuple[SpreadConstraint, ...] = field(init=False, repr=False, compare=False)
+    """The DoNotSchedule constraints (filters), in spec order."""
+    soft_spread: tuple[SpreadConstraint, ...] = field(init=False, repr=False, compare=False)
+    """The ScheduleAnyway constraints (scores), in spec order."""
 
     def __post_init__(self) -> None:
         parts = (
@@ -101,6 +105,8 @@ class PodLinks:
             self.spread,
         )
         object.__setattr__(self, "_hash", hash(parts))
+        object.__setattr__(self, "hard_spread", tuple(c for c in self.spread if c.hard))
+        object.__setattr__(self, "soft_spread", tuple(c for c in self.spread if not c.hard))
 
     def __hash__(self) -> int:
         return self._hash
@@ -108,14 +114,6 @@ class PodLinks:
     @property
     def empty(self) -> bool:
         return self is NO_LINKS or self == NO_LINKS
-
-    @property
-    def hard_spread(self) -> tuple[SpreadConstraint, ...]:
-        return tuple(c for c in self.spread if c.hard)
-
-    @property
-    def soft_spread(self) -> tuple[SpreadConstraint, ...]:
-        return tuple(c for c in self.spread if not c.hard)
 
     def label_keys(self) -> set[str]:
         """Every label key a selector of these constraints reads."""
