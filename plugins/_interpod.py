@@ -13,8 +13,9 @@ kinds of counters from the index, each per topology domain:
 3. existing pods' required anti-affinity terms that select this pod: their *owners* per
    domain (a node fails when its domain holds an owner).
 
-A counter change marks, in the filter's ``DirtyLog``, the rows of the changed domain, or every
-row when the change ends (or restores) the first-pod exception.
+A counter change that takes a domain's count from or to zero (the only changes these checks
+see) marks, in the filter's ``DirtyLog``, the rows of that domain; a change that ends (or
+restores) the first-pod exception marks every row.
 """
 
 from __future__ import annotations
@@ -134,14 +135,15 @@ class AffinityFilter:
             after = others + counter.total == 0
             if self.self_match and before != after:
                 self.log.mark(None)
-            else:
+            elif _crossed_zero(counter, code, delta):
                 self.log.mark(counter.domains.rows_of(code))
 
         return changed
 
     def _domain_changed(self, counter: DomainCounter) -> Listener:
         def changed(code: int, delta: int) -> None:
-            self.log.mark(counter.domains.rows_of(code))
+            if _crossed_zero(counter, code, delta):
+                self.log.mark(counter.domains.rows_of(code))
 
         return changed
 
@@ -187,6 +189,12 @@ class AffinityFilter:
                 if counter.total > 0 and counter.counts[counter.domains.codes[row]] > 0:
                     return reason
         return ""
+
+
+def _crossed_zero(counter: DomainCounter, code: int, delta: int) -> bool:
+    """Did the domain's count go from zero or to zero (the only changes the checks see)?"""
+    after = int(counter.counts[code])
+    return after == 0 or after == delta
 
 
 def _codes(counter: DomainCounter, rows: IntVector | None) -> IntVector:

@@ -17,8 +17,9 @@ For each ``DoNotSchedule`` constraint of the pod, in spec order:
   ``maxSkew`` fails (``node(s) didn't match pod topology spread constraints``). The policies
   are not applied to the node being judged: it is judged with its domain's count.
 
-Counts follow placements through the index's row counters: a change marks the rows of the
-changed domain in the filter's ``DirtyLog``, or every row when the minimum moves.
+Counts follow placements through the index's row counters: a change that flips the domain's
+answer marks its rows in the filter's ``DirtyLog``; a change that moves the minimum marks every
+row.
 """
 
 from __future__ import annotations
@@ -126,7 +127,10 @@ class SpreadFilter:
                     part.minimum = part.compute_minimum()
                     self.log.mark(None)
                     return
-            self.log.mark(part.domains.rows_of(code))
+            # the domain's rows pass while count + self - minimum <= maxSkew
+            limit = part.constraint.max_skew + part.minimum - part.self_match
+            if (before <= limit) != (after <= limit):
+                self.log.mark(part.domains.rows_of(code))
 
         return changed
 
