@@ -8,7 +8,9 @@ Otherwise the index is built on the first question and follows every placement; 
 ``DirtyLog`` that ``stale_rows`` reads.
 
 ``shape_key`` keeps apart tasks the filters may answer differently for: the namespace, the
-labels that some selector of the session reads, and the pod's own constraints.
+labels that some selector of the session reads, and the pod's own constraints. A task the
+filters can never concern (no constraints of its own, selected by no required anti-affinity
+term of the session) gets None and shares its shape's mask as before.
 """
 
 from __future__ import annotations
@@ -86,12 +88,31 @@ class PodLinkFilters:
     def shape_key(self, task: TaskInfo) -> Hashable:
         if not self.active:
             return None
-        known = self._shape_keys.get(task.uid)
-        if known is None:
+        if task.uid in self._shape_keys:
+            return self._shape_keys[task.uid]
+        known: Hashable = None
+        if self._concerns(task):
             labels = task.labels
             seen = frozenset((k, labels[k]) for k in self.keys if k in labels)
-            known = self._shape_keys[task.uid] = (task.namespace, seen, task.links)
+            known = (task.namespace, seen, task.links)
+        self._shape_keys[task.uid] = known
         return known
+
+    def _concerns(self, task: TaskInfo) -> bool:
+        """Can the filters ever reject a node for this task? Not when it has no constraints of
+        its own that are switched on and no required anti-affinity term of the session selects
+        it: then it shares its shape's mask with every such task."""
+        links = task.links
+        if self.affinity and (links.affinity or links.anti_affinity):
+            return True
+        if self.spread and links.hard_spread:
+            return True
+        if not self.affinity:
+            return False
+        index = self._index()
+        assert self._owners is not None
+        ident = ident_of(task)
+        return any(index.term_selects(key[1], ident) for key in self._owners.candidates(ident))
 
     def stale_rows(self, task: TaskInfo, since: int) -> IntVector | bool | None:
         state = self._of_task.get(task.uid) if self.active else None

@@ -108,6 +108,9 @@ class ShapeEntry:
     score_total: FloatVector | None = None
     score_version: int = 0
     candidates: Candidates | None = None
+    borrowed: bool = False
+    """Made as another entry's base and not yet any task's own entry (its ``task`` then has
+    a ``shape_key``: fit and scores do not mind, predicates would)."""
     base: ShapeEntry | None = None
     """The entry of the same shape without the plugins' ``shape_key`` parts, which holds the
     fit masks and row-local scores (None: this entry is its own base). Tasks that
@@ -168,11 +171,15 @@ class ShapeCache:
             if any(part is not None for part in extra):
                 base = self.entries.get(key)
                 if base is None or base.epoch != self.table.epoch:
-                    base = self.entries[key] = ShapeEntry(self.table.epoch, task)
+                    base = self.entries[key] = ShapeEntry(self.table.epoch, task, borrowed=True)
                 key = (key, extra)
         entry = self.entries.get(key)
         if entry is None or entry.epoch != self.table.epoch:
             entry = self.entries[key] = ShapeEntry(self.table.epoch, task, base=base)
+        elif entry.borrowed and base is None:
+            # made as another entry's base, with that entry's task; it is this task's own
+            # entry now, so plugins are asked with a task whose shape_key is None
+            entry.task, entry.borrowed = task, False
         self._of_task[task.uid] = entry
         return entry
 
