@@ -1,8 +1,8 @@
 """Pod-to-pod constraints and the refusal rule, through the daemon on the sim, seen by kubectl.
 
 Pods are created with ``kubectl apply`` and read back with ``kubectl describe``, as a user
-would. The refusal tests hold now; the affinity and spread tests need the InterPodAffinity and
-PodTopologySpread filters and are marked ``xfail(strict=True)`` until those land.
+would: the refusal rule, anti-affine replicas on separate nodes, a gang spread 2-2, and a pod
+whose required affinity cannot be met pending with kube-scheduler's words.
 """
 
 from __future__ import annotations
@@ -22,9 +22,6 @@ pytestmark = pytest.mark.slow
 
 Obj = dict[str, Any]
 
-NEEDS_FILTERS = pytest.mark.xfail(
-    strict=True, reason="needs the InterPodAffinity/PodTopologySpread filters (branch w19f)"
-)
 HOSTNAME = "kubernetes.io/hostname"
 
 
@@ -131,7 +128,6 @@ def busy(name: str, node_name: str, cpu: str) -> Obj:
     return pod(name, cpu=cpu, scheduler="default-scheduler", node_name=node_name)
 
 
-@NEEDS_FILTERS
 async def test_three_anti_affine_replicas_land_on_three_nodes(sim: Any, tmp_path: Path) -> None:
     # n1 is empty, n2 and n3 half full: without the constraint all three would share a node
     seed(sim, [node("n1", cpu="8"), node("n2", cpu="8"), node("n3", cpu="8")])
@@ -154,7 +150,6 @@ async def test_three_anti_affine_replicas_land_on_three_nodes(sim: Any, tmp_path
     ledger.close()
 
 
-@NEEDS_FILTERS
 async def test_a_gang_spread_by_hostname_lands_two_and_two(sim: Any, tmp_path: Path) -> None:
     seed(sim, [node("n1", cpu="8"), node("n2", cpu="8")])
     seed(sim, [busy("busy-2", "n2", "6")])  # without the constraint the gang would go 4-0
@@ -181,7 +176,6 @@ async def test_a_gang_spread_by_hostname_lands_two_and_two(sim: Any, tmp_path: P
     ledger.close()
 
 
-@NEEDS_FILTERS
 async def test_a_pod_whose_required_affinity_cannot_be_met_stays_pending(
     sim: Any, tmp_path: Path
 ) -> None:
