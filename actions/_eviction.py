@@ -12,6 +12,15 @@ is merged into the caller's. A node where that never happens is discarded and th
 A node where the preemptor does not fit the idle resources but fits once the releasing tasks are
 gone (room freed by evictions for an earlier task of the same job) takes it without new
 victims; Volcano would find no victims there and give up on the node.
+
+Not only resources: the candidate nodes are those that pass every predicate or fail only for a
+reason that evicting pods may cure (``Feasibility.preemption_candidates``: too many pods, host
+ports, and the pod-to-pod filters' resolvable reasons), and the preemptor goes to a node only
+when every predicate passes it there as the node will be once the releasing tasks, the victims
+included, are gone (``predicate_once_gone``). So evictions go on, the least important victim
+first, until the preemptor fits *and* passes: a node full by pod count is freed by evicting a
+pod (a best-effort one too), and a victim whose anti-affinity kept the preemptor out may be the
+one to go. A node where that never happens keeps all its victims.
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ from pumice import (
     StatementError,
     TaskInfo,
     TaskStatus,
+    predicate_once_gone,
 )
 
 VictimFilter = Callable[[TaskInfo], bool]
@@ -132,7 +142,11 @@ def evict_for(
     """Try ``nodes`` in order; on the first where evicting victims makes room, evict them,
     pipeline ``preemptor`` there and merge into ``statement``. True when it was placed."""
     for node in nodes:
-        if _releasing_makes_room(session, preemptor, node) and enough():
+        if (
+            _releasing_makes_room(session, preemptor, node)
+            and enough()
+            and _passes(session, preemptor, node)
+        ):
             # room being freed (evictions for an earlier task of the job): no new victims
             try:
                 statement.pipeline(preemptor, node.name)
@@ -148,7 +162,7 @@ def evict_for(
         local = session.statement()
         queue = victim_order(session, victims, across_queues)
         queue.reverse()  # pop() takes the least important first
-        while not (fits_future_idle(session, preemptor, node) and enough()):
+        while not _placed(session, preemptor, node, enough):
             if not queue:
                 break
             victim = queue.pop()
@@ -156,8 +170,7 @@ def evict_for(
                 local.evict(victim, reason)
             except StatementError:
                 continue
-        placed = fits_future_idle(session, preemptor, node) and enough()
-        if placed and _passes(session, preemptor, node):
+        else:
             try:
                 local.pipeline(preemptor, node.name)
             except StatementError:
@@ -167,6 +180,12 @@ def evict_for(
             return True
         local.discard()
     return False
+
+
+def _placed(session: Session, task: TaskInfo, node: NodeInfo, enough: ExtraCondition) -> bool:
+    """May ``task`` be pipelined on ``node`` now: it fits the future idle resources, the
+    action's own condition holds, and every predicate passes once the releasing tasks are gone."""
+    return fits_future_idle(session, task, node) and enough() and _passes(session, task, node)
 
 
 def _releasing_makes_room(session: Session, task: TaskInfo, node: NodeInfo) -> bool:
@@ -179,5 +198,6 @@ def _releasing_makes_room(session: Session, task: TaskInfo, node: NodeInfo) -> b
 
 
 def _passes(session: Session, task: TaskInfo, node: NodeInfo) -> bool:
-    """The predicates still accept ``node`` for ``task`` (after the evictions)."""
-    return bool(session.predicate(task).mask[node.row])
+    """Every predicate accepts ``task`` on ``node`` as it will be once its releasing tasks
+    (the victims evicted so far among them) are gone."""
+    return predicate_once_gone(session, task, node) == ""

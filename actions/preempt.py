@@ -19,14 +19,18 @@ Per queue, in queue order:
    statement of its own, may evict tasks of its *own* job. The first task that cannot be
    placed ends that job's turn (its statement is discarded); the others are committed.
 
-One task's attempt: the nodes that pass ``session.predicate(task)``, best score first
-(``session.node_scores``; ties by node name). On each node the candidates are its Bound or
+One task's attempt: the nodes that pass ``session.predicate(task)`` or fail only for a reason
+that evictions may cure (``Feasibility.preemption_candidates``: too many pods, host ports, the
+pod-to-pod filters' resolvable reasons), best score first (``session.node_scores``; ties by
+node name). On each node the candidates are its Bound or
 Running tasks that are preemptable (``volcano.sh/preemptable`` not false) and pass the step's
 filter (a best-effort preemptor only takes from best-effort tasks); ``session.preemptable``
 names the victims (tier rules, conformance's protections first). The node is skipped unless
 its future idle resources plus the victims' requests cover the task. Victims are evicted, the
-one that would be scheduled last first, until the task fits the node's future idle resources
-and ``session.allocatable(queue, task)`` holds; then the task is pipelined there. If that never
+one that would be scheduled last first, until the task fits the node's future idle resources,
+``session.allocatable(queue, task)`` holds and every predicate passes the task on the node as
+it will be once the evicted pods are gone (``predicate_once_gone``); then the task is pipelined
+there. If that never
 happens the node's evictions are undone and the next node is tried.
 
 Evictions carry the reason ``preempted by <namespace>/<name> (action preempt)``.
@@ -36,9 +40,12 @@ arguments are not implemented).
 
 Differences from Volcano:
 
-* only nodes that pass every predicate are candidates: pumice's predicates see evicted
-  (Releasing) pods until they are gone, so an eviction cannot fix a pod-count or host-port
-  failure within the session;
+* pod counts are a predicate, not a resource dimension: a node full by pod count is a
+  candidate (its reason is resolvable) and is freed by evicting a pod, best-effort ones
+  included, where Volcano counts ``pods`` as a resource;
+* evictions stop once every predicate passes with the victims gone, not only the resources
+  (kube-scheduler's filters on the node without the victims); nodes rejected for a reason no
+  eviction can cure (taints, node affinity, a cordon) are never tried;
 * no topology-aware preemption, no pre-predicates, no check of an already nominated node and
   no scheduling gates; victims are ordered by the reverse of the session's job and task order.
 """
@@ -127,7 +134,7 @@ def preempt(
 ) -> bool:
     """Try to make room for ``task`` by evicting victims that ``belongs`` allows; True if the
     task was pipelined (the evictions are in ``statement``)."""
-    feasible = session.predicate(task).mask
+    feasible = session.predicate(task).preemption_candidates()
     rows = np.flatnonzero(feasible)
     if len(rows) == 0:
         return False

@@ -13,14 +13,16 @@ failed in this statement. Then, if ``session.job_pipelined(job)``, the statement
 committed (evictions to the committer, each pipelined reclaimer nominated for its node);
 otherwise it is discarded, so nothing is evicted for a job that could not run anyway.
 
-One task's attempt: the nodes that pass ``session.predicate(task)``, in node table order. On
+One task's attempt: the nodes that pass ``session.predicate(task)`` or fail only for a reason
+evictions may cure (``Feasibility.preemption_candidates``), in node table order. On
 each node the candidates are its Running tasks that are preemptable (``volcano.sh/preemptable``
 not false) and belong to a job of *another* queue whose ``reclaimable`` is not false;
 ``session.reclaimable`` names the victims (tier rules, conformance's protections first; the
 proportion plugin offers only tasks of queues above their deserved share). The node is skipped
 unless its future idle resources plus the victims' requests cover the task. Victims are evicted
 in victim order (the queue, then the job, then the task that would be served last, first) until
-the task fits the node's future idle resources; then the task is pipelined there. If that never
+the task fits the node's future idle resources and every predicate passes it on the node as it
+will be once the evicted pods are gone; then the task is pipelined there. If that never
 happens the node's evictions are undone and the next node is tried.
 
 Which plugin names the victims follows the tier rule: with Volcano's shipped tiers ``gang``
@@ -33,8 +35,8 @@ Evictions carry the reason ``reclaimed by <namespace>/<name> (action reclaim)``.
 
 Arguments: none.
 
-Differences from Volcano: only nodes that pass every predicate are candidates (see
-``preempt``); no pre-predicates or scheduling gates.
+Differences from Volcano: pod counts and the other predicates are checked with the victims gone
+(see ``preempt``); no pre-predicates or scheduling gates.
 """
 
 from __future__ import annotations
@@ -101,7 +103,7 @@ class ReclaimAction(Action):
 
     @staticmethod
     def _reclaim_task(session: Session, statement: Statement, job: JobInfo, task: TaskInfo) -> bool:
-        rows = np.flatnonzero(session.predicate(task).mask)
+        rows = np.flatnonzero(session.predicate(task).preemption_candidates())
         nodes = [session.table.nodes[int(r)] for r in rows]
 
         def candidate(victim: TaskInfo) -> bool:

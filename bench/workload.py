@@ -106,3 +106,49 @@ def build(
         for t in range(gang_size):
             w.pods.append(pod(f"{name}-w-{t}", name, cpu, memory, None, g))
     return w
+
+
+ZONE = "topology.kubernetes.io/zone"
+HOSTNAME = "kubernetes.io/hostname"
+
+
+def constrained(w: Workload, zones: int = 50) -> Workload:
+    """``w`` with pod-to-pod constraints: nodes spread over ``zones`` zones; each gang is an
+    app (label ``app``), and of every three gangs one has required hostname anti-affinity to
+    its app, one a zone spread of its app (maxSkew 1, DoNotSchedule), one a preferred hostname
+    affinity to its app. Changes and returns ``w``."""
+    for i, n in enumerate(w.nodes):
+        n["metadata"]["labels"][ZONE] = f"zone-{i % zones:02d}"
+    apps: dict[str, int] = {}
+    for p in w.pods:
+        group = p["metadata"]["annotations"].get("scheduling.k8s.io/group-name")
+        if not group or p["spec"].get("nodeName"):
+            continue
+        kind = apps.setdefault(group, len(apps) % 3)
+        app = {"app": group}
+        p["metadata"]["labels"] = dict(app)
+        selector = {"matchLabels": app}
+        if kind == 0:
+            term = {"labelSelector": selector, "topologyKey": HOSTNAME}
+            p["spec"]["affinity"] = {
+                "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
+            }
+        elif kind == 1:
+            p["spec"]["topologySpreadConstraints"] = [
+                {
+                    "maxSkew": 1,
+                    "topologyKey": ZONE,
+                    "whenUnsatisfiable": "DoNotSchedule",
+                    "labelSelector": selector,
+                }
+            ]
+        else:
+            term = {"labelSelector": selector, "topologyKey": HOSTNAME}
+            p["spec"]["affinity"] = {
+                "podAffinity": {
+                    "preferredDuringSchedulingIgnoredDuringExecution": [
+                        {"weight": 100, "podAffinityTerm": term}
+                    ]
+                }
+            }
+    return w

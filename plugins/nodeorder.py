@@ -47,10 +47,14 @@ Deviations, on purpose:
 * A preferred term that is invalid (e.g. ``Gt`` with a non-integer) matches no node;
   kube-scheduler fails the pod's scoring instead.
 
-Accepted but **not implemented** (a warning is logged once per process when one is set to a
-non-zero weight): ``podaffinity.weight`` (InterPodAffinity), ``imagelocality.weight``
-(ImageLocality), ``podtopologyspread.weight`` (PodTopologySpread). Their Volcano defaults (2,
-1, 2) therefore contribute nothing.
+``podaffinity.weight`` (2) and ``podtopologyspread.weight`` (2): InterPodAffinity's and
+PodTopologySpread's (ScheduleAnyway) scores, counted over the placed pods and normalised over
+the candidates (``pumice.plugins._podscores``); ``podaffinity.hardPodAffinityWeight`` (1,
+0..100) weighs placed pods' required affinity terms toward the pod. A task that no such term
+concerns gets the label scores alone, as before.
+
+Accepted but **not implemented** (a warning is logged once per process when set to a non-zero
+weight): ``imagelocality.weight`` (ImageLocality); its Volcano default (1) contributes nothing.
 
 The task's non-zero request and terms come from the model (``task.nonzero_request`` with the
 defaults of ``pumice.NON_ZERO_DEFAULTS``, ``task.terms``), computed once per pod object.
@@ -75,12 +79,14 @@ from pumice import (
     ArgumentSpec,
     NodeTable,
     Plugin,
+    SessionView,
     TaskInfo,
     config_warning,
     hookimpl,
 )
 from pumice.model.terms import Preferred, Tolerations
 from pumice.plugins._k8s_terms import NodeTerms
+from pumice.plugins._podscores import PodLinkScores
 
 log = logging.getLogger("pumice.plugins.nodeorder")
 
@@ -97,7 +103,10 @@ MOST_REQUESTED = "mostrequested.weight"
 BALANCED_RESOURCE = "balancedresource.weight"
 NODE_AFFINITY = "nodeaffinity.weight"
 TAINT_TOLERATION = "tainttoleration.weight"
-NOT_IMPLEMENTED = ("podaffinity.weight", "imagelocality.weight", "podtopologyspread.weight")
+POD_AFFINITY = "podaffinity.weight"
+POD_TOPOLOGY_SPREAD = "podtopologyspread.weight"
+HARD_POD_AFFINITY = "podaffinity.hardPodAffinityWeight"
+NOT_IMPLEMENTED = ("imagelocality.weight",)
 
 # -- kube-scheduler's formulas, over N x len(SCORED) matrices -------------------------------
 
@@ -221,6 +230,16 @@ class NodeOrderPlugin(Plugin):
         _weight(BALANCED_RESOURCE, 1, "NodeResourcesBalancedAllocation"),
         _weight(NODE_AFFINITY, 2, "preferred node affinity"),
         _weight(TAINT_TOLERATION, 3, "PreferNoSchedule taints"),
+        _weight(POD_AFFINITY, 2, "InterPodAffinity (preferred and existing pods' terms)"),
+        _weight(POD_TOPOLOGY_SPREAD, 2, "PodTopologySpread (ScheduleAnyway)"),
+        ArgumentSpec(
+            HARD_POD_AFFINITY,
+            "int",
+            1,
+            minimum=0,
+            maximum=100,
+            doc="InterPodAffinity: weight of existing pods' required affinity terms",
+        ),
         *(_weight(name, 0, "accepted, not implemented") for name in NOT_IMPLEMENTED),
     )
 
@@ -231,6 +250,11 @@ class NodeOrderPlugin(Plugin):
         self.balanced_weight: int = arguments.get_int(BALANCED_RESOURCE, 1)
         self.affinity_weight: int = arguments.get_int(NODE_AFFINITY, 2)
         self.taint_weight: int = arguments.get_int(TAINT_TOLERATION, 3)
+        self.links = PodLinkScores(
+            arguments.get_int(POD_AFFINITY, 2),
+            arguments.get_int(POD_TOPOLOGY_SPREAD, 2),
+            arguments.get_int(HARD_POD_AFFINITY, 1),
+        )
         for key in NOT_IMPLEMENTED:
             if arguments.get_int(key, 0) != 0:
                 config_warning(log, "nodeorder", key, "set but not implemented in pumice; ignored")
@@ -344,11 +368,35 @@ class NodeOrderPlugin(Plugin):
         return score
 
     @hookimpl
+    def session_open(self, session: SessionView) -> None:
+        self.links.open(session)
+
+    @hookimpl
+    def on_allocate(self, task: TaskInfo) -> None:
+        self.links.place(task)
+
+    @hookimpl
+    def on_deallocate(self, task: TaskInfo) -> None:
+        self.links.unplace(task)
+
+    @hookimpl
     def normalized_score(
         self, task: TaskInfo, nodes: NodeTable, mask: npt.NDArray[np.bool_]
     ) -> FloatVector | None:
-        """Node affinity and taint toleration, normalised over the candidate nodes as
-        kube-scheduler normalises them over the nodes that passed filtering."""
+        """Node affinity, taint toleration and the pod-to-pod scores, normalised over the
+        candidate nodes as kube-scheduler normalises them over the nodes that passed
+        filtering."""
+        labels = self._label_scores(task, nodes, mask)
+        if not self.links.active:
+            return labels
+        links = self.links.score(task, nodes, self.node_terms(nodes), mask)
+        if links is None:
+            return labels
+        return links if labels is None else labels + links
+
+    def _label_scores(
+        self, task: TaskInfo, nodes: NodeTable, mask: npt.NDArray[np.bool_]
+    ) -> FloatVector | None:
         if not (self.affinity_weight or self.taint_weight):
             return None
         terms = self.node_terms(nodes)

@@ -13,18 +13,38 @@ reason for each rejected node (the first failing filter, in the order below):
    ``matchFields`` on ``metadata.name``) → ``node(s) didn't match Pod's node affinity/selector``;
 5. NodePorts, only for a pod that asks for host ports: none may clash with the host ports of
    the non-terminated pods already on the node →
-   ``node(s) didn't have free ports for the requested pod ports``.
+   ``node(s) didn't have free ports for the requested pod ports``;
+6. PodTopologySpread, the pod's ``DoNotSchedule`` constraints in spec order
+   (``pumice.plugins._spread``) → ``node(s) didn't match pod topology spread constraints``, or
+   ``… (missing required label)`` for a node without the topology key;
+7. InterPodAffinity (``pumice.plugins._interpod``): the pod's required affinity →
+   ``node(s) didn't match pod affinity rules``; its required anti-affinity →
+   ``node(s) didn't match pod anti-affinity rules``; placed pods' required anti-affinity
+   that selects it → ``node(s) didn't satisfy existing pods anti-affinity rules``.
+
+Filters 6 and 7 count the pods on the nodes and the pods the session places (``on_allocate`` /
+``on_deallocate``); they are not row-local in kube-scheduler's sense (a placement changes its
+whole topology domain), so the plugin names the pod's identity and constraints in
+``shape_key`` and reports the rows a placement changed elsewhere through ``stale_rows``. When
+no pod of the session carries pod-to-pod constraints they do nothing at all.
+
+``unresolvable(reason)`` tells the reasons kube-scheduler marks UnschedulableAndUnresolvable
+(an eviction on that node cannot help): cordon, taints, node affinity, pod affinity and the
+missing spread label; the others (pod count, ports, anti-affinity of either kind, spread skew)
+may be resolved by evicting pods.
 
 Resource fit is not checked here: the actions compare requests with idle / future-idle
-resources, as in Volcano.
+resources, as in Volcano. The predicates answer which of their reasons are resolvable
+(``RESOLVABLE``): preempt and reclaim try nodes rejected only for those.
 
 Arguments (bool, declared in ``declared_arguments``; Volcano's names):
 
 * ``predicate.NodeAffinityEnable`` (true), ``predicate.NodePortsEnable`` (true),
   ``predicate.TaintTolerationEnable`` (true) switch filters 4, 5 and 3 off;
+* ``predicate.PodAffinityEnable`` (true), ``predicate.PodTopologySpreadEnable`` (true) switch
+  filters 7 and 6 off;
 * accepted but not implemented (a warning is logged once per process when one is set true):
-  ``predicate.PodAffinityEnable``, ``predicate.NodeVolumeLimitsEnable``,
-  ``predicate.VolumeZoneEnable``, ``predicate.PodTopologySpreadEnable``,
+  ``predicate.NodeVolumeLimitsEnable``, ``predicate.VolumeZoneEnable``,
   ``predicate.VolumeBindingEnable``, ``predicate.DynamicResourceAllocationEnable``,
   ``predicate.CacheEnable`` (its per-node cache is unneeded: every term is cached below).
 
@@ -50,12 +70,17 @@ from pumice import (
     NodeTable,
     Plugin,
     PredicateResult,
+    SessionView,
     TaskInfo,
     config_warning,
     hookimpl,
 )
 from pumice.model.terms import HostPort
+from pumice.plugins._interpod import AFFINITY_MISMATCH as POD_AFFINITY_MISMATCH
+from pumice.plugins._interpod import ANTI_AFFINITY_MISMATCH, EXISTING_ANTI_AFFINITY
 from pumice.plugins._k8s_terms import NodeTerms, PortsInUse
+from pumice.plugins._links import PodLinkFilters
+from pumice.plugins._spread import SPREAD_MISMATCH, SPREAD_MISSING_LABEL
 
 log = logging.getLogger("pumice.plugins.predicates")
 
@@ -64,11 +89,11 @@ BoolVector = npt.NDArray[np.bool_]
 NODE_AFFINITY_ENABLE = "predicate.NodeAffinityEnable"
 NODE_PORTS_ENABLE = "predicate.NodePortsEnable"
 TAINT_TOLERATION_ENABLE = "predicate.TaintTolerationEnable"
+POD_AFFINITY_ENABLE = "predicate.PodAffinityEnable"
+POD_TOPOLOGY_SPREAD_ENABLE = "predicate.PodTopologySpreadEnable"
 NOT_IMPLEMENTED = (
-    "predicate.PodAffinityEnable",
     "predicate.NodeVolumeLimitsEnable",
     "predicate.VolumeZoneEnable",
-    "predicate.PodTopologySpreadEnable",
     "predicate.VolumeBindingEnable",
     "predicate.DynamicResourceAllocationEnable",
     "predicate.CacheEnable",
@@ -78,6 +103,23 @@ TOO_MANY_PODS = "Too many pods"
 UNSCHEDULABLE = "node(s) were unschedulable"
 AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
 PORTS_TAKEN = "node(s) didn't have free ports for the requested pod ports"
+RESOLVABLE = frozenset(
+    {TOO_MANY_PODS, PORTS_TAKEN, ANTI_AFFINITY_MISMATCH, EXISTING_ANTI_AFFINITY, SPREAD_MISMATCH}
+)
+"""What evicting pods from a node may cure, as in kube-scheduler: the pod count, host ports,
+anti-affinity of either kind and spread skew; a cordon, a taint, a node-affinity or pod-affinity
+mismatch and a missing spread label stay whatever is evicted (``UNRESOLVABLE``)."""
+
+UNRESOLVABLE = frozenset(
+    {UNSCHEDULABLE, AFFINITY_MISMATCH, POD_AFFINITY_MISMATCH, SPREAD_MISSING_LABEL}
+)
+"""Reasons an eviction cannot resolve (kube-scheduler's UnschedulableAndUnresolvable), besides
+every untolerated-taint reason (see ``unresolvable``)."""
+
+
+def unresolvable(reason: str) -> bool:
+    """Is ``reason`` one that preempting pods on the node cannot resolve?"""
+    return reason in UNRESOLVABLE or reason.startswith("node(s) had untolerated taint")
 
 
 _ONE_ROW_PASSES = np.ones(1, dtype=np.bool_)
@@ -95,6 +137,8 @@ class PredicatesPlugin(Plugin):
         ArgumentSpec(NODE_AFFINITY_ENABLE, "bool", True, doc="nodeSelector and node affinity"),
         ArgumentSpec(NODE_PORTS_ENABLE, "bool", True, doc="host ports"),
         ArgumentSpec(TAINT_TOLERATION_ENABLE, "bool", True, doc="NoSchedule/NoExecute taints"),
+        ArgumentSpec(POD_AFFINITY_ENABLE, "bool", True, doc="required pod (anti-)affinity"),
+        ArgumentSpec(POD_TOPOLOGY_SPREAD_ENABLE, "bool", True, doc="DoNotSchedule spread"),
         *(ArgumentSpec(k, "bool", False, doc="accepted, not implemented") for k in NOT_IMPLEMENTED),
     )
 
@@ -103,6 +147,10 @@ class PredicatesPlugin(Plugin):
         self.node_affinity = bool(arguments.get_bool(NODE_AFFINITY_ENABLE, True))
         self.node_ports = bool(arguments.get_bool(NODE_PORTS_ENABLE, True))
         self.taint_toleration = bool(arguments.get_bool(TAINT_TOLERATION_ENABLE, True))
+        self.links = PodLinkFilters(
+            affinity=bool(arguments.get_bool(POD_AFFINITY_ENABLE, True)),
+            spread=bool(arguments.get_bool(POD_TOPOLOGY_SPREAD_ENABLE, True)),
+        )
         for key in NOT_IMPLEMENTED:
             if arguments.get_bool(key, False):
                 config_warning(log, "predicates", key, "set but not implemented in pumice; ignored")
@@ -113,6 +161,28 @@ class PredicatesPlugin(Plugin):
         if self._terms is None or not self._terms.fits(nodes):
             self._terms = NodeTerms(nodes)
         return self._terms
+
+    @hookimpl
+    def session_open(self, session: SessionView) -> None:
+        self.links.open(session)
+
+    @hookimpl
+    def shape_key(self, task: TaskInfo) -> object:
+        return self.links.shape_key(task)
+
+    @hookimpl
+    def stale_rows(
+        self, task: TaskInfo, nodes: NodeTable, since: int
+    ) -> npt.NDArray[np.int64] | bool | None:
+        return self.links.stale_rows(task, since)
+
+    @hookimpl
+    def on_allocate(self, task: TaskInfo) -> None:
+        self.links.place(task)
+
+    @hookimpl
+    def on_deallocate(self, task: TaskInfo) -> None:
+        self.links.unplace(task)
 
     @hookimpl
     def predicate(
@@ -148,15 +218,18 @@ class PredicatesPlugin(Plugin):
             taken = np.zeros(n, dtype=np.bool_)
             taken[ok] = self._ports_taken(pod.host_ports, nodes, row_ids[ok])
             reject(taken, PORTS_TAKEN)
+        if self.links.active:
+            for failed, link_reason in self.links.failures(task, nodes, terms, rows):
+                reject(failed, link_reason)
 
         if not failures:
-            return PredicateResult(ok, "")
+            return PredicateResult(ok, "", RESOLVABLE)
         if len(failures) == 1 and isinstance(failures[0][1], str):
-            return PredicateResult(ok, failures[0][1])
+            return PredicateResult(ok, failures[0][1], RESOLVABLE)
         reasons = np.full(n, "", dtype=object)
         for newly, why in failures:
             reasons[newly] = why if isinstance(why, str) else why[newly]
-        return PredicateResult(ok, reasons)
+        return PredicateResult(ok, reasons, RESOLVABLE)
 
     def _check_row(self, task: TaskInfo, nodes: NodeTable, row: int) -> PredicateResult:
         """The same filters, in the same order, for one row (a placement changes one row, and
@@ -183,7 +256,9 @@ class PredicatesPlugin(Plugin):
             and self._ports_taken(pod.host_ports, nodes, np.array([row]))[0]
         ):
             reason = PORTS_TAKEN
-        return PredicateResult(_ONE_ROW_FAILS if reason else _ONE_ROW_PASSES, reason)
+        elif self.links.active:
+            reason = self.links.row_reason(task, nodes, terms, row)
+        return PredicateResult(_ONE_ROW_FAILS if reason else _ONE_ROW_PASSES, reason, RESOLVABLE)
 
     def _ports_taken(
         self, wanted: frozenset[HostPort], nodes: NodeTable, candidates: npt.NDArray[np.int64]

@@ -31,6 +31,7 @@ from pumice.framework import (
     StatementError,
     Vote,
     hookimpl,
+    predicate_once_gone,
 )
 from pumice.model import (
     NO_TERMS,
@@ -106,6 +107,7 @@ __all__ = [
     "parse_quantity",
     "pod_requests",
     "pod_terms",
+    "predicate_once_gone",
     "resource_list",
     "warn_once",
 ]

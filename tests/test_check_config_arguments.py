@@ -255,3 +255,41 @@ def test_the_declared_defaults_are_the_ones_the_built_ins_use() -> None:
         d["predicate.TaintTolerationEnable"],
     )
     assert AllocateAction(none).error_cache == defaults(AllocateAction)["predicateErrorCacheEnable"]
+
+
+@pytest.mark.parametrize(
+    ("key", "fields"),
+    [
+        ("predicate.PodAffinityEnable", "spec.affinity.podAffinity, spec.affinity.podAntiAffinity"),
+        ("predicate.PodTopologySpreadEnable", "spec.topologySpreadConstraints (DoNotSchedule)"),
+        ("predicate.NodeAffinityEnable", "spec.nodeSelector, spec.affinity.nodeAffinity"),
+        ("predicate.SomeFutureFilterEnable", "its fields"),
+    ],
+)
+def test_a_constraint_filter_switched_off_is_warned_at_its_flag(key: str, fields: str) -> None:
+    config = parse_config(
+        'actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: predicates\n'
+        f"    arguments:\n      {key}: false\n      predicate.CacheEnable: false\n",
+        "c.yaml",
+    )
+    warnings = lint(config)
+    assert [str(w).split(": warning: ")[0] for w in warnings] == [
+        f"c.yaml:6: tiers[0].plugins[0].arguments.{key}"
+    ]
+    assert warnings[0].message == (
+        f"{key} is false: that filter is off, and pods are placed as if they did not carry {fields}"
+    )
+
+
+def test_a_constraint_filter_switched_off_is_warned_by_check_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = plugin_config("predicates", "predicate.PodTopologySpreadEnable", "false")
+    code, err = check(tmp_path, text, capsys)
+    assert code == 0
+    assert err.startswith(
+        f"{tmp_path / 'scheduler.yaml'}:6: tiers[0].plugins[0].arguments."
+        "predicate.PodTopologySpreadEnable: warning: predicate.PodTopologySpreadEnable is false"
+    ), err
+    on = plugin_config("predicates", "predicate.PodTopologySpreadEnable", "true")
+    assert check(tmp_path, on, capsys) == (0, "")

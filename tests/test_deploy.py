@@ -167,6 +167,12 @@ async def _renew_lease(api: k8s_client.ApiClient) -> Any:
 OPERATIONS: list[Operation] = [
     ("list nodes", ("", "nodes", "list"), lambda a: _core(a).list_node()),
     ("watch nodes", ("", "nodes", "watch"), lambda a: _watch(_core(a).list_node)),
+    ("list namespaces", ("", "namespaces", "list"), lambda a: _core(a).list_namespace()),
+    (
+        "watch namespaces",
+        ("", "namespaces", "watch"),
+        lambda a: _watch(_core(a).list_namespace),
+    ),
     ("list pods", ("", "pods", "list"), lambda a: _core(a).list_pod_for_all_namespaces()),
     (
         "watch pods",
@@ -326,7 +332,8 @@ OUTSIDE: list[tuple[str, Callable[[k8s_client.ApiClient], Awaitable[Any]]]] = [
             *VOLCANO, "queues", "default", {"spec": {"weight": 9}}, _content_type=MERGE
         ),
     ),
-    ("list namespaces", lambda a: _core(a).list_namespace()),
+    ("get a namespace", lambda a: _core(a).read_namespace("default")),
+    ("delete a namespace", lambda a: _core(a).delete_namespace("batch")),
 ]
 
 

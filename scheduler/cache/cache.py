@@ -1,11 +1,11 @@
 """``ClusterCache``: the informers' plain dicts turned into long-lived model objects.
 
-Every watch event changes the one ``ClusterSnapshot`` the cache owns through its incremental
-``put_*`` / ``remove_*`` methods (no rebuild per cycle); ``snapshot()`` hands each session an
-independent clone. The cache does no I/O: the daemon feeds it from the informers (one handler
-per informer: ``nodes``, ``pending_pods``, ``assigned_pods``, ``podgroups``, ``queues``,
-``priority_classes``) and tells it what the scheduler decided (``assume``) and what the API
-server answered (``finish_binding``, ``forget``, ``bound_elsewhere``, ``gone``).
+Every watch event changes the one ``ClusterSnapshot`` the cache owns (``put_*`` / ``remove_*``,
+no rebuild per cycle); ``snapshot()`` hands each session an independent clone. The cache does
+no I/O: the daemon feeds it from the informers (one handler per informer: ``nodes``,
+``pending_pods``, ``assigned_pods``, ``podgroups``, ``queues``, ``priority_classes``,
+``namespaces``) and tells it what the scheduler decided (``assume``) and what the API server
+answered (``finish_binding``, ``forget``, ``bound_elsewhere``, ``gone``).
 
 Pods follow the state machine of ``pumice.cache.pods``. Pods of other schedulers come only from
 the assigned-pods watch; they are accounted on their nodes as jobs of their own in no queue, so
@@ -33,6 +33,7 @@ from pumice.cache.groups import (
     queue_of,
 )
 from pumice.cache.handler import Handler
+from pumice.cache.namespaces import NamespaceStore
 from pumice.cache.pods import PodEntry, PodState, is_gated, is_terminal, parse_task, pod_uid
 from pumice.cache.slim import PodSlimmer
 from pumice.model import (
@@ -45,6 +46,7 @@ from pumice.model import (
 )
 from pumice.model.objects import GROUP_NAME_ANNOTATION, lone_pod_job
 from pumice.model.status import TaskStatus
+from pumice.model.unevaluated import refusal
 
 log = logging.getLogger("pumice.cache")
 
@@ -55,7 +57,7 @@ LEFT_RETENTION = 60.0
 
 
 class ClusterCache:
-    """Nodes, pods, PodGroups, Queues and PriorityClasses, kept as one model snapshot."""
+    """Nodes, pods, PodGroups, Queues, PriorityClasses, Namespaces: one model snapshot."""
 
     def __init__(
         self,
@@ -93,6 +95,8 @@ class ClusterCache:
         self.podgroups_handler = Handler(self._podgroup_upsert, self._podgroup_delete, self._touch)
         self.queues = Handler(self._queue_upsert, self._queue_delete, self._touch)
         self.priority_classes = Handler(self._pc_upsert, self._pc_delete, self._touch)
+        namespaces = NamespaceStore(self.state.namespaces)
+        self.namespaces = Handler(namespaces.upsert, namespaces.delete, self._touch)
 
     # -- what the scheduler reads -------------------------------------------------------------
 
@@ -326,8 +330,7 @@ class ClusterCache:
         try:
             self.state.put_task(desired)
         except NodeAccountingError:
-            # An assumed pod that no longer fits (others landed first): count it as bound,
-            # as the cluster will once the bind lands; nothing more fits there meanwhile.
+            # An assumed pod that no longer fits (others landed first): bound, as it will be.
             desired.status = TaskStatus.BOUND
             self.state.put_task(desired)
 
@@ -363,6 +366,9 @@ class ClusterCache:
             return None
         if state is PodState.INITIAL and (entry.pod.get("metadata") or {}).get("deletionTimestamp"):
             return None  # being deleted: never scheduled
+        if state is PodState.INITIAL and (refused := refusal(entry.pod)) is not None:
+            entry.state, entry.reason = PodState.BLOCKED, refused  # refuse, never violate
+            return None
         completed = state is PodState.ADDED and is_terminal(entry.pod)
         if completed and entry.group is None:
             return None

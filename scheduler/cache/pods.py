@@ -9,7 +9,8 @@
 A pod that arrives already bound (by another scheduler, or by us before a restart) goes
 straight from Initial to Added. Pods that may not be scheduled yet wait beside the machine:
 ``GATED`` (non-empty ``spec.schedulingGates``: untouched until the gates are gone) and
-``BLOCKED`` (a bad object: the pod or its PodGroup is invalid; the reason says why).
+``BLOCKED`` (a bad object: the pod or its PodGroup is invalid; or the pod carries a constraint
+pumice does not evaluate, ``pumice.model.unevaluated``; the reason says why).
 
 A bind is seen as DELETED on the pending-pods watch (the pod left its field selector) and ADDED
 on the assigned-pods watch, in either order. The entry remembers which of the two watches holds

@@ -8,7 +8,9 @@ account and DNS settings); ``PodSlimmer`` drops that, and makes the parts that a
 many pods (a container, the default tolerations, a status of ``Running``, a ReplicaSet's
 labels) one shared object: pods of one template then differ only in name, uid, version and
 node. Everything a predicate, a score, a plugin or a status write may read stays (see
-``KEPT_CONTAINER_FIELDS`` and ``DROPPED_SPEC_FIELDS``).
+``KEPT_CONTAINER_FIELDS`` and ``DROPPED_SPEC_FIELDS``); of ``spec.volumes`` only the volumes
+naming claims stay, since they decide whether pumice may place the pod at all
+(``pumice.model.unevaluated``).
 
 Shared parts are never changed in place: the cache and the informers treat every object they
 hold as read-only (an update arrives as a new object).
@@ -21,6 +23,8 @@ from typing import Any
 
 import orjson
 
+from pumice.model.unevaluated import constraining_volumes
+
 Obj = dict[str, Any]
 
 KEPT_CONTAINER_FIELDS = ("name", "image", "resources", "ports", "restartPolicy")
@@ -29,7 +33,7 @@ container with ``restartPolicy: Always``); the name and image to say which it is
 
 DROPPED_SPEC_FIELDS = frozenset(
     {
-        "volumes",
+        "volumes",  # but for the ones naming claims: see ``constraining_volumes``
         "serviceAccountName",
         "serviceAccount",
         "automountServiceAccountToken",
@@ -140,6 +144,13 @@ class PodSlimmer:
     def _spec(self, spec: Obj) -> Obj:
         out: Obj = {}
         for key, value in spec.items():
+            if key == "volumes":
+                # only the volumes that constrain scheduling (claims): a pod naming one must
+                # stay visible as such, or it would be placed as if it named none
+                value = constraining_volumes(value)
+                if value is not None:
+                    out[key] = self.share(value)
+                continue
             if key in DROPPED_SPEC_FIELDS:
                 continue
             if key in _CONTAINER_LISTS and isinstance(value, list):

@@ -22,7 +22,7 @@ from pumice.model import QuantityError, parse_quantity
 
 Obj = dict[str, Any]
 
-CACHE_KINDS = frozenset({"Node", "Pod", "PodGroup", "Queue", "PriorityClass"})
+CACHE_KINDS = frozenset({"Node", "Pod", "PodGroup", "Queue", "PriorityClass", "Namespace"})
 """The kinds the scheduler's cache takes (what ``pumice simulate`` replays)."""
 NAMESPACED_KINDS = frozenset({"Pod", "PodGroup"})
 

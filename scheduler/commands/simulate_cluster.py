@@ -1,7 +1,7 @@
 """The cluster ``pumice simulate`` replays: the daemon's cache, fed as the informers feed it.
 
 The manifests go into a ``ClusterCache`` through the handlers the daemon's informers call, as
-ADDED events (PriorityClasses, Nodes, Queues, PodGroups, then pods, slimmed as the pod
+ADDED events (Namespaces, PriorityClasses, Nodes, Queues, PodGroups, then pods, slimmed as the pod
 informers slim them: a pod with a node to the assigned-pods handler, one of ours without a
 node to the pending-pods handler, others' pending pods nowhere, as their watches would have
 it); then, as after the daemon's initial-sync gate, cycles run. Every cycle's snapshot is
@@ -27,7 +27,7 @@ from pumice.model import ClusterSnapshot, TaskInfo
 
 Obj = dict[str, Any]
 
-FEED_ORDER = {"PriorityClass": 0, "Node": 1, "Queue": 2, "PodGroup": 3, "Pod": 4}
+FEED_ORDER = {"Namespace": 0, "PriorityClass": 0, "Node": 1, "Queue": 2, "PodGroup": 3, "Pod": 4}
 
 
 class SimulatedCluster:
@@ -52,7 +52,9 @@ class SimulatedCluster:
         cache = self.cache
         for obj in sorted(objects, key=lambda o: FEED_ORDER.get(str(o.get("kind")), 5)):
             kind = obj.get("kind")
-            if kind == "PriorityClass":
+            if kind == "Namespace":
+                cache.namespaces.on_add(obj)
+            elif kind == "PriorityClass":
                 cache.priority_classes.on_add(obj)
             elif kind == "Node":
                 cache.nodes.on_add(obj)

@@ -41,6 +41,7 @@ from pumice.framework.config import SchedulerConfig
 from pumice.framework.host import PluginHost
 from pumice.framework.session import Session
 from pumice.kube import (
+    NAMESPACES,
     NODES,
     PODGROUPS,
     PODS,
@@ -251,6 +252,7 @@ class Daemon:
             # finished pods too: a PodGroup counts its completed members (Volcano's phases)
             (PODS, cache.assigned_pods, "assigned-pods", "spec.nodeName!="),
             (PRIORITYCLASSES, cache.priority_classes, "priorityclasses", None),
+            (NAMESPACES, cache.namespaces, "namespaces", None),  # for namespaceSelector
         ]
         if cache.volcano:
             # Queues before PodGroups, PodGroups before pods would be ideal; the cache copes

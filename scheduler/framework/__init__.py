@@ -7,6 +7,7 @@ from pumice.framework.base import Action, Plugin
 from pumice.framework.config import ConfigError, SchedulerConfig, load_config, parse_config
 from pumice.framework.hookspecs import hookimpl
 from pumice.framework.host import PluginConflictError, PluginError, PluginHost
+from pumice.framework.released import predicate_once_gone
 from pumice.framework.results import Feasibility, JobInvalid, MetricSample, PredicateResult, Vote
 from pumice.framework.session import RecordingCommitter, Session, SessionError
 from pumice.framework.statement import Statement, StatementError
@@ -36,4 +37,5 @@ __all__ = [
     "hookimpl",
     "load_config",
     "parse_config",
+    "predicate_once_gone",
 ]

@@ -11,6 +11,7 @@ them as ``FILE:LINE: KEY: warning: ...`` and still exits 0.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +26,18 @@ __all__ = ["ConfigWarning", "check_arguments", "lint", "validate"]
 Declarations = Callable[[str], tuple[ArgumentSpec, ...] | None]
 """Plugin or action name -> what it declares (None: undeclared, or not known)."""
 
+FILTER_FLAG = re.compile(r"^predicate\.(\w+)Enable$")
+"""Volcano's switch of one predicate filter: ``predicate.<Filter>Enable``."""
+NOT_FILTERS = frozenset({"predicate.CacheEnable"})
+"""``predicate.*Enable`` flags that switch no constraint off."""
+FILTERED_FIELDS = {
+    "predicate.NodeAffinityEnable": "spec.nodeSelector, spec.affinity.nodeAffinity",
+    "predicate.TaintTolerationEnable": "node taints (spec.tolerations)",
+    "predicate.NodePortsEnable": "containers' ports[].hostPort",
+    "predicate.PodAffinityEnable": "spec.affinity.podAffinity, spec.affinity.podAntiAffinity",
+    "predicate.PodTopologySpreadEnable": "spec.topologySpreadConstraints (DoNotSchedule)",
+}
+"""The pod fields a filter's flag switches off, for the warning (others: "its fields")."""
 PREEMPT = "preempt"
 GANG = "gang"
 
@@ -89,7 +102,11 @@ def _argument_maps(
 
 def lint(config: SchedulerConfig) -> list[ConfigWarning]:
     """Warnings for known traps in a valid configuration (see each rule's docstring)."""
-    return [*_preempt_without_gang_starving(config), *_hierarchy(config)]
+    return [
+        *_preempt_without_gang_starving(config),
+        *_hierarchy(config),
+        *_constraint_filters_off(config),
+    ]
 
 
 def _options(config: SchedulerConfig, name: str) -> Iterator[tuple[str, PluginOption]]:
@@ -130,4 +147,22 @@ def _hierarchy(config: SchedulerConfig) -> Iterator[ConfigWarning]:
                     f"tiers[{t}].plugins[{p}].enableHierarchy",
                     f"hierarchical sharing is not supported by pumice; {option.name} shares "
                     "as if it were off",
+                )
+
+
+def _constraint_filters_off(config: SchedulerConfig) -> Iterator[ConfigWarning]:
+    """A ``predicate.<Filter>Enable: false`` flag switches a filter off, and, as in Volcano,
+    pods are then placed as if they did not carry its fields: the promise those fields make is
+    not kept. Keyed on the argument's name, whichever plugin takes it."""
+    for t, tier in enumerate(config.tiers):
+        for p, option in enumerate(tier.plugins):
+            for key, value in option.arguments.items():
+                if value is not False or key in NOT_FILTERS or not FILTER_FLAG.match(key):
+                    continue
+                fields = FILTERED_FIELDS.get(key, "its fields")
+                yield _warning(
+                    config,
+                    f"tiers[{t}].plugins[{p}].arguments.{key}",
+                    f"{key} is false: that filter is off, and pods are placed as if they did "
+                    f"not carry {fields}",
                 )

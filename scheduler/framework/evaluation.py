@@ -17,6 +17,11 @@ is used only when every enabled predicate plugin is row-local (the first failing
 node's reason, so the order of all of them matters); scores are summed, so row-local plugins'
 scores are cached and the others' added per task.
 
+Two additions to that promise (``pumice.framework.hookspecs``): a plugin's ``shape_key`` names
+what else of a task its answers depend on (tasks whose keys differ get separate entries), and its
+``stale_rows`` reports rows whose predicate answers changed because *other* rows changed
+(pod-to-pod constraints); those rows are refreshed with the changed ones.
+
 A refresh touching more than an eighth of the rows, or a change of the table's rows themselves
 (``NodeTable.epoch``), evaluates the shape in full again.
 """
@@ -72,14 +77,15 @@ def rows_changed(table: NodeTable, since: int) -> IntVector | None:
 
 def predicate_part(name: str, answer: Any, n: int, check: Callable[..., Any]) -> PredicatePart:
     """Normalise a predicate hook's answer (mask or PredicateResult) to a part of length n."""
+    resolvable: frozenset[str] = frozenset()
     if isinstance(answer, PredicateResult):
-        mask, reasons = answer.mask, answer.reasons
+        mask, reasons, resolvable = answer.mask, answer.reasons, answer.resolvable
     else:
         mask, reasons = answer, f"node(s) rejected by {name}"
     mask = check(name, "predicate", mask, n, np.bool_)
     if not isinstance(reasons, str):
         reasons = check(name, "predicate reasons", reasons, n, object)
-    return PredicatePart(name, mask, reasons)
+    return PredicatePart(name, mask, reasons, resolvable)
 
 
 @dataclass(slots=True)
@@ -103,6 +109,19 @@ class ShapeEntry:
     score_total: FloatVector | None = None
     score_version: int = 0
     candidates: Candidates | None = None
+    borrowed: bool = False
+    """Made as another entry's base and not yet any task's own entry (its ``task`` then has
+    a ``shape_key``: fit and scores do not mind, predicates would)."""
+    base: ShapeEntry | None = None
+    """The entry of the same shape without the plugins' ``shape_key`` parts, which holds the
+    fit masks and row-local scores (None: this entry is its own base). Tasks that
+    ``shape_key`` tells apart get their own predicate masks and candidates but share the
+    rest, which depends on the shape alone."""
+
+
+def base_of(entry: ShapeEntry) -> ShapeEntry:
+    """Where ``entry``'s fit masks and row-local scores live."""
+    return entry if entry.base is None else entry.base
 
 
 class ShapeCache:
@@ -119,6 +138,8 @@ class ShapeCache:
         scorers: Sequence[tuple[str, Hook, bool]],
         check: Callable[..., Any],
         group_of: Callable[[TaskInfo], Hashable] | None = None,
+        shape_keys: Sequence[Hook] = (),
+        stale: Sequence[Hook] = (),
     ) -> None:
         self.table = table
         self.group_of = group_of
@@ -128,6 +149,10 @@ class ShapeCache:
         self.local_scorers = [(name, hook) for name, hook, local in scorers if local]
         self.cached_predicates = bool(predicates) and all(local for _, _, local in predicates)
         self.check = check
+        self.shape_keys = list(shape_keys)
+        """Plugins' ``shape_key`` hooks: their answers are part of an entry's key."""
+        self.stale = list(stale)
+        """Plugins' ``stale_rows`` hooks: rows to refresh beyond the table's changed rows."""
         self.entries: dict[Hashable, ShapeEntry] = {}
         self._last_changed: tuple[tuple[int, int, int], IntVector | None] | None = None
         self._of_task: dict[str, ShapeEntry] = {}
@@ -141,9 +166,21 @@ class ShapeCache:
         key = task_shape(task)
         if self.group_of is not None:
             key = (self.group_of(task), key)
+        base: ShapeEntry | None = None
+        if self.shape_keys:
+            extra = tuple(hook(task) for hook in self.shape_keys)
+            if any(part is not None for part in extra):
+                base = self.entries.get(key)
+                if base is None or base.epoch != self.table.epoch:
+                    base = self.entries[key] = ShapeEntry(self.table.epoch, task, borrowed=True)
+                key = (key, extra)
         entry = self.entries.get(key)
         if entry is None or entry.epoch != self.table.epoch:
-            entry = self.entries[key] = ShapeEntry(self.table.epoch, task)
+            entry = self.entries[key] = ShapeEntry(self.table.epoch, task, base=base)
+        elif entry.borrowed and base is None:
+            # made as another entry's base, with that entry's task; it is this task's own
+            # entry now, so plugins are asked with a task whose shape_key is None
+            entry.task, entry.borrowed = task, False
         self._of_task[task.uid] = entry
         return entry
 
@@ -156,6 +193,38 @@ class ShapeCache:
         self._last_changed = (key, rows)
         return rows
 
+    def _stale(self, entry: ShapeEntry, version: int) -> IntVector | bool:
+        """Rows the ``stale_rows`` hooks report for the entry's shape since ``version``:
+        True for every row, an empty vector for none."""
+        found: list[IntVector] = []
+        for hook in self.stale:
+            answer = hook(entry.task, self.table, version)
+            if answer is None or answer is False:
+                continue
+            if answer is True:
+                return True
+            if len(answer):
+                found.append(np.asarray(answer, dtype=np.int64))
+        if not found:
+            return _NO_ROWS
+        return np.concatenate(found) if len(found) > 1 else found[0]
+
+    def _changed_for(self, entry: ShapeEntry, version: int) -> IntVector | None:
+        """``_changed`` plus the entry's stale rows (None: evaluate in full)."""
+        rows = self._changed(version)
+        if rows is None or not self.stale:
+            return rows
+        extra = self._stale(entry, version)
+        if extra is True:
+            return None
+        assert not isinstance(extra, bool)
+        if not len(extra):
+            return rows
+        merged = np.unique(np.concatenate([rows, extra]))
+        if len(merged) * FULL_REFRESH_FRACTION > len(self.table):
+            return None
+        return merged
+
     # -- predicates -------------------------------------------------------------------------
 
     def predicate(self, task: TaskInfo) -> tuple[list[PredicatePart], BoolVector]:
@@ -166,7 +235,7 @@ class ShapeCache:
         entry = self.entry(task)
         task = entry.task
         if entry.parts is not None and entry.mask is not None:
-            rows = self._changed(entry.mask_version)
+            rows = self._changed_for(entry, entry.mask_version)
             entry.mask_version = table.version
             if rows is None or (len(rows) and not self._refresh_predicates(task, entry, rows)):
                 entry.parts = None
@@ -202,6 +271,8 @@ class ShapeCache:
             if answer is None or part is None:
                 continue
             fresh = predicate_part(name, answer, len(rows), self.check)
+            if not fresh.resolvable <= part.resolvable:
+                part.resolvable = part.resolvable | fresh.resolvable
             if isinstance(part.reasons, str) and fresh.reasons != part.reasons:
                 part.reasons = np.full(len(self.table), part.reasons, dtype=object)
             if not part.mask.flags.writeable:
@@ -218,7 +289,7 @@ class ShapeCache:
     def fit(self, task: TaskInfo) -> tuple[BoolVector, BoolVector]:
         """Rows where the request fits the idle and the future-idle resources."""
         table = self.table
-        entry = self.entry(task)
+        entry = base_of(self.entry(task))
         request = table.vector(entry.task.resreq)
         rows = None
         if entry.fit_now is not None:
@@ -245,7 +316,7 @@ class ShapeCache:
         if not self.local_scorers:
             return {}
         table = self.table
-        entry = self.entry(task)
+        entry = base_of(self.entry(task))
         task = entry.task
         rows = None if entry.score_total is None else self._changed(entry.score_version)
         if rows is not None and len(rows) and not self._refresh_scores(task, entry, rows):
@@ -292,7 +363,7 @@ class ShapeCache:
         total = self.score_total(task)
         entry = self.entry(task)
         cands = entry.candidates if self.cached_predicates else None
-        rows = None if cands is None else self._changed(cands.version)
+        rows = None if cands is None else self._changed_for(entry, cands.version)
         if cands is None or rows is None:
             extras = () if cands is None else cands.extras
             cands = full_candidates(mask, fit_now, fit_future, total, extras)
@@ -319,19 +390,27 @@ class ShapeCache:
         if cands is None or table.version != cands.version + 1:
             return None
         version = cands.version
-        if not (entry.mask_version == entry.fit_version == version) or entry.parts is None:
+        base = base_of(entry)
+        current = (version, table.version)  # the base may be brought up to date already
+        if entry.mask_version != version or base.fit_version not in current:
             return None
-        if self.local_scorers and (entry.score_version != version or entry.score_total is None):
+        if entry.parts is None or base.fit_now is None or base.fit_future is None:
             return None
-        assert entry.mask is not None and entry.fit_now is not None
-        assert entry.fit_future is not None
+        if self.local_scorers and (base.score_version not in current or base.score_total is None):
+            return None
         row = table.changed_rows(version)[0]
+        if self.stale:
+            extra = self._stale(entry, version)
+            if isinstance(extra, bool) or (len(extra) and bool((extra != row).any())):
+                return None  # other rows changed too: the general path
+        assert entry.mask is not None
         if not self._refresh_row(entry, row):
-            entry.parts = entry.fit_now = entry.score_total = entry.candidates = None
+            entry.parts = entry.candidates = None
+            base.fit_now = base.score_total = base.candidates = None
             return None
-        entry.mask_version = entry.fit_version = entry.score_version = table.version
+        entry.mask_version = base.fit_version = base.score_version = table.version
         refresh_candidate_row(
-            cands, row, entry.mask, entry.fit_now, entry.fit_future, entry.score_total
+            cands, row, entry.mask, base.fit_now, base.fit_future, base.score_total
         )
         cands.version = table.version
         return cands
@@ -340,7 +419,6 @@ class ShapeCache:
         """Predicate parts, fit and row-local scores of one row (see ``_one_row_candidates``)."""
         table, task, check = self.table, entry.task, self.check
         assert entry.parts is not None and entry.mask is not None
-        assert entry.fit_now is not None and entry.fit_future is not None
         rows = np.array((row,), dtype=np.int64)
         by_name = entry.parts_by_name
         passed = True
@@ -353,6 +431,8 @@ class ShapeCache:
                 continue
             if isinstance(answer, PredicateResult):
                 mask, reasons = answer.mask, answer.reasons
+                if answer.resolvable and not answer.resolvable <= part.resolvable:
+                    part.resolvable = part.resolvable | answer.resolvable
             else:
                 mask, reasons = answer, f"node(s) rejected by {name}"
             ok = bool(check(name, "predicate", mask, 1, np.bool_)[0])
@@ -367,14 +447,18 @@ class ShapeCache:
             part.mask[row] = ok
             passed = passed and ok
         entry.mask[row] = passed
-        entry.fit_now[row], entry.fit_future[row] = table.row_fits(row, table.vector(task.resreq))
-        if not self.local_scorers:
+        base = base_of(entry)
+        assert base.fit_now is not None and base.fit_future is not None
+        if base.fit_version != table.version:
+            fits = table.row_fits(row, table.vector(base.task.resreq))
+            base.fit_now[row], base.fit_future[row] = fits
+        if not self.local_scorers or base.score_version == table.version:
             return True
-        assert entry.score_total is not None
+        assert base.score_total is not None
         total = 0.0
         for name, hook in self.local_scorers:
-            answer = hook(task, table, rows)
-            vec = entry.scores.get(name)
+            answer = hook(base.task, table, rows)
+            vec = base.scores.get(name)
             if answer is None or vec is None:
                 if (answer is None) != (vec is None):
                     return False
@@ -383,7 +467,7 @@ class ShapeCache:
                 answer = float(check(name, "node_score", answer, 1, np.float64)[0])
             vec[row] = answer
             total += answer
-        entry.score_total[row] = total
+        base.score_total[row] = total
         return True
 
     def with_extras(
@@ -401,7 +485,7 @@ class ShapeCache:
         """The sum of the row-local scorers' vectors, or None if there are none (the cache's
         own vector: read it, never change it)."""
         self.scores(task)
-        return self.entry(task).score_total if self.local_scorers else None
+        return base_of(self.entry(task)).score_total if self.local_scorers else None
 
 
 def _fits(table: NodeTable, request: FloatVector, quantity: str, rows: IntVector | None) -> Any:

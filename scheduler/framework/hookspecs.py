@@ -87,14 +87,52 @@ class PluginSpec:
         Row-local plugins accept ``rows``: by doing so a plugin promises that its answer for a
         node depends only on that node's row, the task's shape (request and scheduling
         terms, see ``pumice.framework.evaluation``) and the task's queue (shapes are kept
-        apart per queue). The session then evaluates each shape
-        once and, after placements, calls again with ``rows`` = the changed rows, expecting
-        answers for exactly those rows in that order (None: every row). A plugin without
-        ``rows`` is called with every node, once per task.
+        apart per queue) — or, additively, on what its ``shape_key`` names of the task and on
+        other rows whose changes it reports through ``stale_rows``. The session then
+        evaluates each shape once and, after placements, calls again with ``rows`` = the
+        changed rows, expecting answers for exactly those rows in that order (None: every
+        row). A plugin without ``rows`` is called with every node, once per task.
 
         Combination: AND over every plugin of every tier; for a rejected node the reason of
         the first plugin (tier order) that rejected it is reported. None means "no opinion".
         Flag: ``enablePredicate``.
+
+        Preemption: ``PredicateResult.resolvable`` names the reasons that evicting pods may
+        cure; preempt and reclaim try the nodes every plugin passes or rejects only for such
+        reasons (a bare mask's rejections are unresolvable). Before they place a preemptor they
+        call this hook again for that one node as it will be once its Releasing tasks (the
+        victims) are gone: ``node.tasks`` and the node's row then leave them out, and the
+        victims evicted in this session have been through ``on_deallocate``. A plugin must
+        therefore read the pods on a node from ``node.tasks`` (or from counts it keeps by
+        ``on_allocate`` / ``on_deallocate``) at the time of the call, not from a copy taken
+        earlier.
+        """
+
+    @hookspec
+    def shape_key(self, task: TaskInfo) -> Any:
+        """What else, besides its shape (and queue), this plugin's row-local answers for
+        ``task`` depend on; None: nothing. Tasks whose keys differ never share a cached
+        predicate mask (e.g. the pod's namespace and labels, which other pods' anti-affinity
+        selects); their fit masks and row-local ``node_score`` answers stay shared per shape,
+        so those must not depend on the key. Called once per task per session; the key must
+        be hashable.
+
+        Combination: every plugin's answer is part of the cache key. No flag.
+        """
+
+    @hookspec
+    def stale_rows(
+        self, task: TaskInfo, nodes: NodeTable, since: int
+    ) -> npt.NDArray[np.int64] | bool | None:
+        """For a row-local ``predicate`` whose answer for a row may change when *another* row
+        changes (pod-to-pod constraints: a pod placed in a zone changes the zone's answer):
+        the rows whose answers for ``task``'s shape changed since the table's ``version`` was
+        ``since``, beyond the rows whose own accounting changed (``NodeTable.changed_rows``,
+        always refreshed). Return the rows (any order, may repeat), True for every row (the
+        shape is evaluated in full), or None / False for none. Asked whenever a cached mask is
+        brought up to date, so answer quickly.
+
+        Combination: the union over every plugin. Flag: ``enablePredicate``.
         """
 
     @hookspec
@@ -299,6 +337,8 @@ HOOK_FLAGS: dict[str, str | None] = {
     "job_order_key": "job_order",
     "task_order_key": "task_order",
     "predicate": "predicate",
+    "shape_key": None,
+    "stale_rows": "predicate",
     "node_score": "node_order",
     "normalized_score": "node_order",
     "best_node": "best_node",
@@ -331,6 +371,8 @@ COMBINATION: dict[str, str] = {
     "job_order_key": "first plugin that distinguishes decides",
     "task_order_key": "first plugin that distinguishes decides",
     "predicate": "all must pass; first failure gives the reason",
+    "shape_key": "every answer is part of the cache key",
+    "stale_rows": "union",
     "node_score": "summed",
     "normalized_score": "summed",
     "best_node": "first plugin naming a node wins",

@@ -25,11 +25,15 @@ class PredicateResult:
     """A predicate's answer: which nodes pass, and why the others do not.
 
     ``reasons`` is one reason for every rejected node, or one per node (entries for passing
-    nodes are ignored).
+    nodes are ignored). ``resolvable`` names the reasons that evicting pods from the node may
+    cure (kube-scheduler's ``Unschedulable`` as opposed to ``UnschedulableAndUnresolvable``):
+    preempt and reclaim try such nodes, and only those, besides the nodes that pass. Every
+    other reason is unresolvable.
     """
 
     mask: npt.NDArray[np.bool_]
     reasons: str | npt.NDArray[np.object_]
+    resolvable: frozenset[str] = frozenset()
 
 
 @dataclass(slots=True)
@@ -40,6 +44,20 @@ class PredicatePart:
     name: str
     mask: npt.NDArray[np.bool_]
     reasons: npt.NDArray[np.object_] | str
+    resolvable: frozenset[str] = frozenset()
+    """The reasons that evicting pods may cure (see ``PredicateResult``)."""
+
+    def resolvable_mask(self) -> npt.NDArray[np.bool_]:
+        """Nodes this plugin passes, or rejects only for a resolvable reason."""
+        if not self.resolvable or self.mask.all():
+            return self.mask
+        reasons = self.reasons
+        if isinstance(reasons, str):
+            return np.ones_like(self.mask) if reasons in self.resolvable else self.mask
+        cured = self.mask.copy()
+        for reason in self.resolvable:
+            cured |= reasons == reason
+        return cured
 
 
 class Feasibility:
@@ -76,6 +94,15 @@ class Feasibility:
                     undecided &= part.mask
             self._reasons = reasons
         return self._reasons
+
+    def preemption_candidates(self) -> npt.NDArray[np.bool_]:
+        """Nodes where evicting pods may let the task in: every plugin passes, or rejects
+        only for a reason it calls resolvable (whether it then does is checked with the
+        victims gone: ``pumice.framework.released``)."""
+        mask = np.ones(len(self.mask), dtype=np.bool_)
+        for part in self.parts:
+            mask &= part.resolvable_mask()
+        return mask if self.parts else self.mask.copy()
 
     @property
     def feasible(self) -> int:

@@ -230,6 +230,8 @@ class Session:
             [(n, h, ("node_score", n) in self._row_local) for n, h in self._flat["node_score"]],
             vector_answer,
             self._queue_of_task if by_queue else None,
+            shape_keys=[hook for _, hook in self._flat["shape_key"]],
+            stale=[hook for _, hook in self._flat["stale_rows"]],
         )
 
     def _queue_of_task(self, task: TaskInfo) -> str:

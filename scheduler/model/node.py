@@ -21,7 +21,8 @@ Every non-terminal task counts towards the node's pod count.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -288,6 +289,33 @@ class NodeInfo:
             return
         self.remove_task(task)
         self.add_task(task)
+
+    @contextlib.contextmanager
+    def without(self, tasks: Iterable[TaskInfo]) -> Iterator[None]:
+        """This node as it will be once ``tasks`` (those of them on it) have gone, for the
+        length of the block: their accounting is undone, and afterwards the row's numbers,
+        ``tasks`` and their order are put back exactly as they were (saved, not recomputed,
+        so no rounding creeps in). The row is logged as changed both times."""
+        gone = [task for task in tasks if task.uid in self.tasks]
+        if not gone:
+            yield
+            return
+        t, r = self._table, self._row
+        columns = [getattr(t, name)[:, r].copy() for name in t._MATRICES]
+        pods = int(t._pods[r])
+        held, accounted = dict(self.tasks), dict(self._accounted)
+        for task in gone:
+            self.remove_task(task)
+        try:
+            yield
+        finally:
+            for name, column in zip(t._MATRICES, columns, strict=True):
+                getattr(t, name)[: len(column), r] = column
+            t._pods[r] = pods
+            self.tasks.clear()
+            self.tasks.update(held)
+            self._accounted = accounted
+            t._touch(r)
 
     def __repr__(self) -> str:
         return f"NodeInfo({self.name}, tasks={len(self.tasks)})"

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from pumice.model.podterms import PodLinks, pod_links
 from pumice.model.requests import non_zero_request, pod_requests
 from pumice.model.resource import Resource
 from pumice.model.status import (
@@ -45,7 +46,7 @@ class _Derived:
     are functions of ``pod`` and ``resreq`` alone, and a task whose pod is replaced gets a new
     holder."""
 
-    __slots__ = ("nonzero", "pod", "resreq", "shape", "terms")
+    __slots__ = ("labels", "links", "nonzero", "pod", "resreq", "shape", "terms")
 
     def __init__(self, pod: Mapping[str, Any] | None, resreq: Resource) -> None:
         self.pod = pod
@@ -53,6 +54,8 @@ class _Derived:
         self.terms: PodTerms | None = None
         self.nonzero: Resource | None = None
         self.shape: TaskShape | None = None
+        self.links: PodLinks | None = None
+        self.labels: Mapping[str, str] | None = None
 
 
 def parse_timestamp(value: str | None) -> float:
@@ -127,6 +130,26 @@ class TaskInfo:
         if terms is None:
             terms = derived.terms = pod_terms(self.pod)
         return terms
+
+    @property
+    def links(self) -> PodLinks:
+        """The pod's pod-to-pod constraints in canonical form (``pumice.model.podterms``)."""
+        derived = self._fresh()
+        links = derived.links
+        if links is None:
+            links = derived.links = pod_links(self.pod)
+        return links
+
+    @property
+    def labels(self) -> Mapping[str, str]:
+        """The pod's labels (values as strings; empty without a pod)."""
+        derived = self._fresh()
+        labels = derived.labels
+        if labels is None:
+            meta = (self.pod or {}).get("metadata") or {}
+            raw = meta.get("labels") or {}
+            labels = derived.labels = {str(k): str(v) for k, v in raw.items()}
+        return labels
 
     @property
     def nonzero_request(self) -> Resource:

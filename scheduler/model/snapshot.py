@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from pumice.errors import PumiceError
@@ -29,6 +29,16 @@ from pumice.model.node import NodeInfo, NodeTable
 from pumice.model.objects import JobInfo, QueueInfo, TaskInfo
 from pumice.model.resource import Resource
 from pumice.model.status import TaskStatus
+
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+"""The label the API server sets on every Namespace: its name."""
+
+
+def namespace_labels(namespaces: Mapping[str, Mapping[str, str]], name: str) -> Mapping[str, str]:
+    """The labels of namespace ``name``; a namespace that is referenced but not known exists
+    with only ``kubernetes.io/metadata.name`` (as every namespace has it)."""
+    labels = namespaces.get(name)
+    return labels if labels is not None else {NAMESPACE_NAME_LABEL: name}
 
 
 class SnapshotError(PumiceError, KeyError):
@@ -48,6 +58,11 @@ class ClusterSnapshot:
     orphans: dict[str, set[str]] = field(default_factory=dict)
     """Node name -> uids of placed tasks naming that node while it is not in the snapshot;
     they are accounted when it arrives."""
+    namespaces: dict[str, Mapping[str, str]] = field(default_factory=dict)
+    """Namespace name -> its labels (``kubernetes.io/metadata.name`` included), for pod
+    affinity's ``namespaceSelector``; read a name through ``namespace_labels``, which answers
+    for namespaces that pods name but that are not known. The label mappings are replaced,
+    never changed in place, so a clone shares them."""
     identity: object = field(default_factory=object)
     taken_at: float = field(default_factory=time.time)
     """When this picture of the cluster was taken (seconds since the epoch): the clock of a
@@ -81,6 +96,10 @@ class ClusterSnapshot:
                 snap._account(task)
         return snap
 
+    def namespace_labels(self, name: str) -> Mapping[str, str]:
+        """The labels of namespace ``name`` (see the module function ``namespace_labels``)."""
+        return namespace_labels(self.namespaces, name)
+
     @property
     def total_allocatable(self) -> Resource:
         """Sum of allocatable over every node."""
@@ -101,6 +120,7 @@ class ClusterSnapshot:
             table=table,
             task_jobs=dict(self.task_jobs),
             orphans={name: set(uids) for name, uids in self.orphans.items()},
+            namespaces=dict(self.namespaces),
             taken_at=time.time(),
         )
         self.identity = object()  # the jobs are shared now: this side copies before writing too

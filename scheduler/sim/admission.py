@@ -34,6 +34,8 @@ Problem = tuple[str, str, str]
 _SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+"""The label the API server keeps on every Namespace, equal to its name."""
 
 SUBDOMAIN_MSG = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
@@ -257,7 +259,7 @@ class Admission:
     def _namespace_create(self, ns: Obj) -> Obj:
         name = str(meta(ns).get("name", ""))
         labels = dict(meta(ns).get("labels") or {})
-        labels["kubernetes.io/metadata.name"] = name
+        labels[NAMESPACE_NAME_LABEL] = name
         spec = dict(ns.get("spec") or {})
         spec.setdefault("finalizers", ["kubernetes"])
         return {
@@ -306,6 +308,11 @@ class Admission:
         if rtype is PODS and subresource == "" and isinstance(new.get("spec"), dict):
             new = {**new, "spec": _pod_spec_update_defaults(old.get("spec") or {}, new["spec"])}
             _check_pod_update(old, new)
+        if rtype is NAMESPACES:
+            # as the API server does on every write: the name label cannot be changed or removed
+            labels = {**(meta(new).get("labels") or {})}
+            labels[NAMESPACE_NAME_LABEL] = str(meta(new).get("name") or meta(old).get("name"))
+            new = {**new, "metadata": {**meta(new), "labels": labels}}
         return new
 
 

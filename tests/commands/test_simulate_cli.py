@@ -30,6 +30,7 @@ Capsys = pytest.CaptureFixture[str]
 def cluster() -> list[dict[str, object]]:
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}},
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"}},
         node("cpu-1", "8", "16Gi"),
         node("gpu-1", "8", "32Gi", gpu="2"),
         queue("q"),
@@ -75,7 +76,7 @@ def test_unknown_kinds_are_skipped_with_a_note(tmp_path: Path, capsys: Capsys) -
     path = write_yaml(tmp_path / "c.yaml", cluster())
     code, _, err = run_cli(["simulate", str(path), "--output", "json"], capsys)
     assert code == 0
-    assert err.strip().splitlines() == [f"{path}: skipped 1 Namespace object(s): not simulated"]
+    assert err.strip().splitlines() == [f"{path}: skipped 1 ConfigMap object(s): not simulated"]
 
 
 def test_a_malformed_quantity_exits_2_with_one_line(tmp_path: Path, capsys: Capsys) -> None:

@@ -27,10 +27,10 @@ tiers:
 - plugins:
   - name: predicates
     arguments:
-      predicate.PodAffinityEnable: true   # line 11
+      predicate.VolumeBindingEnable: true # line 11
   - name: nodeorder
     arguments:
-      podaffinity.weight: 2          # line 14
+      imagelocality.weight: 2        # line 14
   - name: resource-strategy-fit
     arguments:
       resources:
@@ -47,9 +47,9 @@ def expected_warnings(path: Path) -> list[str]:
     return [
         f"{path}:7: tiers[0].plugins[2].enableHierarchy: warning: hierarchical sharing is not "
         "supported by pumice; drf shares as if it were off",
-        f"{path}:11: tiers[1].plugins[0].arguments.predicate.PodAffinityEnable: warning: set "
+        f"{path}:11: tiers[1].plugins[0].arguments.predicate.VolumeBindingEnable: warning: set "
         "but not implemented in pumice; ignored",
-        f"{path}:14: tiers[1].plugins[1].arguments.podaffinity.weight: warning: set but not "
+        f"{path}:14: tiers[1].plugins[1].arguments.imagelocality.weight: warning: set but not "
         "implemented in pumice; ignored",
         f"{path}:18: tiers[1].plugins[2].arguments.resources.*: warning: pattern '*' dropped: "
         "a lone '*' is not supported as a default; name a prefix such as 'nvidia.com/*'",

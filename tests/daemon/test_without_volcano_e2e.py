@@ -61,6 +61,7 @@ async def test_without_volcano_every_pod_is_its_own_job_in_the_default_queue(
             "pending-pods",
             "assigned-pods",
             "priorityclasses",
+            "namespaces",
         }
         snapshot = cache.snapshot()
         jobs = {

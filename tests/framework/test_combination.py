@@ -445,3 +445,24 @@ def test_a_plain_number_answers_for_one_row_only() -> None:
     assert vector_answer("p", "node_score", 3.5, 1, np.float64).tolist() == [3.5]
     with pytest.raises(PluginContractError, match="plugin p returned node_score of shape"):
         vector_answer("p", "node_score", 3.5, 2, np.float64)
+
+
+def test_preemption_candidates_pass_or_fail_only_for_resolvable_reasons() -> None:
+    from pumice.framework.results import Feasibility, PredicatePart
+
+    ports = "node(s) didn't have free ports for the requested pod ports"
+    pods = PredicatePart(
+        "predicates",
+        np.array([True, False, False, False]),
+        np.array(["", "Too many pods", "node(s) were unschedulable", ports], dtype=object),
+        frozenset({"Too many pods", ports}),
+    )
+    # a plugin without resolvable reasons: its rejections stand
+    zone = PredicatePart("zone", np.array([True, True, True, False]), "wrong zone")
+    feasibility = Feasibility(pods.mask & zone.mask, parts=[pods, zone])
+    assert feasibility.preemption_candidates().tolist() == [True, True, False, False]
+    # one reason for every rejected node, and it is resolvable
+    full = PredicatePart(
+        "predicates", np.array([False, True]), "Too many pods", frozenset({"Too many pods"})
+    )
+    assert Feasibility(full.mask, parts=[full]).preemption_candidates().tolist() == [True, True]

@@ -17,6 +17,7 @@ from pumice.model import (
     TaskInfo,
     TaskStatus,
 )
+from support.nodes import bare_task, place
 
 GPU = "nvidia.com/gpu"
 
@@ -234,3 +235,25 @@ def test_table_always_equals_a_recount_of_the_tasks(
             assert table.nodes[r] is n
             assert table.used[r, cpu_col] == pytest.approx(used)
             assert np.isclose(table.future_idle[r, cpu_col], 10_000 - used + rel - pipe)
+
+
+def test_without_takes_tasks_off_for_the_block_and_puts_back_exactly() -> None:
+    node = NodeInfo("n", Resource({"cpu": 1000.0, "memory": 3.0}), max_pods=3)
+    NodeTable().add(node)
+    tasks = [bare_task(f"t{i}", cpu=0.1 + i / 3, memory=1) for i in range(3)]
+    for task in tasks:
+        node.add_task(place(task, "n"))
+    node.update_task(place(tasks[1], "n", TaskStatus.RELEASING))
+    table = node._table
+    before = {m: getattr(table, m)[:, node.row].copy() for m in table._MATRICES}
+    order, version = list(node.tasks), table.version
+    with node.without([tasks[1], tasks[2], bare_task("elsewhere")]):
+        assert list(node.tasks) == ["t0"] and node.pod_count == 1
+        assert node.used.get("cpu") == pytest.approx(tasks[0].resreq.get("cpu"))
+        assert node.releasing.get("cpu") == 0
+    assert list(node.tasks) == order and node.pod_count == 3
+    for name, column in before.items():
+        assert (getattr(table, name)[:, node.row] == column).all(), name  # bit for bit
+    assert table.version > version  # the row is logged as changed: caches look again
+    node.remove_task(tasks[2])  # the accounting records are back too
+    assert node.pod_count == 2

@@ -282,11 +282,11 @@ def test_all_weights_zero_means_no_opinion(anchor: NodeTable) -> None:
 def test_unimplemented_scorers_warn_once_when_weighted(caplog: pytest.LogCaptureFixture) -> None:
     forget_warnings()
     with caplog.at_level(logging.WARNING, logger="pumice.plugins.nodeorder"):
-        NodeOrderPlugin(Arguments({"podaffinity.weight": 2, "imagelocality.weight": 0}))
-        NodeOrderPlugin(Arguments({"podaffinity.weight": 5}))
+        NodeOrderPlugin(Arguments({"imagelocality.weight": 2, "podaffinity.weight": 0}))
+        NodeOrderPlugin(Arguments({"imagelocality.weight": 5, "podtopologyspread.weight": 3}))
         NodeOrderPlugin(Arguments({}))
     assert [r.getMessage() for r in caplog.records] == [
-        "plugin nodeorder: podaffinity.weight: set but not implemented in pumice; ignored"
+        "plugin nodeorder: imagelocality.weight: set but not implemented in pumice; ignored"
     ]
 
 

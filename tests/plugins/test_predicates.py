@@ -423,16 +423,17 @@ def test_unimplemented_predicates_warn_once_when_set_true(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     forget_warnings()
-    args = {"predicate.PodAffinityEnable": True, "predicate.VolumeZoneEnable": False}
+    args = {"predicate.VolumeBindingEnable": True, "predicate.VolumeZoneEnable": False}
     with caplog.at_level(logging.WARNING, logger="pumice.plugins.predicates"):
         PredicatesPlugin(Arguments(args))
         PredicatesPlugin(Arguments(args))
-        PredicatesPlugin(Arguments({"predicate.PodTopologySpreadEnable": "true"}))
+        PredicatesPlugin(Arguments({"predicate.NodeVolumeLimitsEnable": "true"}))
+        PredicatesPlugin(Arguments({"predicate.PodAffinityEnable": True}))  # implemented now
     messages = [r.getMessage() for r in caplog.records]
     assert messages == [
-        "plugin predicates: predicate.PodAffinityEnable: set but not implemented in pumice; "
+        "plugin predicates: predicate.VolumeBindingEnable: set but not implemented in pumice; "
         "ignored",
-        "plugin predicates: predicate.PodTopologySpreadEnable: set but not implemented in "
+        "plugin predicates: predicate.NodeVolumeLimitsEnable: set but not implemented in "
         "pumice; ignored",
     ]
 

@@ -58,3 +58,22 @@ async def test_deleting_a_namespace_goes_through_terminating(sim: Any, api: Any)
     assert sim.store.get("/namespaces", ("", "team-a")) is None
     assert sim.store.get("scheduling.volcano.sh/podgroups", ("team-a", "pg")) is None
     assert sim.store.get("/pods", ("team-b", "other")) is not None
+
+
+async def test_every_namespace_carries_its_name_label_whatever_a_client_writes(
+    sim: Any, api: Any
+) -> None:
+    sim.create(pod("implicit", namespace="team-c"))  # a namespace made on the fly
+    core = k8s_client.CoreV1Api(api)
+    body = {"metadata": {"name": "team-d", "labels": {"kubernetes.io/metadata.name": "x"}}}
+    await core.create_namespace(body)
+    made = await sim.kubectl("create", "namespace", "team-e")
+    assert made.code == 0, made.stderr
+    for name in ("default", "team-c", "team-d", "team-e"):
+        labels = (await core.read_namespace(name)).metadata.labels
+        assert labels["kubernetes.io/metadata.name"] == name
+    # a patch may add labels but never drop or change the name label
+    patch = [{"op": "replace", "path": "/metadata/labels", "value": {"team": "d"}}]
+    await core.patch_namespace("team-d", patch)
+    labels = (await core.read_namespace("team-d")).metadata.labels
+    assert labels == {"team": "d", "kubernetes.io/metadata.name": "team-d"}

@@ -1,0 +1,375 @@
+"""Where the pods are, for pod-to-pod constraints: match counts kept current placement by
+placement (a private helper of ``predicates`` and ``nodeorder``, not a plugin).
+
+A ``PodIndex`` is built once per session (``shared_index``: one for every plugin that asks),
+when the first pod-to-pod question is asked, from
+the pods on the table's nodes (every pod that is not Succeeded or Failed), and then follows
+the session's statements: ``place(task)`` on ``on_allocate``, ``unplace(task)`` on
+``on_deallocate`` (undoing exactly what that pod added; a discarded statement therefore takes
+its pods back).
+
+Pods are grouped by *identity* (namespace and labels): a Deployment's replicas share one, so a
+selector is matched once per identity, never once per pod, and an index from each label
+``(key, value)`` to the identities that carry it finds the candidates of a selector with an
+``In`` requirement without a scan.
+
+Counters, each made the first time it is asked for and kept current afterwards:
+
+* ``DomainCounter``: for a pod *selector* (see ``Selects``) and a topology key, how many
+  selected pods sit in each domain (value of that key; a pod on a node without the key counts
+  nowhere), and in all;
+* an *owner* counter is a ``DomainCounter`` whose pods are those that carry a given required
+  anti-affinity term (existing pods' anti-affinity, the symmetric rule);
+* ``RowCounter``: for a spread selector, how many selected pods sit on each row
+  (terminating pods left out, as PodTopologySpread counts).
+
+A counter tells its listeners (``listen``) of every change, with the domain or row, so the
+shapes that read it know which rows to evaluate again.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from pumice import COMPLETED_STATUSES, NodeTable, SessionView, TaskInfo, TaskStatus
+from pumice.model.podterms import AffinityTerm, LabelSelector, PodLinks, selector_matches
+
+IntVector = npt.NDArray[np.int64]
+NAME_LABEL = "kubernetes.io/metadata.name"
+
+Ident = tuple[str, frozenset[tuple[str, str]]]
+"""A pod's namespace and labels."""
+
+OwnerKey = tuple[str, AffinityTerm, int]
+"""A term some pods carry: ``("anti" | "affinity" | "preferred" | "preferred-anti", term,
+weight)`` (required terms have weight 0)."""
+
+Selects = tuple[str, object]
+"""What a counter counts: ``("terms", (term, ...))`` pods every term selects;
+``("owners", owner key)`` pods carrying that term; ``("spread",
+(namespace, selector))`` non-terminating pods of the namespace the selector selects (``{}``
+selects no existing pod, as kube-scheduler counts)."""
+
+Listener = Callable[[int, int], None]
+"""Called with (domain code or row, change) after a counter changed."""
+
+
+_shared: weakref.WeakValueDictionary[str, PodIndex] = weakref.WeakValueDictionary()
+
+
+def shared_index(session: SessionView) -> PodIndex:
+    """The session's one index, shared by the plugins that ask (``place`` and ``unplace``
+    are idempotent per pod, so each of them may forward every event); it lives as long as
+    one of them holds it."""
+    index = _shared.get(session.uid)
+    if index is None:
+        index = PodIndex(session.table, session.snapshot.namespaces)
+        _shared[session.uid] = index
+    return index
+
+
+def ident_of(task: TaskInfo) -> Ident:
+    return (task.namespace, frozenset(task.labels.items()))
+
+
+class Domains:
+    """The topology domains of one label key: a code per row (-1: the node lacks the key)."""
+
+    def __init__(self, table: NodeTable, key: str) -> None:
+        vocab: dict[str, int] = {}
+        self.codes: IntVector = np.fromiter(
+            (
+                -1 if (v := node.labels.get(key)) is None else vocab.setdefault(str(v), len(vocab))
+                for node in table.nodes
+            ),
+            dtype=np.int64,
+            count=len(table),
+        )
+        self.count = len(vocab)
+        self.has = self.codes >= 0
+        self._rows: list[IntVector] | None = None
+
+    def rows_of(self, code: int) -> IntVector:
+        """The rows of one domain."""
+        if self._rows is None:
+            order = np.argsort(self.codes, kind="stable")
+            bounds = np.searchsorted(self.codes[order], np.arange(self.count + 1))
+            self._rows = [order[bounds[c] : bounds[c + 1]] for c in range(self.count)]
+        return self._rows[code]
+
+
+@dataclass(slots=True)
+class DomainCounter:
+    """Selected pods per domain of ``domains`` (``counts`` has a last, always-zero entry
+    for code -1, so ``counts[codes]`` reads 0 for nodes without the key)."""
+
+    domains: Domains
+    counts: IntVector
+    total: int = 0
+    listeners: list[Listener] = field(default_factory=list)
+
+    def add(self, row: int, delta: int) -> None:
+        code = int(self.domains.codes[row])
+        if code < 0:
+            return
+        self.counts[code] += delta
+        self.total += delta
+        for listener in self.listeners:
+            listener(code, delta)
+
+
+@dataclass(slots=True)
+class RowCounter:
+    """Selected pods per row."""
+
+    counts: IntVector
+    listeners: list[Listener] = field(default_factory=list)
+
+    def add(self, row: int, delta: int) -> None:
+        self.counts[row] += delta
+        for listener in self.listeners:
+            listener(row, delta)
+
+
+Counter = DomainCounter | RowCounter
+
+
+@dataclass(slots=True)
+class _Placed:
+    row: int
+    ident: Ident
+    owns: tuple[OwnerKey, ...]
+    spread: bool
+
+
+class PodIndex:
+    """Pods by identity and row, and the counters over them (module docstring)."""
+
+    def __init__(self, table: NodeTable, namespaces: Mapping[str, Mapping[str, str]]) -> None:
+        self.table = table
+        self.namespaces = namespaces
+        self._domains: dict[str, Domains] = {}
+        self._rows: dict[Ident, dict[int, int]] = {}
+        self._spread_rows: dict[Ident, dict[int, int]] = {}
+        self._by_label: dict[tuple[str, str], set[Ident]] = {}
+        self._owners_rows: dict[OwnerKey, dict[int, int]] = {}
+        self._placed: dict[str, _Placed] = {}
+        self._matches: dict[tuple[Selects, Ident], bool] = {}
+        self._domain_counters: dict[tuple[Selects, str], DomainCounter] = {}
+        self._row_counters: dict[Selects, RowCounter] = {}
+        self._of_ident: dict[Ident, list[tuple[Selects, Counter]]] = {}
+        """Identity -> the match counters (not owner counters) that select it."""
+        self._owner_counters: dict[OwnerKey, list[DomainCounter]] = {}
+        self._watch: dict[tuple[str, str] | None, list[tuple[Selects, Counter]]] = {}
+        """Every match counter, for identities not seen yet (pods placed later), filed under
+        one ``(key, value)`` a selected identity must carry (None: no such pair)."""
+        for node in table.nodes:
+            for task in node.tasks.values():
+                self.place(task)
+
+    # -- domains and matching -----------------------------------------------------------------
+
+    def domains(self, key: str) -> Domains:
+        found = self._domains.get(key)
+        if found is None:
+            found = self._domains[key] = Domains(self.table, key)
+        return found
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str]:
+        labels = self.namespaces.get(namespace)
+        return labels if labels is not None else {NAME_LABEL: namespace}
+
+    def term_selects(self, term: AffinityTerm, ident: Ident) -> bool:
+        """Does an affinity term select a pod of this identity?"""
+        namespace, labels = ident
+        listed = term.namespaces is None or namespace in term.namespaces
+        if not listed and (
+            term.namespace_selector is None
+            or not selector_matches(term.namespace_selector, self.namespace_labels(namespace))
+        ):
+            return False
+        return selector_matches(term.selector, dict(labels))
+
+    def selects(self, selects: Selects, ident: Ident) -> bool:
+        """Does a match counter's selector select this identity? (cached)"""
+        key = (selects, ident)
+        known = self._matches.get(key)
+        if known is None:
+            kind, what = selects
+            if kind == "terms":
+                assert isinstance(what, tuple)
+                known = all(self.term_selects(t, ident) for t in what)
+            else:
+                assert isinstance(what, tuple)
+                namespace: str = what[0]
+                selector: LabelSelector | None = what[1]
+                known = bool(
+                    ident[0] == namespace
+                    and selector
+                    and selector_matches(selector, dict(ident[1]))
+                )
+            self._matches[key] = known
+        return known
+
+    def _candidates(self, selectors: Iterable[LabelSelector | None]) -> Iterable[Ident]:
+        """Identities that may be selected: those with one of an ``In`` requirement's values,
+        or every identity when no selector has one."""
+        for selector in selectors:
+            for key, op, values in selector or ():
+                if op == "In":
+                    found: set[Ident] = set()
+                    for value in values:
+                        found |= self._by_label.get((key, value), set())
+                    return found
+        return list(self._rows)
+
+    @staticmethod
+    def _selectors_of(selects: Selects) -> list[LabelSelector | None]:
+        kind, what = selects
+        if kind == "terms":
+            assert isinstance(what, tuple)
+            return [t.selector for t in what]
+        return [what[1]]  # type: ignore[index]
+
+    # -- counters -----------------------------------------------------------------------------
+
+    def domain_counter(self, selects: Selects, key: str) -> DomainCounter:
+        """Pods selected per domain of ``key`` (made and filled on first use)."""
+        counter = self._domain_counters.get((selects, key))
+        if counter is not None:
+            return counter
+        domains = self.domains(key)
+        counter = DomainCounter(domains, np.zeros(domains.count + 1, dtype=np.int64))
+        self._domain_counters[(selects, key)] = counter
+        if selects[0] == "owners":
+            owned: OwnerKey = selects[1]  # type: ignore[assignment]
+            self._owner_counters.setdefault(owned, []).append(counter)
+            for row, n in self._owners_rows.get(owned, {}).items():
+                counter.add(row, n)
+            return counter
+        for ident in self._candidates(self._selectors_of(selects)):
+            if ident in self._rows and self.selects(selects, ident):
+                for row, n in self._rows[ident].items():
+                    counter.add(row, n)
+                self._of_ident.setdefault(ident, []).append((selects, counter))
+        self._pending_watch(selects, counter)
+        return counter
+
+    def row_counter(self, namespace: str, selector: LabelSelector | None) -> RowCounter:
+        """Non-terminating pods of ``namespace`` that ``selector`` selects, per row."""
+        selects: Selects = ("spread", (namespace, selector))
+        counter = self._row_counters.get(selects)
+        if counter is not None:
+            return counter
+        counter = RowCounter(np.zeros(len(self.table), dtype=np.int64))
+        self._row_counters[selects] = counter
+        for ident in self._candidates([selector]):
+            if self.selects(selects, ident):
+                for row, n in self._spread_rows.get(ident, {}).items():
+                    counter.add(row, n)
+                self._of_ident.setdefault(ident, []).append((selects, counter))
+        self._pending_watch(selects, counter)
+        return counter
+
+    def _pending_watch(self, selects: Selects, counter: Counter) -> None:
+        anchors: list[tuple[str, str] | None] = [None]
+        for selector in self._selectors_of(selects):
+            found = next((r for r in selector or () if r[1] == "In"), None)
+            if found is not None:
+                anchors = [(found[0], value) for value in found[2]]
+                break
+        for anchor in anchors:
+            self._watch.setdefault(anchor, []).append((selects, counter))
+
+    def _counters_of(self, ident: Ident) -> list[tuple[Selects, Counter]]:
+        """The match counters that select ``ident`` (worked out once per new identity)."""
+        found = self._of_ident.get(ident)
+        if found is None:
+            candidates = list(self._watch.get(None, ()))
+            for item in ident[1]:
+                candidates += self._watch.get(item, ())
+            found = [(s, c) for s, c in candidates if self.selects(s, ident)]
+            self._of_ident[ident] = found
+        return found
+
+    # -- placements ---------------------------------------------------------------------------
+
+    def place(self, task: TaskInfo) -> None:
+        """Count a pod that was placed (or found on a node); Succeeded / Failed pods and
+        pods without a node count nowhere."""
+        if task.uid in self._placed or task.node_name is None:
+            return
+        if task.status & COMPLETED_STATUSES or task.status == TaskStatus.PENDING:
+            return
+        if task.node_name not in self.table:
+            return
+        row = self.table.row(task.node_name)
+        ident = ident_of(task)
+        terminating = task.status == TaskStatus.RELEASING or bool(
+            ((task.pod or {}).get("metadata") or {}).get("deletionTimestamp")
+        )
+        placed = _Placed(row, ident, owner_keys(task), not terminating)
+        self._placed[task.uid] = placed
+        self._apply(placed, 1)
+
+    def unplace(self, task: TaskInfo) -> None:
+        """Take back what ``place`` counted for this pod."""
+        placed = self._placed.pop(task.uid, None)
+        if placed is not None:
+            self._apply(placed, -1)
+
+    def _apply(self, placed: _Placed, delta: int) -> None:
+        row, ident = placed.row, placed.ident
+        rows = self._rows.get(ident)
+        if rows is None:
+            rows = self._rows[ident] = {}
+            self._spread_rows[ident] = {}
+            for item in ident[1]:
+                self._by_label.setdefault(item, set()).add(ident)
+        _bump(rows, row, delta)
+        if placed.spread:
+            _bump(self._spread_rows[ident], row, delta)
+        for _, counter in self._counters_of(ident):
+            if isinstance(counter, RowCounter):
+                if placed.spread:
+                    counter.add(row, delta)
+            else:
+                counter.add(row, delta)
+        for owned in placed.owns:
+            _bump(self._owners_rows.setdefault(owned, {}), row, delta)
+            for counter in self._owner_counters.get(owned, ()):
+                counter.add(row, delta)
+
+
+_owner_keys: dict[PodLinks, tuple[OwnerKey, ...]] = {}
+
+
+def owner_keys(task: TaskInfo) -> tuple[OwnerKey, ...]:
+    """The terms a pod carries, as owner keys (see ``OwnerKey``)."""
+    links = task.links
+    if links.empty:
+        return ()
+    known = _owner_keys.get(links)
+    if known is not None:
+        return known
+    if len(_owner_keys) >= 1 << 14:
+        _owner_keys.clear()
+    keys: list[OwnerKey] = [("anti", t, 0) for t in links.anti_affinity]
+    keys += [("affinity", t, 0) for t in links.affinity]
+    keys += [("preferred", t, w) for w, t in links.preferred_affinity]
+    keys += [("preferred-anti", t, w) for w, t in links.preferred_anti_affinity]
+    known = _owner_keys[links] = tuple(keys)
+    return known
+
+
+def _bump(counts: dict[int, int], row: int, delta: int) -> None:
+    value = counts.get(row, 0) + delta
+    if value:
+        counts[row] = value
+    else:
+        counts.pop(row, None)

@@ -1,0 +1,243 @@
+"""The pod-to-pod scores of ``nodeorder``: InterPodAffinity and PodTopologySpread
+(ScheduleAnyway), normalised over the candidate nodes as kube-scheduler normalises them (a
+private helper, not a plugin).
+
+InterPodAffinity, for an incoming pod over the pods already placed (``PodIndex`` counters):
+each pod in a domain of a term's key adds, where the node has that key, the term's weight for
+the incoming pod's preferred affinity terms that select it, minus the weight for its preferred
+anti-affinity terms; and each placed pod whose required affinity term selects the incoming pod
+adds ``hardPodAffinityWeight``, whose preferred affinity term adds its weight, whose preferred
+anti-affinity term takes its weight off. Normalised min-max over the candidates:
+``trunc(100 * ((s - min) / (max - min)))``, every node 0 when all are equal.
+
+PodTopologySpread, for the pod's ScheduleAnyway constraints: candidates lacking a key are
+ignored (score 0); for the others, per constraint, the matching pods of the node's domain
+(counted over the nodes with every key that pass the inclusion policies; for
+``kubernetes.io/hostname`` the node's own pods) times ``ln(domains + 2)`` plus ``maxSkew - 1``,
+summed and rounded; then ``100 * (max + min - s) // max`` (100 everywhere when max is 0), so
+fewer matching pods score higher. kube-scheduler's system-default constraints (from Services and
+ReplicaSets, which pumice does not watch) are not applied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from pumice import NodeTable, SessionView, TaskInfo
+from pumice.model.podterms import SpreadConstraint
+from pumice.plugins._interpod import TermIndex
+from pumice.plugins._k8s_terms import NodeTerms
+from pumice.plugins._podindex import (
+    DomainCounter,
+    Domains,
+    OwnerKey,
+    PodIndex,
+    RowCounter,
+    ident_of,
+    shared_index,
+)
+
+BoolVector = npt.NDArray[np.bool_]
+FloatVector = npt.NDArray[np.float64]
+
+MAX_NODE_SCORE = 100.0
+HOSTNAME = "kubernetes.io/hostname"
+
+
+@dataclass(slots=True)
+class _SoftPart:
+    constraint: SpreadConstraint
+    domains: Domains
+    pods: RowCounter
+    eligible: BoolVector
+
+
+@dataclass(slots=True)
+class _ScoreState:
+    affinity: list[tuple[DomainCounter, float]]
+    spread: list[_SoftPart]
+    has_all: BoolVector | None
+
+
+class PodLinkScores:
+    """Both scores for one session, each times its weight (see the module docstring)."""
+
+    def __init__(self, affinity_weight: int, spread_weight: int, hard_weight: int) -> None:
+        self.affinity_weight = affinity_weight
+        self.spread_weight = spread_weight
+        self.hard_weight = hard_weight
+        self.active = False
+        self.session: SessionView | None = None
+        self._owner_keys: list[OwnerKey] = []
+        self._owners: TermIndex | None = None
+        self.index: PodIndex | None = None
+        self._states: dict[Hashable, _ScoreState] = {}
+        self._of_task: dict[str, _ScoreState] = {}
+
+    def open(self, session: SessionView) -> None:
+        if not (self.affinity_weight or self.spread_weight):
+            return
+        self.session = session
+        keys: list[OwnerKey] = []
+        for job in session.jobs.values():
+            for task in job.tasks.values():
+                links = task.links
+                if links.empty:
+                    continue
+                if self.affinity_weight:
+                    owned = [("preferred", t, w) for w, t in links.preferred_affinity]
+                    owned += [("preferred-anti", t, w) for w, t in links.preferred_anti_affinity]
+                    if self.hard_weight:
+                        owned += [("affinity", t, 0) for t in links.affinity]
+                    keys += owned
+                    self.active = self.active or bool(owned)
+                if self.spread_weight and links.soft_spread:
+                    self.active = True
+        self._owner_keys = keys
+
+    def place(self, task: TaskInfo) -> None:
+        if self.index is not None:
+            self.index.place(task)
+
+    def unplace(self, task: TaskInfo) -> None:
+        if self.index is not None:
+            self.index.unplace(task)
+
+    def _index(self) -> PodIndex:
+        if self.index is None:
+            assert self.session is not None
+            self.index = shared_index(self.session)
+            self._owners = TermIndex(self._owner_keys)
+        return self.index
+
+    def _state(self, task: TaskInfo, terms: NodeTerms) -> _ScoreState:
+        known = self._of_task.get(task.uid)
+        if known is None:
+            known = self._of_task[task.uid] = self._shape_state(task, terms)
+        return known
+
+    def _shape_state(self, task: TaskInfo, terms: NodeTerms) -> _ScoreState:
+        ident = ident_of(task)
+        links = task.links
+        key = (ident, links, task.terms)
+        state = self._states.get(key)
+        if state is not None:
+            return state
+        index = self._index()
+        affinity: list[tuple[DomainCounter, float]] = []
+        if self.affinity_weight:
+            for sign, weighted in (
+                (1.0, links.preferred_affinity),
+                (-1.0, links.preferred_anti_affinity),
+            ):
+                for w, t in weighted:
+                    counter = index.domain_counter(("terms", (t,)), t.topology_key)
+                    affinity.append((counter, sign * w))
+            assert self._owners is not None
+            for owned in self._owners.candidates(ident):
+                kind, term, weight = owned
+                if not index.term_selects(term, ident):
+                    continue
+                factor = {
+                    "affinity": float(self.hard_weight),
+                    "preferred": float(weight),
+                    "preferred-anti": -float(weight),
+                }[kind]
+                counter = index.domain_counter(("owners", owned), term.topology_key)
+                affinity.append((counter, factor))
+        spread: list[_SoftPart] = []
+        has_all: BoolVector | None = None
+        soft = links.soft_spread if self.spread_weight else ()
+        if soft:
+            has_all = np.ones(len(index.table), dtype=np.bool_)
+            for c in soft:
+                has_all &= index.domains(c.topology_key).has
+            pod = task.terms
+            for c in soft:
+                eligible = has_all.copy()
+                if c.honor_affinity and pod.selector is not None:
+                    eligible &= terms.selector(pod.selector)
+                if c.honor_taints:
+                    eligible &= ~terms.untolerated(pod.tolerations)[0]
+                pods = index.row_counter(task.namespace, c.selector)
+                spread.append(_SoftPart(c, index.domains(c.topology_key), pods, eligible))
+        state = self._states[key] = _ScoreState(affinity, spread, has_all)
+        return state
+
+    def score(
+        self, task: TaskInfo, nodes: NodeTable, terms: NodeTerms, mask: BoolVector
+    ) -> FloatVector | None:
+        """Both weighted scores over every row (meaningful on ``mask``); None when neither
+        applies to the task."""
+        state = self._state(task, terms)
+        out: FloatVector | None = None
+        if state.affinity and mask.any():
+            raw = _affinity_raw(state.affinity, len(nodes))
+            if raw is not None:
+                out = self.affinity_weight * _min_max(raw, mask)
+        if state.spread:
+            assert state.has_all is not None
+            spread = self.spread_weight * _spread_score(state.spread, state.has_all, mask)
+            out = spread if out is None else out + spread
+        return out
+
+
+def _affinity_raw(counters: list[tuple[DomainCounter, float]], n: int) -> FloatVector | None:
+    """The raw affinity score of every row (None: 0 everywhere). Only the rows of domains
+    that hold a counted pod are touched (few, for a hostname key)."""
+    raw: FloatVector | None = None
+    for counter, factor in counters:
+        if not counter.total:
+            continue
+        if raw is None:
+            raw = np.zeros(n)
+        codes = np.flatnonzero(counter.counts[:-1])
+        domains = counter.domains
+        if len(codes) * 8 > domains.count:
+            raw += factor * counter.counts[domains.codes]
+            continue
+        for code in codes.tolist():
+            raw[domains.rows_of(code)] += factor * float(counter.counts[code])
+    return raw if raw is not None and raw.any() else None
+
+
+def _min_max(raw: FloatVector, mask: BoolVector) -> FloatVector:
+    """InterPodAffinity's NormalizeScore over the candidates."""
+    lo, hi = float(raw[mask].min()), float(raw[mask].max())
+    if hi - lo <= 0:
+        return np.zeros(len(raw))
+    return np.trunc(MAX_NODE_SCORE * ((raw - lo) / (hi - lo)))
+
+
+def _spread_score(parts: list[_SoftPart], has_all: BoolVector, mask: BoolVector) -> FloatVector:
+    """PodTopologySpread's Score and NormalizeScore over the candidates."""
+    scored = mask & has_all
+    out = np.zeros(len(mask))
+    if not scored.any():
+        return out
+    raw = np.zeros(len(mask))
+    for part in parts:
+        counts = part.pods.counts
+        codes = part.domains.codes
+        if part.constraint.topology_key == HOSTNAME:
+            per_node = counts.astype(np.float64)
+            size = int(np.count_nonzero(scored))
+        else:
+            eligible = part.eligible
+            by_domain = np.bincount(
+                codes[eligible], weights=counts[eligible], minlength=part.domains.count + 1
+            )
+            per_node = by_domain[codes].astype(np.float64)
+            size = int(np.count_nonzero(np.bincount(codes[scored], minlength=1)))
+        raw += per_node * np.log(size + 2) + float(part.constraint.max_skew - 1)
+    raw = np.floor(raw + 0.5)  # Go's math.Round on non-negative values
+    hi, lo = float(raw[scored].max()), float(raw[scored].min())
+    if hi == 0:
+        out[scored] = MAX_NODE_SCORE
+    else:
+        out[scored] = np.floor(MAX_NODE_SCORE * (hi + lo - raw[scored]) / hi)
+    return out

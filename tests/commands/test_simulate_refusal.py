@@ -1,0 +1,37 @@
+"""``pumice simulate`` refuses what pumice does not evaluate, in the daemon's words."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from support.manifests import node, pending, placed, pod, simulate
+
+Capsys = pytest.CaptureFixture[str]
+
+
+def test_pods_with_claims_are_listed_unschedulable_with_the_refusal(
+    tmp_path: Path, capsys: Capsys
+) -> None:
+    claims = {"resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu-0"}]}
+    pvc = {"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]}
+    template = {"volumeClaimTemplate": {"spec": {"accessModes": ["ReadWriteOnce"]}}}
+    eph = {"volumes": [{"name": "scratch", "ephemeral": template}]}
+    plain = {"volumes": [{"name": "tmp", "emptyDir": {}}]}
+    objects = [
+        node("n1"),
+        pod("dra", extra_spec=claims),
+        pod("pvc", extra_spec=pvc),
+        pod("eph", extra_spec=eph),
+        pod("plain", extra_spec=plain),
+    ]
+    result = simulate(tmp_path, objects, capsys)
+    assert placed(result) == {"default/plain": "n1"}
+    assert pending(result) == {
+        "default/dra": "pumice does not evaluate spec.resourceClaims; the pod stays pending",
+        "default/pvc": (
+            "pumice does not evaluate spec.volumes[].persistentVolumeClaim; the pod stays pending"
+        ),
+        "default/eph": "pumice does not evaluate spec.volumes[].ephemeral; the pod stays pending",
+    }
