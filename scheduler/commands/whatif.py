@@ -40,7 +40,7 @@ from pumice.cache import ClusterCache
 from pumice.cache.pods import pod_uid
 from pumice.commands.whatif_report import JobRecord, Timeline
 from pumice.commands.whatif_trace import COMPLETE_AFTER, TraceError, TraceJob, job_objects
-from pumice.daemon.outcome import CycleOutcome, collect, same_podgroup_status
+from pumice.daemon.outcome import podgroup_status, same_podgroup_status
 from pumice.durations import DurationError, parse_duration
 from pumice.framework.config import SchedulerConfig
 from pumice.framework.host import PluginHost
@@ -48,6 +48,8 @@ from pumice.framework.session import Session
 from pumice.manifests import ManifestError, load_manifests
 from pumice.model import TaskInfo
 from pumice.model.objects import GROUP_NAME_ANNOTATION, parse_timestamp
+from pumice.plugins.node_reservation import NodeReservationPlugin
+from pumice.plugins.proportion import ProportionPlugin, QueueShare
 
 Obj = dict[str, Any]
 
@@ -131,12 +133,16 @@ class _Recorder:
     binds: list[tuple[str, str]] = field(default_factory=list)
     evictions: list[str] = field(default_factory=list)
     nominations: list[tuple[str, str]] = field(default_factory=list)
+    jobs: set[str] = field(default_factory=set)
+    """The jobs with a decision."""
 
     def bind(self, task: TaskInfo, node: str) -> None:
         self.binds.append((task.uid, node))
+        self.jobs.add(task.job)
 
     def evict(self, task: TaskInfo, reason: str) -> None:
         self.evictions.append(task.uid)
+        self.jobs.add(task.job)
 
     def nominate(self, task: TaskInfo, node: str) -> None:
         self.nominations.append((task.uid, node))
@@ -347,7 +353,7 @@ class VirtualRun:
     def _cycle(self) -> None:
         self.timeline.cycles += 1
         if not self.waiting:
-            return
+            return  # nothing to place: the daemon opens no session either
         self.timeline.sessions += 1
         snapshot = self.cache.snapshot()
         snapshot.taken_at = self.base + self.now
@@ -358,7 +364,8 @@ class VirtualRun:
                 session.run_actions()
             finally:
                 session.close()
-            outcome = collect(session)
+            statuses = self._podgroup_statuses(session, recorder.jobs)
+            shares, reservations = plugin_figures(session)
         finally:
             session.dispose()
         for uid in recorder.evictions:
@@ -367,11 +374,30 @@ class VirtualRun:
             self._bind(uid, node)
         for uid, node in recorder.nominations:
             self._nominate(uid, node)
-        self._write_status(outcome)
-        self._sample_shares(outcome)
+        self._write_status(statuses, reservations)
+        self._sample_shares(shares)
         self._sample_use()
         if (recorder.binds or recorder.evictions) and self.waiting:
             self._cycle_at(self.now + max(self.period, EPSILON))
+
+    def _podgroup_statuses(self, session: Session, touched: set[str]) -> dict[str, Obj]:
+        """The PodGroup status the daemon would write (``outcome.podgroup_status``), for the
+        jobs whose status can have changed: those with decisions this session, and those
+        whose phase the session changed (enqueue). Going over every job with the daemon's
+        ``collect`` would cost as much as the session itself."""
+        out: dict[str, Obj] = {}
+        for uid, job in session.jobs.items():
+            if job.podgroup is None:
+                continue
+            entry = self.cache.podgroups.get(uid)
+            if entry is None:
+                continue
+            if uid not in touched and job.phase == (entry.obj.get("status") or {}).get("phase"):
+                continue
+            desired = podgroup_status(job, session.job_reasons.get(uid))
+            if not same_podgroup_status(entry.obj.get("status"), desired):
+                out[uid] = desired
+        return out
 
     def _bind(self, uid: str, node: str) -> None:
         key = self.by_uid[uid]
@@ -423,27 +449,26 @@ class VirtualRun:
         self.cache.pending_pods.on_update(run.obj, updated)
         run.obj = run.pending = updated
 
-    def _write_status(self, outcome: CycleOutcome) -> None:
+    def _write_status(self, statuses: dict[str, Obj], reservations: dict[str, Obj | None]) -> None:
         """What the daemon's status writer would write and its watches bring back: PodGroup
         status, and the node reservations of Queues (their other status fields are read by
         no session)."""
-        for key, desired in outcome.podgroups.items():
+        for key, desired in statuses.items():
             entry = self.cache.podgroups.get(key)
-            if entry is None or same_podgroup_status(entry.obj.get("status"), desired):
-                continue
-            updated = {**entry.obj, "status": {**(entry.obj.get("status") or {}), **desired}}
-            self.cache.podgroups_handler.on_update(entry.obj, updated)
-        for name, desired in outcome.queues.items():
+            if entry is not None:
+                updated = {**entry.obj, "status": {**(entry.obj.get("status") or {}), **desired}}
+                self.cache.podgroups_handler.on_update(entry.obj, updated)
+        for name, reservation in reservations.items():
             current = self.cache.queue_objects.get(name)
             if current is None:
                 continue
             status = dict(current.get("status") or {})
-            if status.get("reservation") == desired.get("reservation"):
+            if status.get("reservation") == reservation:
                 continue
-            if desired.get("reservation") is None:
+            if reservation is None:
                 status.pop("reservation", None)
             else:
-                status["reservation"] = desired["reservation"]
+                status["reservation"] = reservation
             self.cache.queues.on_update(current, {**current, "status": status})
 
     # -- samples -----------------------------------------------------------------------------
@@ -459,18 +484,36 @@ class VirtualRun:
             fractions[dim] = taken / total if total > 0 else 0.0
         self.timeline.sample_use(self.now, fractions)
 
-    def _sample_shares(self, outcome: CycleOutcome) -> None:
-        """Each queue's share and deserved as the session left them, when they changed.
-        Read from ``collect``'s ``shares`` (the daemon's metrics read the same)."""
-        for name in sorted(outcome.shares):
-            figures = outcome.shares[name]
-            deserved = figures.deserved.to_k8s()
-            if self._shares.get(name) == (figures.share, deserved):
+    def _sample_shares(self, shares: dict[str, QueueShare]) -> None:
+        """Each queue's share and deserved as the session left them, when they changed; a
+        queue that no longer has jobs has a share of 0."""
+        for name in sorted(set(shares) | set(self._shares)):
+            figures = shares.get(name)
+            share = figures.share if figures is not None else 0.0
+            deserved = figures.deserved.to_k8s() if figures is not None else {}
+            if self._shares.get(name) == (share, deserved):
                 continue
-            self._shares[name] = (figures.share, deserved)
+            self._shares[name] = (share, deserved)
             self.timeline.shares.append(
-                {"t": self.now, "queue": name, "share": figures.share, "deserved": deserved}
+                {"t": self.now, "queue": name, "share": share, "deserved": deserved}
             )
+
+
+def plugin_figures(
+    session: Session,
+) -> tuple[dict[str, QueueShare], dict[str, Obj | None]]:
+    """Queue shares (``proportion``) and node reservations (``node-reservation``) as the
+    session leaves them. The one place this module asks plugins by type, as
+    ``pumice.daemon.outcome.collect`` does today; it becomes the plugins' status hook (issue
+    17) when that lands."""
+    shares: dict[str, QueueShare] = {}
+    reservations: dict[str, Obj | None] = {}
+    for _, _, plugin in session.plugins:
+        if isinstance(plugin, ProportionPlugin):
+            shares.update(plugin.shares())
+        elif isinstance(plugin, NodeReservationPlugin):
+            reservations.update(plugin.statuses())
+    return shares, reservations
 
 
 def _dim_order(name: str) -> tuple[int, str]:
