@@ -66,6 +66,8 @@ class Timeline:
     cycles: int = 0
     """Cycles the run went through (a session ran in those where pods waited)."""
     sessions: int = 0
+    evictions: int = 0
+    """Pods evicted (each restarts its whole job)."""
     pending: int = 0
     """Our pods still waiting for a node when the run ended."""
 
@@ -93,6 +95,7 @@ class Timeline:
             "shares": self.shares,
             "cycles": self.cycles,
             "sessions": self.sessions,
+            "evictions": self.evictions,
             "pending_pods": self.pending,
         }
 
@@ -130,7 +133,8 @@ def _block(timeline: Timeline) -> str:
     lines = [
         f"CONFIG {timeline.config}",
         f"makespan: {format_seconds(timeline.makespan)} ({timeline.makespan:g} s); "
-        f"cycles: {timeline.cycles}; pods still pending: {timeline.pending}",
+        f"cycles: {timeline.cycles}; evictions: {timeline.evictions}; "
+        f"pods still pending: {timeline.pending}",
         "",
     ]
     rows = [["QUEUE", "JOBS", "DONE", "WAIT P50", "P90", "P99"]]

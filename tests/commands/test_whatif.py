@@ -17,7 +17,7 @@ import pytest
 from pumice.commands.whatif_trace import COMPLETE_AFTER
 from pumice.model import parse_quantity
 from pumice.sim import lifecycle
-from support.manifests import node, pod, priority_class, run_cli, write_yaml
+from support.manifests import node, pod, priority_class, queue, run_cli, write_yaml
 
 Capsys = pytest.CaptureFixture[str]
 
@@ -305,3 +305,49 @@ def test_flags_that_do_not_go_together(
     code, _, err = run_cli(["simulate", str(cluster), *flags], capsys)
     assert code == 2
     assert message in err
+
+
+def test_a_reclaimed_job_restarts_whole(tmp_path: Path, capsys: Capsys) -> None:
+    objects = [node("n1", "4"), queue("prod"), queue("research")]
+    cluster = write_yaml(tmp_path / "c.yaml", objects)
+    jobs = [
+        {
+            "arrival": "0s",
+            "job": "r",
+            "pods": 1,
+            "requests": {"cpu": "4"},
+            "runtime": "10m",
+            "queue": "research",
+        },
+        {
+            "arrival": "1m",
+            "job": "p",
+            "pods": 1,
+            "requests": {"cpu": "2"},
+            "runtime": "5m",
+            "queue": "prod",
+        },
+    ]
+    trace = write_jsonl(tmp_path / "t.jsonl", jobs)
+    conf = tmp_path / "reclaim.yaml"
+    conf.write_text(
+        TIERS.replace("enqueue, allocate, backfill", "enqueue, allocate, reclaim, backfill")
+    )
+    timeline = timeline_of([str(cluster), "--config", str(conf), "--trace", str(trace)], capsys)[
+        "timeline"
+    ]
+    # t=0: r takes the node. t=60: p arrives; both queues deserve 2 cpu, research holds 4, so
+    # reclaim evicts r (its job restarts, pending again with its whole runtime) and p is bound
+    # one period later, at 61 (wait 1). p runs to 361; then r is bound again (wait 361) and
+    # runs to 961.
+    assert timeline["evictions"] == 1
+    assert timeline["queues"]["prod"]["wait_seconds"]["p50"] == 1.0
+    assert timeline["queues"]["research"]["wait_seconds"]["p50"] == 361.0
+    assert timeline["makespan_seconds"] == 961.0
+    assert [(s["t"], s["cpu"]) for s in timeline["utilisation"]] == [
+        (0.0, 1.0),
+        (60.0, 0.0),
+        (61.0, 0.5),
+        (361.0, 1.0),
+        (961.0, 0.0),
+    ]
