@@ -351,3 +351,26 @@ def test_a_reclaimed_job_restarts_whole(tmp_path: Path, capsys: Capsys) -> None:
         (361.0, 1.0),
         (961.0, 0.0),
     ]
+
+
+def test_the_readme_example_prints_what_the_readme_shows(capsys: Capsys) -> None:
+    root = Path(__file__).resolve().parents[2]
+    docs = root / "docs"
+    code, out, err = run_cli(
+        [
+            "simulate",
+            str(docs / "whatif-cluster.yaml"),
+            "--until-done",
+            "--trace",
+            str(docs / "whatif-trace.csv"),
+            "--compare",
+            str(docs / "whatif-reclaim.yaml"),
+        ],
+        capsys,
+    )
+    assert code == 0, err
+    readme = (root / "README.md").read_text()
+    shown = readme.split("## What if?", 1)[1].split("```", 2)[1]
+    lines = [line for line in shown.splitlines() if line and line != "…"]
+    for line in lines[1:]:  # the second CONFIG line names the file as the README runs it
+        assert line.replace("docs/", str(docs) + "/") in out.splitlines()
