@@ -200,10 +200,15 @@ class VirtualRun:
         classes = {str(pc["metadata"]["name"]) for pc in objects["PriorityClass"]}
         generated: dict[int, Obj] = {}
         self._trace_classes: dict[str, str | None] = {}
+        podgroups = {_key_of(pg) for pg in objects["PodGroup"]}
         for job in trace:
             queue = job.queue or self.default_queue
             if queue not in queues:
                 raise TraceError(job.source, job.line, f"queue {queue!r} is not in the cluster")
+            if job.key in podgroups:
+                raise TraceError(
+                    job.source, job.line, f"job {job.key} is a PodGroup of the cluster files"
+                )
             self._trace_classes[job.key] = self._class_of(job, classes, generated)
         for node in objects["Node"]:
             self.cache.nodes.on_add(node)
@@ -214,8 +219,7 @@ class VirtualRun:
         groups: dict[str, JobRecord] = {}
         for pg in objects["PodGroup"]:
             self.cache.podgroups_handler.on_add(pg)
-            meta, spec = pg.get("metadata") or {}, pg.get("spec") or {}
-            key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+            key, spec = _key_of(pg), pg.get("spec") or {}
             groups[key] = JobRecord(key, str(spec.get("queue") or self.default_queue), 0.0, 0)
         for pod in objects["Pod"]:
             self._add_cluster_pod(pod, groups)
@@ -259,7 +263,7 @@ class VirtualRun:
         ours = spec.get("schedulerName") == self.scheduler_name
         if not ours and not spec.get("nodeName"):
             return  # another scheduler's pending pod: never ours to place
-        key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+        key = _key_of(pod)
         record: JobRecord | None = None
         if ours:
             group = (meta.get("annotations") or {}).get(GROUP_NAME_ANNOTATION)
@@ -579,6 +583,11 @@ def plugin_figures(
         elif isinstance(plugin, NodeReservationPlugin):
             reservations.update(plugin.statuses())
     return shares, reservations
+
+
+def _key_of(obj: Obj) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
 
 
 def _dim_order(name: str) -> tuple[int, str]:

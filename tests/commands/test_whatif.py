@@ -17,7 +17,7 @@ import pytest
 from pumice.commands.whatif_trace import COMPLETE_AFTER
 from pumice.model import parse_quantity
 from pumice.sim import lifecycle
-from support.manifests import node, pod, priority_class, queue, run_cli, write_yaml
+from support.manifests import node, pod, podgroup, priority_class, queue, run_cli, write_yaml
 
 Capsys = pytest.CaptureFixture[str]
 
@@ -260,13 +260,14 @@ def test_a_pod_without_runtime_runs_forever(tmp_path: Path, capsys: Capsys) -> N
         ('{"arrival": "0s", "job": "a", "pods": 1, "queue": "nope"}', 1, "queue 'nope'"),
         ('{"arrival": "0s", "job": "a", "pods": 1}\n{"arrival": ', 2, "not a JSON object"),
         ("arrival,job,pods\n0s,a,1\n1s,b", 3, "2 cells, the header has 3"),
+        ('{"arrival": "0s", "job": "pg", "pods": 1}', 1, "job default/pg is a PodGroup"),
         ("arrival,job,pods,size\n0s,a,1,2", 1, "unknown column 'size'"),
     ],
 )
 def test_a_bad_trace_line_is_one_line_naming_file_and_line(
     tmp_path: Path, capsys: Capsys, lines: str, line: int, message: str
 ) -> None:
-    cluster = write_yaml(tmp_path / "c.yaml", [node("n1", "4")])
+    cluster = write_yaml(tmp_path / "c.yaml", [node("n1", "4"), podgroup("pg", 1)])
     trace = tmp_path / "trace.txt"
     trace.write_text(lines + "\n")
     code, out, err = run_cli(
@@ -374,3 +375,24 @@ def test_the_readme_example_prints_what_the_readme_shows(capsys: Capsys) -> None
     lines = [line for line in shown.splitlines() if line and line != "…"]
     for line in lines[1:]:  # the second CONFIG line names the file as the README runs it
         assert line.replace("docs/", str(docs) + "/") in out.splitlines()
+
+
+def test_an_integer_priority_goes_first(tmp_path: Path, capsys: Capsys) -> None:
+    cluster = write_yaml(tmp_path / "c.yaml", [node("n1", "4")])
+    jobs = [
+        {"arrival": "0s", "job": "a-low", "pods": 1, "requests": {"cpu": "4"}, "runtime": "1m"},
+        {
+            "arrival": "0s",
+            "job": "b-high",
+            "pods": 1,
+            "requests": {"cpu": "4"},
+            "runtime": "10m",
+            "priority": 100,
+        },
+    ]
+    trace = write_jsonl(tmp_path / "t.jsonl", jobs)
+    timeline = timeline_of([str(cluster), "--trace", str(trace)], capsys)["timeline"]
+    # b-high (priority 100) takes the node first although a-low comes first by name; a-low
+    # waits for its 10 minutes: waits [0, 600]. By name order it would have been [0, 60].
+    assert timeline["queues"]["default"]["wait_seconds"]["p99"] == 600.0
+    assert timeline["makespan_seconds"] == 660.0
