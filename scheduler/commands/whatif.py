@@ -6,7 +6,7 @@ do, only with a clock of its own:
 * the cluster files' objects are handed to the cache's handlers as ADDED events (nodes,
   PriorityClasses, Queues, PodGroups, then pods: ours without a node to the pending-pods
   handler, assigned ones to the assigned-pods handler), all at t = 0; a trace job arrives at
-  its ``arrival`` as a PodGroup and its pods (``whatif_trace.job_objects``);
+  its ``arrival`` as a PodGroup and its pods (``whatif_inputs.job_objects``);
 * a cycle runs at the first ``scheduler.period`` boundary at or after each arrival or
   completion (events at the boundary itself come first); when pods wait, it takes
   ``cache.snapshot()`` and runs a session with a committer that records. Each bind is then
@@ -32,85 +32,34 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pumice.cache import ClusterCache
 from pumice.cache.pods import pod_uid
+from pumice.commands.whatif_inputs import (
+    Cluster,
+    TraceError,
+    TraceJob,
+    job_objects,
+    key_of,
+    runtime_of,
+)
 from pumice.commands.whatif_report import JobRecord, Timeline
-from pumice.commands.whatif_trace import COMPLETE_AFTER, TraceError, TraceJob, job_objects
+from pumice.commands.whatif_status import plugin_figures, podgroup_statuses, write_status
 from pumice.daemon.collector import PacedCollector
-from pumice.daemon.outcome import podgroup_status, same_podgroup_status
-from pumice.durations import DurationError, parse_duration
 from pumice.framework.config import SchedulerConfig
 from pumice.framework.host import PluginHost
 from pumice.framework.session import Session
-from pumice.manifests import ManifestError, load_manifests
 from pumice.model import TaskInfo
-from pumice.model.objects import GROUP_NAME_ANNOTATION, parse_timestamp
-from pumice.plugins.node_reservation import NodeReservationPlugin
-from pumice.plugins.proportion import ProportionPlugin, QueueShare
+from pumice.model.objects import GROUP_NAME_ANNOTATION
+from pumice.plugins.proportion import QueueShare
 
 Obj = dict[str, Any]
 
-USED_KINDS = ("Node", "PriorityClass", "Queue", "PodGroup", "Pod")
-"""The kinds a run uses, in the order they are handed to the cache."""
-EPOCH = parse_timestamp("2026-01-01T00:00:00Z")
-"""t = 0 on the wall clock, unless an object of the cluster files was created later."""
 EPSILON = 1e-9
 ARRIVAL, COMPLETION = 0, 1
-
-
-@dataclass
-class Cluster:
-    """The objects of the cluster files (by kind, in file order) and the notes on skipped ones."""
-
-    objects: dict[str, list[Obj]] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-
-    @classmethod
-    def load(cls, paths: Iterable[str]) -> Cluster:
-        """Read every file; a pod's ``pumice.sim/complete-after`` must be a duration
-        (``ManifestError``: ``FILE: Pod ns/name: metadata.annotations[…]: bad duration …``)."""
-        cluster = cls({kind: [] for kind in USED_KINDS})
-        for path in paths:
-            skipped: dict[str, int] = {}
-            for obj in load_manifests(path).objects:
-                kind = str(obj["kind"])
-                if kind not in cluster.objects:
-                    skipped[kind] = skipped.get(kind, 0) + 1
-                    continue
-                if kind == "Pod":
-                    _check_runtime(path, obj)
-                cluster.objects[kind].append(obj)
-            for kind, count in sorted(skipped.items()):
-                cluster.notes.append(f"{path}: skipped {count} {kind} object(s): not simulated")
-        return cluster
-
-    def start(self) -> float:
-        """Seconds since the epoch at t = 0."""
-        stamps = [
-            parse_timestamp((o.get("metadata") or {}).get("creationTimestamp"))
-            for kind in ("Pod", "PodGroup")
-            for o in self.objects.get(kind, ())
-        ]
-        return max([EPOCH, *stamps])
-
-
-def runtime_of(pod: Obj) -> float | None:
-    text = ((pod.get("metadata") or {}).get("annotations") or {}).get(COMPLETE_AFTER)
-    return None if text is None else max(parse_duration(str(text)), 0.0)
-
-
-def _check_runtime(source: str, pod: Obj) -> None:
-    try:
-        runtime_of(pod)
-    except DurationError as exc:
-        meta = pod.get("metadata") or {}
-        where = f"Pod {meta.get('namespace') or 'default'}/{meta.get('name')}"
-        message = f"{where}: metadata.annotations[{COMPLETE_AFTER}]: {exc}"
-        raise ManifestError(source, message) from None
 
 
 @dataclass(slots=True)
@@ -200,7 +149,7 @@ class VirtualRun:
         classes = {str(pc["metadata"]["name"]) for pc in objects["PriorityClass"]}
         generated: dict[int, Obj] = {}
         self._trace_classes: dict[str, str | None] = {}
-        podgroups = {_key_of(pg) for pg in objects["PodGroup"]}
+        podgroups = {key_of(pg) for pg in objects["PodGroup"]}
         for job in trace:
             queue = job.queue or self.default_queue
             if queue not in queues:
@@ -219,7 +168,7 @@ class VirtualRun:
         groups: dict[str, JobRecord] = {}
         for pg in objects["PodGroup"]:
             self.cache.podgroups_handler.on_add(pg)
-            key, spec = _key_of(pg), pg.get("spec") or {}
+            key, spec = key_of(pg), pg.get("spec") or {}
             groups[key] = JobRecord(key, str(spec.get("queue") or self.default_queue), 0.0, 0)
         for pod in objects["Pod"]:
             self._add_cluster_pod(pod, groups)
@@ -263,7 +212,7 @@ class VirtualRun:
         ours = spec.get("schedulerName") == self.scheduler_name
         if not ours and not spec.get("nodeName"):
             return  # another scheduler's pending pod: never ours to place
-        key = _key_of(pod)
+        key = key_of(pod)
         record: JobRecord | None = None
         if ours:
             group = (meta.get("annotations") or {}).get(GROUP_NAME_ANNOTATION)
@@ -393,7 +342,7 @@ class VirtualRun:
                 session.run_actions()
             finally:
                 session.close()
-            statuses = self._podgroup_statuses(session, recorder.jobs)
+            statuses = podgroup_statuses(self.cache, session, recorder.jobs)
             shares, reservations = plugin_figures(session)
         finally:
             session.dispose()
@@ -404,7 +353,7 @@ class VirtualRun:
             self._bind(uid, node)
         for uid, node in recorder.nominations:
             self._nominate(uid, node)
-        self._write_status(statuses, reservations)
+        write_status(self.cache, statuses, reservations)
         self._sample_shares(shares)
         self._sample_use()
         if (recorder.binds or recorder.evictions) and self.waiting:
@@ -421,25 +370,6 @@ class VirtualRun:
         finally:
             session.dispose()
         self._sample_shares(shares)
-
-    def _podgroup_statuses(self, session: Session, touched: set[str]) -> dict[str, Obj]:
-        """The PodGroup status the daemon would write (``outcome.podgroup_status``), for the
-        jobs whose status can have changed: those with decisions this session, and those
-        whose phase the session changed (enqueue). Going over every job with the daemon's
-        ``collect`` would cost as much as the session itself."""
-        out: dict[str, Obj] = {}
-        for uid, job in session.jobs.items():
-            if job.podgroup is None:
-                continue
-            entry = self.cache.podgroups.get(uid)
-            if entry is None:
-                continue
-            if uid not in touched and job.phase == (entry.obj.get("status") or {}).get("phase"):
-                continue
-            desired = podgroup_status(job, session.job_reasons.get(uid))
-            if not same_podgroup_status(entry.obj.get("status"), desired):
-                out[uid] = desired
-        return out
 
     def _bind(self, uid: str, node: str) -> None:
         key = self.by_uid[uid]
@@ -518,28 +448,6 @@ class VirtualRun:
         self.cache.pending_pods.on_update(run.obj, updated)
         run.obj = run.pending = updated
 
-    def _write_status(self, statuses: dict[str, Obj], reservations: dict[str, Obj | None]) -> None:
-        """What the daemon's status writer would write and its watches bring back: PodGroup
-        status, and the node reservations of Queues (their other status fields are read by
-        no session)."""
-        for key, desired in statuses.items():
-            entry = self.cache.podgroups.get(key)
-            if entry is not None:
-                updated = {**entry.obj, "status": {**(entry.obj.get("status") or {}), **desired}}
-                self.cache.podgroups_handler.on_update(entry.obj, updated)
-        for name, reservation in reservations.items():
-            current = self.cache.queue_objects.get(name)
-            if current is None:
-                continue
-            status = dict(current.get("status") or {})
-            if status.get("reservation") == reservation:
-                continue
-            if reservation is None:
-                status.pop("reservation", None)
-            else:
-                status["reservation"] = reservation
-            self.cache.queues.on_update(current, {**current, "status": status})
-
     # -- samples -----------------------------------------------------------------------------
 
     def _sample_use(self) -> None:
@@ -566,28 +474,6 @@ class VirtualRun:
             self.timeline.shares.append(
                 {"t": self.now, "queue": name, "share": share, "deserved": deserved}
             )
-
-
-def plugin_figures(
-    session: Session,
-) -> tuple[dict[str, QueueShare], dict[str, Obj | None]]:
-    """Queue shares (``proportion``) and node reservations (``node-reservation``) as the
-    session leaves them. The one place this module asks plugins by type, as
-    ``pumice.daemon.outcome.collect`` does today; it becomes the plugins' status hook (issue
-    17) when that lands."""
-    shares: dict[str, QueueShare] = {}
-    reservations: dict[str, Obj | None] = {}
-    for _, _, plugin in session.plugins:
-        if isinstance(plugin, ProportionPlugin):
-            shares.update(plugin.shares())
-        elif isinstance(plugin, NodeReservationPlugin):
-            reservations.update(plugin.statuses())
-    return shares, reservations
-
-
-def _key_of(obj: Obj) -> str:
-    meta = obj.get("metadata") or {}
-    return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
 
 
 def _dim_order(name: str) -> tuple[int, str]:

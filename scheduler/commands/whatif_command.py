@@ -20,9 +20,9 @@ from pathlib import Path
 import orjson
 
 from pumice.commands.common import load_checked
-from pumice.commands.whatif import Cluster, VirtualRun
+from pumice.commands.whatif import VirtualRun
+from pumice.commands.whatif_inputs import Cluster, TraceError, TraceJob, load_trace
 from pumice.commands.whatif_report import Timeline, render_table
-from pumice.commands.whatif_trace import TraceError, TraceJob, load_trace
 from pumice.framework.config import ConfigError
 from pumice.framework.host import PluginConflictError
 from pumice.manifests import ManifestError

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pumice.commands.whatif_trace import COMPLETE_AFTER
+from pumice.commands.whatif_inputs import COMPLETE_AFTER
 from pumice.model import parse_quantity
 from pumice.sim import lifecycle
 from support.manifests import node, pod, podgroup, priority_class, queue, run_cli, write_yaml

@@ -1,4 +1,13 @@
-"""Traces for ``pumice simulate --until-done --trace FILE``: jobs that arrive over time.
+"""The inputs of ``pumice simulate --until-done``: the cluster files and a trace of jobs.
+
+**Cluster files** (``Cluster.load``): the kinds a run uses (nodes, PriorityClasses, Queues,
+PodGroups, pods), in file order, with a note for every other kind skipped (as ``pumice
+simulate`` says it); a pod's runtime (``pumice.sim/complete-after``) must be a duration, else
+the files are refused with one line naming the file, the pod and the annotation. t = 0 of the
+virtual clock is a fixed instant, or the newest creation time among the files' pods and
+PodGroups if later, so every object of the files was created by t = 0.
+
+**Traces** (``--trace FILE``, ``load_trace``): jobs that arrive over time.
 
 A trace is JSON lines (one object per line; blank lines are skipped) or CSV (a header, then one
 row per job), chosen by the file's first non-blank character (``{`` means JSON lines)::
@@ -30,8 +39,8 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -40,8 +49,9 @@ import orjson
 
 from pumice.durations import DurationError, parse_duration
 from pumice.errors import PumiceError
+from pumice.manifests import ManifestError, load_manifests
 from pumice.model import QuantityError, Resource, parse_quantity
-from pumice.model.objects import GROUP_NAME_ANNOTATION
+from pumice.model.objects import GROUP_NAME_ANNOTATION, parse_timestamp
 
 Obj = dict[str, Any]
 
@@ -310,3 +320,67 @@ def job_objects(
             }
         )
     return podgroup, pods
+
+
+# -- the cluster files ------------------------------------------------------------------------
+
+USED_KINDS = ("Node", "PriorityClass", "Queue", "PodGroup", "Pod")
+"""The kinds a run uses, in the order they are handed to the cache."""
+EPOCH = parse_timestamp("2026-01-01T00:00:00Z")
+"""t = 0 on the wall clock, unless an object of the cluster files was created later."""
+
+
+@dataclass
+class Cluster:
+    """The objects of the cluster files (by kind, in file order) and the notes on skipped ones."""
+
+    objects: dict[str, list[Obj]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @classmethod
+    def load(cls, paths: Iterable[str]) -> Cluster:
+        """Read every file; a pod's ``pumice.sim/complete-after`` must be a duration
+        (``ManifestError``: ``FILE: Pod ns/name: metadata.annotations[…]: bad duration …``)."""
+        cluster = cls({kind: [] for kind in USED_KINDS})
+        for path in paths:
+            skipped: dict[str, int] = {}
+            for obj in load_manifests(path).objects:
+                kind = str(obj["kind"])
+                if kind not in cluster.objects:
+                    skipped[kind] = skipped.get(kind, 0) + 1
+                    continue
+                if kind == "Pod":
+                    _check_runtime(path, obj)
+                cluster.objects[kind].append(obj)
+            for kind, count in sorted(skipped.items()):
+                cluster.notes.append(f"{path}: skipped {count} {kind} object(s): not simulated")
+        return cluster
+
+    def start(self) -> float:
+        """Seconds since the epoch at t = 0."""
+        stamps = [
+            parse_timestamp((o.get("metadata") or {}).get("creationTimestamp"))
+            for kind in ("Pod", "PodGroup")
+            for o in self.objects.get(kind, ())
+        ]
+        return max([EPOCH, *stamps])
+
+
+def runtime_of(pod: Obj) -> float | None:
+    text = ((pod.get("metadata") or {}).get("annotations") or {}).get(COMPLETE_AFTER)
+    return None if text is None else max(parse_duration(str(text)), 0.0)
+
+
+def _check_runtime(source: str, pod: Obj) -> None:
+    try:
+        runtime_of(pod)
+    except DurationError as exc:
+        meta = pod.get("metadata") or {}
+        where = f"Pod {meta.get('namespace') or 'default'}/{meta.get('name')}"
+        message = f"{where}: metadata.annotations[{COMPLETE_AFTER}]: {exc}"
+        raise ManifestError(source, message) from None
+
+
+def key_of(obj: Obj) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
