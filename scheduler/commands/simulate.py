@@ -35,6 +35,9 @@ from pumice.commands.simulate_report import (
     Report,
     render_table,
 )
+from pumice.commands.whatif_command import add_arguments as add_whatif_arguments
+from pumice.commands.whatif_command import run as run_whatif
+from pumice.commands.whatif_command import wanted as whatif_wanted
 from pumice.daemon.outcome import collect
 from pumice.framework.config import ConfigError, SchedulerConfig
 from pumice.framework.host import PluginConflictError, PluginHost
@@ -64,9 +67,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="pods with this spec.schedulerName are scheduled (default: the config's)",
     )
+    add_whatif_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    if whatif_wanted(args):
+        return run_whatif(args)  # virtual time: pumice.commands.whatif
     if args.cycles < 1:
         print(f"--cycles: must be at least 1, got {args.cycles}", file=sys.stderr)
         return 2
