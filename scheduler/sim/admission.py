@@ -16,6 +16,7 @@ import re
 from typing import Any
 
 from pumice.sim import events as event_views
+from pumice.sim import volumerules
 from pumice.sim.errors import ApiError, forbidden, invalid
 from pumice.sim.objects import Obj, get_path, meta, now_rfc3339, set_condition
 from pumice.sim.resources import (
@@ -133,7 +134,7 @@ class Admission:
             return self._priority_class_create(obj)
         if rtype is QUEUES:
             return self._queue_create(obj)
-        return obj
+        return volumerules.defaults(rtype, obj)
 
     def _pod_create(self, pod: Obj, seeding: bool) -> Obj:
         name = str(meta(pod).get("name", ""))

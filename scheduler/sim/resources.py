@@ -9,6 +9,7 @@ same objects seen through a conversion, exactly as in the real server.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -293,6 +294,57 @@ QUEUES = ResourceType(
     ("status",),
 )
 
+# -- volumes: claims, volumes and the storage.k8s.io kinds (see pumice.sim.volumes) ----------
+STORAGE_GROUP = "storage.k8s.io"
+PERSISTENT_VOLUME_CLAIMS = ResourceType(
+    "persistentvolumeclaims",
+    "PersistentVolumeClaim",
+    "",
+    "v1",
+    True,
+    "persistentvolumeclaim",
+    ("pvc",),
+    ("status",),
+    merge_keys={**_META_KEYS, ("status", "conditions"): "type"},
+    generation=False,
+)
+PERSISTENT_VOLUMES = ResourceType(
+    "persistentvolumes",
+    "PersistentVolume",
+    "",
+    "v1",
+    False,
+    "persistentvolume",
+    ("pv",),
+    ("status",),
+    merge_keys=_META_KEYS,
+    generation=False,
+)
+STORAGE_CLASSES = ResourceType(
+    "storageclasses",
+    "StorageClass",
+    STORAGE_GROUP,
+    "v1",
+    False,
+    "storageclass",
+    ("sc",),
+    merge_keys=_META_KEYS,
+    generation=False,
+)
+CSI_NODES = ResourceType(
+    "csinodes", "CSINode", STORAGE_GROUP, "v1", False, "csinode", merge_keys=_META_KEYS
+)
+CSI_DRIVERS = ResourceType(
+    "csidrivers", "CSIDriver", STORAGE_GROUP, "v1", False, "csidriver", merge_keys=_META_KEYS
+)
+STORAGE_TYPES = (
+    PERSISTENT_VOLUME_CLAIMS,
+    PERSISTENT_VOLUMES,
+    STORAGE_CLASSES,
+    CSI_NODES,
+    CSI_DRIVERS,
+)
+
 # -- identities and RBAC (see pumice.sim.rbac and pumice.sim.access) ------------------------
 RBAC_GROUP = "rbac.authorization.k8s.io"
 SERVICE_ACCOUNTS = ResourceType(
@@ -392,6 +444,7 @@ ALL_TYPES: tuple[ResourceType, ...] = (
     PRIORITY_CLASSES,
     PODGROUPS,
     QUEUES,
+    *STORAGE_TYPES,
     *RBAC_TYPES,
 )
 
@@ -436,12 +489,21 @@ class ResourceSet:
 
 
 EVERY_TYPE = ResourceSet(ALL_TYPES)
-WITHOUT_VOLCANO = ResourceSet(tuple(t for t in ALL_TYPES if t.group != VOLCANO_GROUP))
 
 
-def served_types(volcano: bool = True) -> ResourceSet:
-    """What a server serves: everything, or everything but Volcano's group."""
-    return EVERY_TYPE if volcano else WITHOUT_VOLCANO
+@functools.cache
+def served_types(volcano: bool = True, storage: bool = True) -> ResourceSet:
+    """What a server serves: everything, or everything but Volcano's group and/or the storage
+    kinds (claims, volumes and ``storage.k8s.io``); each set is built once."""
+    if volcano and storage:
+        return EVERY_TYPE
+    return ResourceSet(
+        tuple(
+            t
+            for t in ALL_TYPES
+            if (volcano or t.group != VOLCANO_GROUP) and (storage or t not in STORAGE_TYPES)
+        )
+    )
 
 
 def for_object(api_version: str, kind: str) -> ResourceType | None:

@@ -1,0 +1,495 @@
+"""The cluster's volume controllers, played by the sim as ``Lifecycle`` plays the kubelets.
+
+Driven by store changes, like the real PV controller and an external provisioner:
+
+* an unbound claim whose class binds ``Immediate`` (or that has no class) is bound to the
+  smallest available volume that fits it (size, access modes, class, volume mode, selector);
+  when none fits and its class has a provisioner (not ``kubernetes.io/no-provisioner``), a
+  volume ``pvc-<claim uid>`` is provisioned for it (node affinity: the class's
+  ``allowedTopologies``, if any);
+* a claim whose class is ``WaitForFirstConsumer`` waits for a scheduler to choose: once it
+  carries ``volume.kubernetes.io/selected-node``, a volume is provisioned whose node affinity
+  is that node's hostname (or the class's ``allowedTopologies`` the node satisfies);
+* a volume whose ``spec.claimRef`` names a claim (provisioned, or pre-bound by a scheduler)
+  completes the binding: the claim's ``volumeName`` and ``pv.kubernetes.io/bind-completed``,
+  phase ``Bound`` on both, the claim's capacity and access modes from the volume;
+* a volume without a claim is ``Available``; one whose claim went is ``Released`` (deleted
+  when its reclaim policy is ``Delete``); a bound claim whose volume went is ``Lost``.
+
+Faults: ``fail_provisioning`` (a fraction, sampled with the sim's seed) fails a provisioning
+attempt as a CSI driver out of capacity does: a ``ProvisioningFailed`` event on the claim and,
+as external-provisioner does then, the ``selected-node`` annotation removed so the scheduler
+picks again (an ``Immediate`` claim is retried after a backoff). ``provisioning_delay`` is how
+long each attempt takes. Events are recorded on the claims as the controllers do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import dataclass
+
+from pumice.sim import volumematch as vm
+from pumice.sim.objects import Key, Obj, get_path, meta, new_uid, now_rfc3339, with_meta
+from pumice.sim.registry import Registry
+from pumice.sim.resources import (
+    NODES,
+    PERSISTENT_VOLUME_CLAIMS,
+    PERSISTENT_VOLUMES,
+    STORAGE_CLASSES,
+)
+from pumice.sim.store import DELETED, Change
+
+CLAIMS, VOLUMES = PERSISTENT_VOLUME_CLAIMS.table, PERSISTENT_VOLUMES.table
+PV_CONTROLLER = "persistentvolume-controller"
+RETRY_DELAY = 0.5
+"""Seconds before an Immediate claim's failed provisioning is tried again."""
+INJECTED = "rpc error: code = ResourceExhausted desc = pumice sim: provisioning failed (injected)"
+
+
+@dataclass(frozen=True)
+class VolumeConfig:
+    fail_provisioning: float = 0.0
+    """Fraction of provisioning attempts that fail (0..1)."""
+    provisioning_delay: float = 0.0
+    """Seconds each provisioning attempt takes."""
+    seed: int | None = 0
+
+
+def check_fraction(value: float) -> float:
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"the fraction of failed provisionings must be within [0, 1], not {value}")
+    return value
+
+
+class VolumeControllers:
+    def __init__(self, registry: Registry, config: VolumeConfig) -> None:
+        self.registry = registry
+        self.store = registry.store
+        self.fail_provisioning = check_fraction(config.fail_provisioning)
+        if config.provisioning_delay < 0:
+            raise ValueError("the provisioning delay must not be negative")
+        self.provisioning_delay = config.provisioning_delay
+        self._rng = random.Random(config.seed)
+        self._work: dict[tuple[str, str, str], None] = {}
+        self._drain_handle: asyncio.Handle | None = None
+        self._attempts: dict[Key, asyncio.TimerHandle] = {}
+        self._prebound: dict[Key, str] = {}
+        """Claim key -> name of the volume whose claimRef names it."""
+        self._told: set[tuple[str, str]] = set()
+        """(claim uid, reason) of the one-off events already recorded."""
+        self._running = False
+        self.provisioned = 0
+        """Volumes created so far."""
+        self.failed = 0
+        """Provisioning attempts failed on purpose so far."""
+
+    # -- wiring --------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._running:
+            return
+        self._running = True
+        self.store.subscribe(self._on_change)
+        for name, volume in self.store.table(VOLUMES).items():
+            self._index(name[1], volume)
+            self._queue("volume", name)
+        for key in self.store.table(CLAIMS):
+            self._queue("claim", key)
+
+    def stop(self) -> None:
+        self._running = False
+        self.store.unsubscribe(self._on_change)
+        for handle in self._attempts.values():
+            handle.cancel()
+        self._attempts.clear()
+        if self._drain_handle is not None:
+            self._drain_handle.cancel()
+            self._drain_handle = None
+
+    def _on_change(self, change: Change) -> None:
+        table = change.table
+        if table == CLAIMS:
+            self._queue("claim", change.key)
+            if change.type == DELETED:
+                name = get_path(change.obj, "spec", "volumeName")
+                if name:
+                    self._queue("volume", ("", str(name)))
+        elif table == VOLUMES:
+            name = change.key[1]
+            self._index(name, None if change.type == DELETED else change.obj)
+            self._queue("volume", change.key)
+            ref = vm.claim_ref_key(change.obj)
+            if ref is not None:
+                self._queue("claim", ref)
+            for key, claim in self.store.table(CLAIMS).items():
+                if get_path(claim, "spec", "volumeName") == name:
+                    self._queue("claim", key)
+            if change.type != DELETED and vm.available(change.obj):
+                self._queue_waiting()
+        elif table == STORAGE_CLASSES.table:
+            self._queue_waiting()
+
+    def _index(self, name: str, volume: Obj | None) -> None:
+        for key in [k for k, v in self._prebound.items() if v == name]:
+            del self._prebound[key]
+        ref = vm.claim_ref_key(volume) if volume is not None else None
+        if ref is not None:
+            self._prebound[ref] = name
+
+    def _queue_waiting(self) -> None:
+        for key, claim in self.store.table(CLAIMS).items():
+            if not vm.is_bound(claim):
+                self._queue("claim", key)
+
+    def _queue(self, what: str, key: Key) -> None:
+        self._work[(what, key[0], key[1])] = None
+        if self._drain_handle is None and self._running:
+            self._drain_handle = asyncio.get_running_loop().call_soon(self._drain)
+
+    def _drain(self) -> None:
+        self._drain_handle = None
+        work, self._work = self._work, {}
+        for what, ns, name in work:
+            if not self._running:
+                return
+            if what == "claim":
+                self._sync_claim((ns, name))
+            else:
+                self._sync_volume(name)
+
+    # -- writes --------------------------------------------------------------------------
+
+    def _commit(self, table: str, old: Obj, new: Obj) -> None:
+        if new != old:
+            self.store.commit(
+                table, (str(meta(new).get("namespace") or ""), meta(new)["name"]), new
+            )
+
+    def record(self, claim: Obj, kind: str, reason: str, message: str, source: str) -> None:
+        """An event about ``claim``, as a controller's recorder writes it."""
+        m = meta(claim)
+        now = now_rfc3339()
+        event: Obj = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {
+                "name": f"{m['name']}.{new_uid().replace('-', '')[:16]}",
+                "namespace": m.get("namespace"),
+            },
+            "involvedObject": {
+                "kind": "PersistentVolumeClaim",
+                "namespace": m.get("namespace"),
+                "name": m["name"],
+                "uid": m.get("uid"),
+                "apiVersion": "v1",
+                "resourceVersion": m.get("resourceVersion"),
+            },
+            "reason": reason,
+            "message": message,
+            "type": kind,
+            "source": {"component": source},
+            "reportingComponent": source,
+            "reportingInstance": "",
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        self.registry.create_object(event, validate=False)  # core v1: kubectl describe reads it
+
+    def _once(self, claim: Obj, kind: str, reason: str, message: str, source: str) -> None:
+        mark = (str(meta(claim).get("uid")), reason)
+        if mark not in self._told:
+            self._told.add(mark)
+            self.record(claim, kind, reason, message, source)
+
+    def _set_claim_phase(self, claim: Obj, phase: str) -> None:
+        if get_path(claim, "status", "phase") != phase:
+            self._commit(
+                CLAIMS, claim, {**claim, "status": {**(claim.get("status") or {}), "phase": phase}}
+            )
+
+    def _set_volume_phase(self, volume: Obj, phase: str) -> None:
+        if get_path(volume, "status", "phase") != phase:
+            status = {**(volume.get("status") or {}), "phase": phase}
+            self._commit(VOLUMES, volume, {**volume, "status": status})
+
+    # -- the PV controller ---------------------------------------------------------------
+
+    def _sync_volume(self, name: str) -> None:
+        volume = self.store.get(VOLUMES, ("", name))
+        if volume is None or meta(volume).get("deletionTimestamp"):
+            return
+        ref = vm.claim_ref_key(volume)
+        if ref is None:
+            self._set_volume_phase(volume, "Available")
+            return
+        claim = self.store.get(CLAIMS, ref)
+        if claim is not None and vm.refers_to(volume, claim):
+            return  # the claim's sync completes or keeps the binding
+        if get_path(volume, "status", "phase") in ("Bound", "Released"):
+            if get_path(volume, "spec", "persistentVolumeReclaimPolicy") == "Delete":
+                self.store.commit(VOLUMES, ("", name), None)
+            else:
+                self._set_volume_phase(volume, "Released")
+        else:
+            self._set_volume_phase(volume, "Available")  # pre-bound to a claim yet to come
+
+    def _sync_claim(self, key: Key) -> None:
+        claim = self.store.get(CLAIMS, key)
+        if claim is None or meta(claim).get("deletionTimestamp"):
+            return
+        volume_name = str(get_path(claim, "spec", "volumeName") or "")
+        if volume_name:
+            volume = self.store.get(VOLUMES, ("", volume_name))
+            if vm.is_bound(claim):
+                if volume is None:
+                    self._set_claim_phase(claim, "Lost")
+                    self._once(
+                        claim,
+                        "Warning",
+                        "ClaimLost",
+                        "Bound claim has lost its PersistentVolume. Data on the volume is lost!",
+                        PV_CONTROLLER,
+                    )
+                elif vm.refers_to(volume, claim):
+                    self._bind(claim, volume)  # finishes a half-done binding, else no write
+                return
+            if volume is None:
+                self._set_claim_phase(claim, "Pending")
+            elif vm.claim_ref_key(volume) is None or vm.refers_to(volume, claim):
+                self._bind(claim, volume)
+            else:
+                self._once(
+                    claim,
+                    "Warning",
+                    "FailedBinding",
+                    f'volume "{volume_name}" already bound to a different claim.',
+                    PV_CONTROLLER,
+                )
+            return
+        prebound = self._prebound.get(key)
+        volume = self.store.get(VOLUMES, ("", prebound)) if prebound else None
+        if volume is not None and vm.refers_to(volume, claim):
+            self._bind(claim, volume)
+            return
+        class_name = vm.class_of(claim)
+        sc = self.store.get(STORAGE_CLASSES.table, ("", class_name)) if class_name else None
+        delayed = sc is not None and sc.get("volumeBindingMode") == vm.WAIT_FOR_FIRST_CONSUMER
+        if not delayed:
+            volume = vm.best_volume(self.store.table(VOLUMES).values(), claim)
+            if volume is not None:
+                self._bind(claim, volume)
+                return
+        node = str(vm.annotations_of(claim).get(vm.SELECTED_NODE) or "")
+        if delayed and not node:
+            self._once(
+                claim,
+                "Normal",
+                "WaitForFirstConsumer",
+                "waiting for first consumer to be created before binding",
+                PV_CONTROLLER,
+            )
+            return
+        if not class_name:
+            self._once(
+                claim,
+                "Normal",
+                "FailedBinding",
+                "no persistent volumes available for this claim and no storage class is set",
+                PV_CONTROLLER,
+            )
+            return
+        if sc is None:
+            self._once(
+                claim,
+                "Warning",
+                "ProvisioningFailed",
+                f'storageclass.storage.k8s.io "{class_name}" not found',
+                PV_CONTROLLER,
+            )
+            return
+        self._start_provisioning(claim, sc, node)
+
+    def _bind(self, claim: Obj, volume: Obj) -> None:
+        """The PV controller's four writes: claimRef, the volume's phase, the claim's
+        volumeName and bind-completed, the claim's phase (each only if not so already)."""
+        m = meta(claim)
+        ref = {
+            "kind": "PersistentVolumeClaim",
+            "namespace": m.get("namespace"),
+            "name": m["name"],
+            "uid": m.get("uid"),
+            "apiVersion": "v1",
+            "resourceVersion": m.get("resourceVersion"),
+        }
+        spec = dict(volume.get("spec") or {})
+        new_volume = volume
+        if not vm.refers_to(volume, claim) or not (spec.get("claimRef") or {}).get("uid"):
+            chose = not spec.get("claimRef")
+            new_volume = {**volume, "spec": {**spec, "claimRef": ref}}
+            if chose:
+                new_volume = with_meta(
+                    new_volume,
+                    annotations={**vm.annotations_of(volume), vm.BOUND_BY_CONTROLLER: "yes"},
+                )
+        new_volume = {**new_volume, "status": {**(volume.get("status") or {}), "phase": "Bound"}}
+        self._commit(VOLUMES, volume, new_volume)
+        claim_spec = dict(claim.get("spec") or {})
+        notes = dict(vm.annotations_of(claim))
+        if not claim_spec.get("volumeName"):
+            notes[vm.BOUND_BY_CONTROLLER] = "yes"
+        notes[vm.BIND_COMPLETED] = "yes"
+        claim_spec["volumeName"] = meta(volume)["name"]
+        status = {
+            **(claim.get("status") or {}),
+            "phase": "Bound",
+            "accessModes": list(spec.get("accessModes") or []),
+            "capacity": dict(spec.get("capacity") or {}),
+        }
+        new_claim = with_meta({**claim, "spec": claim_spec, "status": status}, annotations=notes)
+        self._commit(CLAIMS, claim, new_claim)
+
+    # -- the provisioner -----------------------------------------------------------------
+
+    def _start_provisioning(self, claim: Obj, sc: Obj, node: str) -> None:
+        key = (str(meta(claim).get("namespace")), str(meta(claim)["name"]))
+        provisioner = str(sc.get("provisioner") or "")
+        if key in self._attempts:
+            return
+        if provisioner == vm.NO_PROVISIONER:
+            self._once(
+                claim, "Normal", "ExternalProvisioning", _waiting(provisioner), PV_CONTROLLER
+            )
+            return
+        notes = vm.annotations_of(claim)
+        if notes.get(vm.STORAGE_PROVISIONER) != provisioner:
+            notes = {
+                **notes,
+                vm.STORAGE_PROVISIONER: provisioner,
+                vm.BETA_STORAGE_PROVISIONER: provisioner,
+            }
+            self._commit(CLAIMS, claim, with_meta(claim, annotations=notes))
+            claim = self.store.get(CLAIMS, key) or claim
+        self._once(claim, "Normal", "ExternalProvisioning", _waiting(provisioner), PV_CONTROLLER)
+        self.record(
+            claim,
+            "Normal",
+            "Provisioning",
+            f'External provisioner is provisioning volume for claim "{key[0]}/{key[1]}"',
+            provisioner,
+        )
+        uid = str(meta(claim).get("uid"))
+        loop = asyncio.get_running_loop()
+        self._attempts[key] = loop.call_later(
+            self.provisioning_delay, self._finish_provisioning, key, uid, node
+        )
+
+    def _finish_provisioning(self, key: Key, uid: str, node: str) -> None:
+        self._attempts.pop(key, None)
+        if not self._running:
+            return
+        claim = self.store.get(CLAIMS, key)
+        if claim is None or meta(claim).get("uid") != uid or get_path(claim, "spec", "volumeName"):
+            return
+        if str(vm.annotations_of(claim).get(vm.SELECTED_NODE) or "") != node:
+            return  # the choice changed while we worked: the claim's next sync starts again
+        sc = self.store.get(STORAGE_CLASSES.table, ("", vm.class_of(claim)))
+        if sc is None:
+            return
+        name = f"pvc-{uid}"
+        if self.store.get(VOLUMES, ("", name)) is not None:
+            self._queue("claim", key)  # provisioned before: never twice
+            return
+        affinity, why = self._affinity(sc, node)
+        if why is None and self.fail_provisioning and self._rng.random() < self.fail_provisioning:
+            self.failed += 1
+            why = INJECTED
+        if why is not None:
+            self._failed(claim, sc, node, why)
+            return
+        self.registry.create_object(self._new_volume(claim, sc, name, affinity))
+        self.provisioned += 1
+        self.record(
+            claim,
+            "Normal",
+            "ProvisioningSucceeded",
+            f"Successfully provisioned volume {name}",
+            str(sc.get("provisioner")),
+        )
+
+    def _affinity(self, sc: Obj, node: str) -> tuple[Obj | None, str | None]:
+        """The new volume's node affinity, or why there can be no volume for ``node``."""
+        allowed = sc.get("allowedTopologies")
+        if not node:
+            return vm.allowed_everywhere(allowed), None
+        found = self.store.get(NODES.table, ("", node))
+        if found is None:
+            return None, f'failed to get target node: nodes "{node}" not found'
+        affinity = vm.topology(found, allowed)
+        if affinity is None:
+            return None, f"node {node} is outside the StorageClass's allowedTopologies"
+        return affinity, None
+
+    def _failed(self, claim: Obj, sc: Obj, node: str, why: str) -> None:
+        self.record(
+            claim,
+            "Warning",
+            "ProvisioningFailed",
+            f'failed to provision volume with StorageClass "{meta(sc)["name"]}": {why}',
+            str(sc.get("provisioner")),
+        )
+        key = (str(meta(claim).get("namespace")), str(meta(claim)["name"]))
+        if node:
+            notes = {k: v for k, v in vm.annotations_of(claim).items() if k != vm.SELECTED_NODE}
+            self._commit(CLAIMS, claim, with_meta(claim, annotations=notes))
+        else:
+            uid = str(meta(claim).get("uid"))
+            loop = asyncio.get_running_loop()
+            self._attempts[key] = loop.call_later(
+                max(self.provisioning_delay, RETRY_DELAY), self._retry, key, uid
+            )
+
+    def _retry(self, key: Key, uid: str) -> None:
+        self._attempts.pop(key, None)
+        claim = self.store.get(CLAIMS, key)
+        if self._running and claim is not None and meta(claim).get("uid") == uid:
+            self._queue("claim", key)
+
+    def _new_volume(self, claim: Obj, sc: Obj, name: str, affinity: Obj | None) -> Obj:
+        m = meta(claim)
+        provisioner = str(sc.get("provisioner"))
+        spec: Obj = {
+            "capacity": {"storage": get_path(claim, "spec", "resources", "requests", "storage")},
+            "accessModes": list(get_path(claim, "spec", "accessModes") or []),
+            "persistentVolumeReclaimPolicy": sc.get("reclaimPolicy") or "Delete",
+            "storageClassName": vm.class_of(claim),
+            "volumeMode": get_path(claim, "spec", "volumeMode") or "Filesystem",
+            "claimRef": {
+                "kind": "PersistentVolumeClaim",
+                "namespace": m.get("namespace"),
+                "name": m["name"],
+                "uid": m.get("uid"),
+                "apiVersion": "v1",
+                "resourceVersion": m.get("resourceVersion"),
+            },
+            "csi": {"driver": provisioner, "volumeHandle": f"sim-{m.get('uid')}"},
+        }
+        if sc.get("mountOptions"):
+            spec["mountOptions"] = list(sc["mountOptions"])
+        if affinity is not None:
+            spec["nodeAffinity"] = affinity
+        return {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": name, "annotations": {vm.PROVISIONED_BY: provisioner}},
+            "spec": spec,
+        }
+
+
+def _waiting(provisioner: str) -> str:
+    return (
+        f"Waiting for a volume to be created either by the external provisioner '{provisioner}' "
+        "or manually by the system administrator. If volume creation is delayed, please verify "
+        "that the provisioner is running and correctly registered."
+    )
