@@ -7,6 +7,7 @@ from pumice.cache.cache import NO_QUEUE, ClusterCache, lone_job_id
 from pumice.cache.handler import Handler
 from pumice.cache.pods import PodEntry, PodState
 from pumice.cache.slim import PodSlimmer, slim_pod
+from pumice.cache.storage import StorageCache
 
 __all__ = [
     "NO_QUEUE",
@@ -15,6 +16,7 @@ __all__ = [
     "PodEntry",
     "PodSlimmer",
     "PodState",
+    "StorageCache",
     "lone_job_id",
     "slim_pod",
 ]

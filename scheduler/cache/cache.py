@@ -4,8 +4,9 @@ Every watch event changes the one ``ClusterSnapshot`` the cache owns through its
 ``put_*`` / ``remove_*`` methods (no rebuild per cycle); ``snapshot()`` hands each session an
 independent clone. The cache does no I/O: the daemon feeds it from the informers (one handler
 per informer: ``nodes``, ``pending_pods``, ``assigned_pods``, ``podgroups``, ``queues``,
-``priority_classes``) and tells it what the scheduler decided (``assume``) and what the API
-server answered (``finish_binding``, ``forget``, ``bound_elsewhere``, ``gone``).
+``priority_classes``; ``storage.handler(kind)`` for each storage kind served) and tells it
+what the scheduler decided (``assume``) and what the API server answered
+(``finish_binding``, ``forget``, ``bound_elsewhere``, ``gone``).
 
 Pods follow the state machine of ``pumice.cache.pods``. Pods of other schedulers come only from
 the assigned-pods watch; they are accounted on their nodes as jobs of their own in no queue, so
@@ -32,6 +33,7 @@ from pumice.cache.groups import (
 from pumice.cache.handler import Handler
 from pumice.cache.pods import PodEntry, PodState, is_gated, is_terminal, pod_uid
 from pumice.cache.slim import PodSlimmer
+from pumice.cache.storage import StorageCache
 from pumice.model import (
     ClusterSnapshot,
     JobInfo,
@@ -96,6 +98,8 @@ class ClusterCache:
         self.podgroups_handler = Handler(self._podgroup_upsert, self._podgroup_delete, self._touch)
         self.queues = Handler(self._queue_upsert, self._queue_delete, self._touch)
         self.priority_classes = Handler(self._pc_upsert, self._pc_delete, self._touch)
+        self.storage = StorageCache(self._touch)
+        """Claims, volumes, classes, CSI nodes and drivers (``pumice.cache.storage``)."""
 
     # -- what the scheduler reads -------------------------------------------------------------
 
@@ -103,6 +107,7 @@ class ClusterCache:
         """An independent copy for one session, without pods that are backing off."""
         now = self._clock()
         snap = self.state.clone()
+        snap.storage = self.storage.view()
         for uid, until in list(self._held.items()):
             if until <= now:
                 del self._held[uid]

@@ -22,6 +22,13 @@ pytestmark = pytest.mark.slow
 
 VOLCANO = "/apis/scheduling.volcano.sh"
 WARNING = "Volcano's PodGroup and Queue resources are not served"
+STORAGE_INFORMERS = (
+    "persistentvolumeclaims",
+    "persistentvolumes",
+    "storageclasses",
+    "csinodes",
+    "csidrivers",
+)
 
 
 def is_running(pod: dict[str, Any]) -> bool:
@@ -61,6 +68,7 @@ async def test_without_volcano_every_pod_is_its_own_job_in_the_default_queue(
             "pending-pods",
             "assigned-pods",
             "priorityclasses",
+            *STORAGE_INFORMERS,
         }
         snapshot = cache.snapshot()
         jobs = {
