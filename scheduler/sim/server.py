@@ -42,13 +42,14 @@ from pumice.sim.flowcontrol import RESPONSE_HEADERS, FlowControl
 from pumice.sim.lifecycle import Lifecycle, LifecycleConfig
 from pumice.sim.managedfields import writing
 from pumice.sim.objects import Obj
+from pumice.sim.provisioner import VolumeConfig
 from pumice.sim.rbac import bootstrap_policy
 from pumice.sim.registry import Registry
 from pumice.sim.resources import EVERY_TYPE, for_object, served_types
 from pumice.sim.rest import ResourceApi, error_response, json_response, parse_path, verb_of
 from pumice.sim.store import Store
 from pumice.sim.tls import ServingCert, make_serving_cert
-from pumice.sim.volumes import VolumeConfig, VolumeControllers
+from pumice.sim.volumes import VolumeControllers
 from pumice.sim.watch import WatchHub
 
 log = logging.getLogger("pumice.sim")

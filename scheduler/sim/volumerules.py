@@ -5,11 +5,13 @@ a PersistentVolumeClaim, PersistentVolume, StorageClass or CSINode (``old`` on u
 the fields that may not change), in its wording; ``Checks`` in ``pumice.sim.validation`` calls
 it after decoding. ``defaults(rtype, obj)`` fills in what decoding defaults on a create
 (volume mode, reclaim policies, binding mode, the CSIDriver flags) and the phase a new claim
-or volume starts in (``Pending``, until the volume controllers of ``pumice.sim.volumes`` act).
+or volume starts in (``Pending``, until the volume controllers of ``pumice.sim.volumes`` act);
+``with_default_class`` is the DefaultStorageClass admission plugin.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -209,6 +211,35 @@ _CSI_DRIVER_DEFAULTS: dict[str, Any] = {
     "fsGroupPolicy": "ReadWriteOnceWithFSType",
     "volumeLifecycleModes": ["Persistent"],
 }
+
+
+DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
+
+
+def with_default_class(claim: Obj, classes: Iterable[Obj]) -> Obj:
+    """The DefaultStorageClass admission: a claim that names no class (not even "") gets the
+    default one (the newest, if several are marked)."""
+    spec = claim.get("spec") or {}
+    notes = (claim.get("metadata") or {}).get("annotations") or {}
+    if "storageClassName" in spec and spec["storageClassName"] is not None:
+        return claim
+    if "volume.beta.kubernetes.io/storage-class" in notes:
+        return claim
+    marked = [
+        c
+        for c in classes
+        if ((c.get("metadata") or {}).get("annotations") or {}).get(DEFAULT_CLASS) == "true"
+    ]
+    if not marked:
+        return claim
+    newest = max(
+        marked,
+        key=lambda c: (
+            str(c["metadata"].get("creationTimestamp") or ""),
+            str(c["metadata"]["name"]),
+        ),
+    )
+    return {**claim, "spec": {**spec, "storageClassName": newest["metadata"]["name"]}}
 
 
 def defaults(rtype: ResourceType, obj: Obj) -> Obj:

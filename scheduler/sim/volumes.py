@@ -16,24 +16,20 @@ Driven by store changes, like the real PV controller and an external provisioner
 * a volume without a claim is ``Available``; one whose claim went is ``Released`` (deleted
   when its reclaim policy is ``Delete``); a bound claim whose volume went is ``Lost``.
 
-Faults: ``fail_provisioning`` (a fraction, sampled with the sim's seed) fails a provisioning
-attempt as a CSI driver out of capacity does: a ``ProvisioningFailed`` event on the claim and,
-as external-provisioner does then, the ``selected-node`` annotation removed so the scheduler
-picks again (an ``Immediate`` claim is retried after a backoff). ``provisioning_delay`` is how
-long each attempt takes. Events are recorded on the claims as the controllers do.
+The provisioning itself, its faults (``fail_provisioning``, ``provisioning_delay``) and what a
+failure does are ``pumice.sim.provisioner``'s. Events are recorded on the claims as the
+controllers do, so ``kubectl describe pvc`` shows them.
 """
 
 from __future__ import annotations
 
 import asyncio
-import random
-from dataclasses import dataclass
 
 from pumice.sim import volumematch as vm
-from pumice.sim.objects import Key, Obj, get_path, meta, new_uid, now_rfc3339, with_meta
+from pumice.sim.objects import Key, Obj, get_path, meta, with_meta
+from pumice.sim.provisioner import Provisioner, VolumeConfig, claim_key, record_event
 from pumice.sim.registry import Registry
 from pumice.sim.resources import (
-    NODES,
     PERSISTENT_VOLUME_CLAIMS,
     PERSISTENT_VOLUMES,
     STORAGE_CLASSES,
@@ -42,47 +38,20 @@ from pumice.sim.store import DELETED, Change
 
 CLAIMS, VOLUMES = PERSISTENT_VOLUME_CLAIMS.table, PERSISTENT_VOLUMES.table
 PV_CONTROLLER = "persistentvolume-controller"
-RETRY_DELAY = 0.5
-"""Seconds before an Immediate claim's failed provisioning is tried again."""
-INJECTED = "rpc error: code = ResourceExhausted desc = pumice sim: provisioning failed (injected)"
-
-
-@dataclass(frozen=True)
-class VolumeConfig:
-    fail_provisioning: float = 0.0
-    """Fraction of provisioning attempts that fail (0..1)."""
-    provisioning_delay: float = 0.0
-    """Seconds each provisioning attempt takes."""
-    seed: int | None = 0
-
-
-def check_fraction(value: float) -> float:
-    if not 0.0 <= value <= 1.0:
-        raise ValueError(f"the fraction of failed provisionings must be within [0, 1], not {value}")
-    return value
 
 
 class VolumeControllers:
     def __init__(self, registry: Registry, config: VolumeConfig) -> None:
         self.registry = registry
         self.store = registry.store
-        self.fail_provisioning = check_fraction(config.fail_provisioning)
-        if config.provisioning_delay < 0:
-            raise ValueError("the provisioning delay must not be negative")
-        self.provisioning_delay = config.provisioning_delay
-        self._rng = random.Random(config.seed)
+        self.provisioner = Provisioner(registry, config, lambda key: self._queue("claim", key))
         self._work: dict[tuple[str, str, str], None] = {}
         self._drain_handle: asyncio.Handle | None = None
-        self._attempts: dict[Key, asyncio.TimerHandle] = {}
         self._prebound: dict[Key, str] = {}
         """Claim key -> name of the volume whose claimRef names it."""
         self._told: set[tuple[str, str]] = set()
         """(claim uid, reason) of the one-off events already recorded."""
         self._running = False
-        self.provisioned = 0
-        """Volumes created so far."""
-        self.failed = 0
-        """Provisioning attempts failed on purpose so far."""
 
     # -- wiring --------------------------------------------------------------------------
 
@@ -90,6 +59,7 @@ class VolumeControllers:
         if self._running:
             return
         self._running = True
+        self.provisioner.start()
         self.store.subscribe(self._on_change)
         for name, volume in self.store.table(VOLUMES).items():
             self._index(name[1], volume)
@@ -100,9 +70,7 @@ class VolumeControllers:
     def stop(self) -> None:
         self._running = False
         self.store.unsubscribe(self._on_change)
-        for handle in self._attempts.values():
-            handle.cancel()
-        self._attempts.clear()
+        self.provisioner.stop()
         if self._drain_handle is not None:
             self._drain_handle.cancel()
             self._drain_handle = None
@@ -167,35 +135,7 @@ class VolumeControllers:
             )
 
     def record(self, claim: Obj, kind: str, reason: str, message: str, source: str) -> None:
-        """An event about ``claim``, as a controller's recorder writes it."""
-        m = meta(claim)
-        now = now_rfc3339()
-        event: Obj = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {
-                "name": f"{m['name']}.{new_uid().replace('-', '')[:16]}",
-                "namespace": m.get("namespace"),
-            },
-            "involvedObject": {
-                "kind": "PersistentVolumeClaim",
-                "namespace": m.get("namespace"),
-                "name": m["name"],
-                "uid": m.get("uid"),
-                "apiVersion": "v1",
-                "resourceVersion": m.get("resourceVersion"),
-            },
-            "reason": reason,
-            "message": message,
-            "type": kind,
-            "source": {"component": source},
-            "reportingComponent": source,
-            "reportingInstance": "",
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-        }
-        self.registry.create_object(event, validate=False)  # core v1: kubectl describe reads it
+        record_event(self.registry, claim, kind, reason, message, source)
 
     def _once(self, claim: Obj, kind: str, reason: str, message: str, source: str) -> None:
         mark = (str(meta(claim).get("uid")), reason)
@@ -350,17 +290,18 @@ class VolumeControllers:
         new_claim = with_meta({**claim, "spec": claim_spec, "status": status}, annotations=notes)
         self._commit(CLAIMS, claim, new_claim)
 
-    # -- the provisioner -----------------------------------------------------------------
+    # -- handing over to the provisioner -------------------------------------------------
 
     def _start_provisioning(self, claim: Obj, sc: Obj, node: str) -> None:
-        key = (str(meta(claim).get("namespace")), str(meta(claim)["name"]))
+        """The PV controller's part: the storage-provisioner annotations and the event
+        saying who is expected to provision; then the provisioner's attempt."""
+        key = claim_key(claim)
         provisioner = str(sc.get("provisioner") or "")
-        if key in self._attempts:
+        if self.provisioner.busy(key):
             return
+        waiting = _waiting(provisioner)
         if provisioner == vm.NO_PROVISIONER:
-            self._once(
-                claim, "Normal", "ExternalProvisioning", _waiting(provisioner), PV_CONTROLLER
-            )
+            self._once(claim, "Normal", "ExternalProvisioning", waiting, PV_CONTROLLER)
             return
         notes = vm.annotations_of(claim)
         if notes.get(vm.STORAGE_PROVISIONER) != provisioner:
@@ -371,120 +312,8 @@ class VolumeControllers:
             }
             self._commit(CLAIMS, claim, with_meta(claim, annotations=notes))
             claim = self.store.get(CLAIMS, key) or claim
-        self._once(claim, "Normal", "ExternalProvisioning", _waiting(provisioner), PV_CONTROLLER)
-        self.record(
-            claim,
-            "Normal",
-            "Provisioning",
-            f'External provisioner is provisioning volume for claim "{key[0]}/{key[1]}"',
-            provisioner,
-        )
-        uid = str(meta(claim).get("uid"))
-        loop = asyncio.get_running_loop()
-        self._attempts[key] = loop.call_later(
-            self.provisioning_delay, self._finish_provisioning, key, uid, node
-        )
-
-    def _finish_provisioning(self, key: Key, uid: str, node: str) -> None:
-        self._attempts.pop(key, None)
-        if not self._running:
-            return
-        claim = self.store.get(CLAIMS, key)
-        if claim is None or meta(claim).get("uid") != uid or get_path(claim, "spec", "volumeName"):
-            return
-        if str(vm.annotations_of(claim).get(vm.SELECTED_NODE) or "") != node:
-            return  # the choice changed while we worked: the claim's next sync starts again
-        sc = self.store.get(STORAGE_CLASSES.table, ("", vm.class_of(claim)))
-        if sc is None:
-            return
-        name = f"pvc-{uid}"
-        if self.store.get(VOLUMES, ("", name)) is not None:
-            self._queue("claim", key)  # provisioned before: never twice
-            return
-        affinity, why = self._affinity(sc, node)
-        if why is None and self.fail_provisioning and self._rng.random() < self.fail_provisioning:
-            self.failed += 1
-            why = INJECTED
-        if why is not None:
-            self._failed(claim, sc, node, why)
-            return
-        self.registry.create_object(self._new_volume(claim, sc, name, affinity))
-        self.provisioned += 1
-        self.record(
-            claim,
-            "Normal",
-            "ProvisioningSucceeded",
-            f"Successfully provisioned volume {name}",
-            str(sc.get("provisioner")),
-        )
-
-    def _affinity(self, sc: Obj, node: str) -> tuple[Obj | None, str | None]:
-        """The new volume's node affinity, or why there can be no volume for ``node``."""
-        allowed = sc.get("allowedTopologies")
-        if not node:
-            return vm.allowed_everywhere(allowed), None
-        found = self.store.get(NODES.table, ("", node))
-        if found is None:
-            return None, f'failed to get target node: nodes "{node}" not found'
-        affinity = vm.topology(found, allowed)
-        if affinity is None:
-            return None, f"node {node} is outside the StorageClass's allowedTopologies"
-        return affinity, None
-
-    def _failed(self, claim: Obj, sc: Obj, node: str, why: str) -> None:
-        self.record(
-            claim,
-            "Warning",
-            "ProvisioningFailed",
-            f'failed to provision volume with StorageClass "{meta(sc)["name"]}": {why}',
-            str(sc.get("provisioner")),
-        )
-        key = (str(meta(claim).get("namespace")), str(meta(claim)["name"]))
-        if node:
-            notes = {k: v for k, v in vm.annotations_of(claim).items() if k != vm.SELECTED_NODE}
-            self._commit(CLAIMS, claim, with_meta(claim, annotations=notes))
-        else:
-            uid = str(meta(claim).get("uid"))
-            loop = asyncio.get_running_loop()
-            self._attempts[key] = loop.call_later(
-                max(self.provisioning_delay, RETRY_DELAY), self._retry, key, uid
-            )
-
-    def _retry(self, key: Key, uid: str) -> None:
-        self._attempts.pop(key, None)
-        claim = self.store.get(CLAIMS, key)
-        if self._running and claim is not None and meta(claim).get("uid") == uid:
-            self._queue("claim", key)
-
-    def _new_volume(self, claim: Obj, sc: Obj, name: str, affinity: Obj | None) -> Obj:
-        m = meta(claim)
-        provisioner = str(sc.get("provisioner"))
-        spec: Obj = {
-            "capacity": {"storage": get_path(claim, "spec", "resources", "requests", "storage")},
-            "accessModes": list(get_path(claim, "spec", "accessModes") or []),
-            "persistentVolumeReclaimPolicy": sc.get("reclaimPolicy") or "Delete",
-            "storageClassName": vm.class_of(claim),
-            "volumeMode": get_path(claim, "spec", "volumeMode") or "Filesystem",
-            "claimRef": {
-                "kind": "PersistentVolumeClaim",
-                "namespace": m.get("namespace"),
-                "name": m["name"],
-                "uid": m.get("uid"),
-                "apiVersion": "v1",
-                "resourceVersion": m.get("resourceVersion"),
-            },
-            "csi": {"driver": provisioner, "volumeHandle": f"sim-{m.get('uid')}"},
-        }
-        if sc.get("mountOptions"):
-            spec["mountOptions"] = list(sc["mountOptions"])
-        if affinity is not None:
-            spec["nodeAffinity"] = affinity
-        return {
-            "apiVersion": "v1",
-            "kind": "PersistentVolume",
-            "metadata": {"name": name, "annotations": {vm.PROVISIONED_BY: provisioner}},
-            "spec": spec,
-        }
+        self._once(claim, "Normal", "ExternalProvisioning", waiting, PV_CONTROLLER)
+        self.provisioner.provision(claim, sc, node)
 
 
 def _waiting(provisioner: str) -> str:

@@ -307,3 +307,19 @@ async def test_sim_cluster_flags(tmp_path: Any) -> None:
     code, err = await failing("--without-storage", "--cluster", str(cluster))
     assert code == 2, err
     assert "this server does not serve the group storage.k8s.io" in err, err
+
+
+async def test_a_claim_naming_no_class_gets_the_default_one(sim: Any, api: Any) -> None:
+    marked = {"storageclass.kubernetes.io/is-default-class": "true"}
+    plain = storage_class("plain", "kubernetes.io/no-provisioner")
+    default = storage_class("standard", "kubernetes.io/no-provisioner")
+    default["metadata"]["annotations"] = marked
+    sim.server.seed([plain, default])
+    core = k8s_client.CoreV1Api(api)
+    unnamed = await core.create_namespaced_persistent_volume_claim("default", claim("a"))
+    assert unnamed.spec.storage_class_name == "standard"
+    # "" asks for no class at all, and a named class is kept
+    empty = await core.create_namespaced_persistent_volume_claim("default", claim("b", cls=""))
+    assert empty.spec.storage_class_name == ""
+    named = await core.create_namespaced_persistent_volume_claim("default", claim("c", cls="plain"))
+    assert named.spec.storage_class_name == "plain"

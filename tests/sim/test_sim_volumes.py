@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import aiohttp
 from kubernetes_asyncio import client as k8s_client
 
 from sim.simkit import node, wait_until
@@ -116,7 +117,7 @@ async def test_wait_for_first_consumer_provisions_on_the_selected_node(sim: Any,
     assert pv is not None and pv["status"]["phase"] == "Bound"
     assert pv["spec"]["nodeAffinity"] == hostname_affinity(["host-of-n2"])
     assert claim_events(sim, "data", "Provisioning")
-    assert sim.server.volumes.provisioned == 1
+    assert sim.server.volumes.provisioner.provisioned == 1
 
 
 async def test_allowed_topologies_give_the_volume_its_node_affinity(sim: Any, api: Any) -> None:
@@ -244,7 +245,7 @@ async def test_a_third_failing_converges_as_the_node_is_selected_again(make_sim:
             await asyncio.sleep(0.01)
     volumes = {bound_to(sim, name) for name in names}
     assert len(volumes) == len(names) == len(sim.store.table("/persistentvolumes"))
-    assert sim.server.volumes.failed > 0  # the seed makes some attempts fail
+    assert sim.server.volumes.provisioner.failed > 0  # the seed makes some attempts fail
     assert len(claim_events(sim, "data-0")) >= 1
 
 
@@ -256,3 +257,28 @@ async def test_a_provisioning_delay_keeps_the_claim_pending_meanwhile(make_sim: 
         await wait_until(lambda: claim_events(sim, "data", "Provisioning"))
         assert len(sim.store.table("/persistentvolumes")) == 0
         assert stored_claim(sim, "data")["status"]["phase"] == "Pending"
+
+
+async def test_the_faults_change_at_run_time_through_the_admin_endpoint(sim: Any) -> None:
+    sim.server.seed([node("n1"), storage_class("local", mode="WaitForFirstConsumer")])
+    async with aiohttp.ClientSession() as http:
+        put = await http.put(f"{sim.url}/sim/volumes", json={"failProvisioning": 1})
+        assert put.status == 200
+        assert (await put.json())["failProvisioning"] == 1.0
+        bad = await http.put(f"{sim.url}/sim/volumes", json={"failProvisioning": 2})
+        assert bad.status == 400
+        async with await sim.client() as api:
+            await create_claim(api, claim("data", cls="local"))
+            await select_node(api, "data", "n1")
+            await wait_until(lambda: claim_events(sim, "data", "ProvisioningFailed"))
+            await http.put(f"{sim.url}/sim/volumes", json={"failProvisioning": 0})
+            await wait_until(
+                lambda: (
+                    SELECTED_NODE
+                    not in (stored_claim(sim, "data")["metadata"].get("annotations") or {})
+                )
+            )
+            await select_node(api, "data", "n1")
+            await wait_until(lambda: bound_to(sim, "data") is not None)
+        got = await (await http.get(f"{sim.url}/sim/volumes")).json()
+    assert (got["failed"], got["provisioned"]) == (1, 1)
