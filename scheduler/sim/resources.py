@@ -9,6 +9,7 @@ same objects seen through a conversion, exactly as in the real server.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -296,54 +297,28 @@ QUEUES = ResourceType(
 
 # -- volumes: claims, volumes and the storage.k8s.io kinds (see pumice.sim.volumes) ----------
 STORAGE_GROUP = "storage.k8s.io"
-PERSISTENT_VOLUME_CLAIMS = ResourceType(
-    "persistentvolumeclaims",
-    "PersistentVolumeClaim",
-    "",
-    "v1",
-    True,
-    "persistentvolumeclaim",
-    ("pvc",),
-    ("status",),
-    merge_keys={**_META_KEYS, ("status", "conditions"): "type"},
-    generation=False,
+
+
+def _storage(
+    plural: str, kind: str, group: str, namespaced: bool, short: tuple[str, ...] = ()
+) -> ResourceType:
+    """A storage kind: strategic merge patch on metadata (and status conditions), no
+    ``metadata.generation``; claims and volumes have a status subresource."""
+    sub = ("status",) if not group else ()
+    keys = {**_META_KEYS, ("status", "conditions"): "type"}
+    made = ResourceType(plural, kind, group, "v1", namespaced, kind.lower(), short, sub)
+    return dataclasses.replace(made, merge_keys=keys, generation=False)
+
+
+PERSISTENT_VOLUME_CLAIMS = _storage(
+    "persistentvolumeclaims", "PersistentVolumeClaim", "", True, ("pvc",)
 )
-PERSISTENT_VOLUMES = ResourceType(
-    "persistentvolumes",
-    "PersistentVolume",
-    "",
-    "v1",
-    False,
-    "persistentvolume",
-    ("pv",),
-    ("status",),
-    merge_keys=_META_KEYS,
-    generation=False,
-)
-STORAGE_CLASSES = ResourceType(
-    "storageclasses",
-    "StorageClass",
-    STORAGE_GROUP,
-    "v1",
-    False,
-    "storageclass",
-    ("sc",),
-    merge_keys=_META_KEYS,
-    generation=False,
-)
-CSI_NODES = ResourceType(
-    "csinodes", "CSINode", STORAGE_GROUP, "v1", False, "csinode", merge_keys=_META_KEYS
-)
-CSI_DRIVERS = ResourceType(
-    "csidrivers", "CSIDriver", STORAGE_GROUP, "v1", False, "csidriver", merge_keys=_META_KEYS
-)
-STORAGE_TYPES = (
-    PERSISTENT_VOLUME_CLAIMS,
-    PERSISTENT_VOLUMES,
-    STORAGE_CLASSES,
-    CSI_NODES,
-    CSI_DRIVERS,
-)
+PERSISTENT_VOLUMES = _storage("persistentvolumes", "PersistentVolume", "", False, ("pv",))
+STORAGE_CLASSES = _storage("storageclasses", "StorageClass", STORAGE_GROUP, False, ("sc",))
+CSI_NODES = _storage("csinodes", "CSINode", STORAGE_GROUP, False)
+CSI_DRIVERS = _storage("csidrivers", "CSIDriver", STORAGE_GROUP, False)
+STORAGE_TYPES: tuple[ResourceType, ...] = (PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES)
+STORAGE_TYPES += (STORAGE_CLASSES, CSI_NODES, CSI_DRIVERS)
 
 # -- identities and RBAC (see pumice.sim.rbac and pumice.sim.access) ------------------------
 RBAC_GROUP = "rbac.authorization.k8s.io"
@@ -456,7 +431,7 @@ class ResourceSet:
     """The resource types one server serves, indexed by URL path and by kind.
 
     Each ``SimServer`` holds its own (``served_types``), so two servers in one process may
-    serve different groups; the two sets are built once and never change.
+    serve different groups; each set is built once and never changes.
     """
 
     def __init__(self, types: tuple[ResourceType, ...]) -> None:

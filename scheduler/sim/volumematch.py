@@ -164,3 +164,51 @@ def allowed_everywhere(allowed: Any) -> Obj | None:
         if isinstance(t, dict) and t.get("matchLabelExpressions")
     ]
     return {"required": {"nodeSelectorTerms": terms}} if terms else None
+
+
+class Index:
+    """Who names whom, kept current from store changes so a sync never scans a table.
+
+    ``prebound``: claim key -> the volume whose claimRef names it; ``claim_of``: volume name ->
+    the claim whose ``volumeName`` names it; ``unbound``: claims not fully bound; ``free``:
+    class -> names of the available volumes of that class.
+    """
+
+    def __init__(self) -> None:
+        self.prebound: dict[Key, str] = {}
+        self._ref_of: dict[str, Key] = {}
+        self.claim_of: dict[str, Key] = {}
+        self._volume_of: dict[Key, str] = {}
+        self.unbound: set[Key] = set()
+        self.free: dict[str, set[str]] = {}
+
+    def volume(self, name: str, volume: Obj | None) -> None:
+        """``volume`` is the new state of the volume ``name`` (None: deleted)."""
+        old = self._ref_of.pop(name, None)
+        if old is not None and self.prebound.get(old) == name:
+            del self.prebound[old]
+        for names in self.free.values():
+            names.discard(name)
+        if volume is None:
+            return
+        ref = claim_ref_key(volume)
+        if ref is not None:
+            self._ref_of[name] = ref
+            self.prebound[ref] = name
+        if available(volume):
+            self.free.setdefault(class_of(volume), set()).add(name)
+
+    def claim(self, key: Key, claim: Obj | None) -> None:
+        """``claim`` is the new state of the claim ``key`` (None: deleted)."""
+        old = self._volume_of.pop(key, None)
+        if old is not None and self.claim_of.get(old) == key:
+            del self.claim_of[old]
+        self.unbound.discard(key)
+        if claim is None:
+            return
+        name = get_path(claim, "spec", "volumeName")
+        if name:
+            self._volume_of[key] = str(name)
+            self.claim_of[str(name)] = key
+        if not is_bound(claim):
+            self.unbound.add(key)

@@ -47,8 +47,7 @@ class VolumeControllers:
         self.provisioner = Provisioner(registry, config, lambda key: self._queue("claim", key))
         self._work: dict[tuple[str, str, str], None] = {}
         self._drain_handle: asyncio.Handle | None = None
-        self._prebound: dict[Key, str] = {}
-        """Claim key -> name of the volume whose claimRef names it."""
+        self._index = vm.Index()
         self._told: set[tuple[str, str]] = set()
         """(claim uid, reason) of the one-off events already recorded."""
         self._running = False
@@ -62,9 +61,10 @@ class VolumeControllers:
         self.provisioner.start()
         self.store.subscribe(self._on_change)
         for name, volume in self.store.table(VOLUMES).items():
-            self._index(name[1], volume)
+            self._index.volume(name[1], volume)
             self._queue("volume", name)
-        for key in self.store.table(CLAIMS):
+        for key, claim in self.store.table(CLAIMS).items():
+            self._index.claim(key, claim)
             self._queue("claim", key)
 
     def stop(self) -> None:
@@ -78,6 +78,7 @@ class VolumeControllers:
     def _on_change(self, change: Change) -> None:
         table = change.table
         if table == CLAIMS:
+            self._index.claim(change.key, None if change.type == DELETED else change.obj)
             self._queue("claim", change.key)
             if change.type == DELETED:
                 name = get_path(change.obj, "spec", "volumeName")
@@ -85,30 +86,22 @@ class VolumeControllers:
                     self._queue("volume", ("", str(name)))
         elif table == VOLUMES:
             name = change.key[1]
-            self._index(name, None if change.type == DELETED else change.obj)
+            self._index.volume(name, None if change.type == DELETED else change.obj)
             self._queue("volume", change.key)
             ref = vm.claim_ref_key(change.obj)
             if ref is not None:
                 self._queue("claim", ref)
-            for key, claim in self.store.table(CLAIMS).items():
-                if get_path(claim, "spec", "volumeName") == name:
-                    self._queue("claim", key)
+            named_by = self._index.claim_of.get(name)
+            if named_by is not None:
+                self._queue("claim", named_by)
             if change.type != DELETED and vm.available(change.obj):
                 self._queue_waiting()
         elif table == STORAGE_CLASSES.table:
             self._queue_waiting()
 
-    def _index(self, name: str, volume: Obj | None) -> None:
-        for key in [k for k, v in self._prebound.items() if v == name]:
-            del self._prebound[key]
-        ref = vm.claim_ref_key(volume) if volume is not None else None
-        if ref is not None:
-            self._prebound[ref] = name
-
     def _queue_waiting(self) -> None:
-        for key, claim in self.store.table(CLAIMS).items():
-            if not vm.is_bound(claim):
-                self._queue("claim", key)
+        for key in list(self._index.unbound):
+            self._queue("claim", key)
 
     def _queue(self, what: str, key: Key) -> None:
         self._work[(what, key[0], key[1])] = None
@@ -192,8 +185,9 @@ class VolumeControllers:
                         "Bound claim has lost its PersistentVolume. Data on the volume is lost!",
                         PV_CONTROLLER,
                     )
-                elif vm.refers_to(volume, claim):
-                    self._bind(claim, volume)  # finishes a half-done binding, else no write
+                elif vm.refers_to(volume, claim):  # done: phases right, nothing else touched
+                    self._set_volume_phase(volume, "Bound")
+                    self._set_claim_phase(claim, "Bound")
                 return
             if volume is None:
                 self._set_claim_phase(claim, "Pending")
@@ -208,7 +202,7 @@ class VolumeControllers:
                     PV_CONTROLLER,
                 )
             return
-        prebound = self._prebound.get(key)
+        prebound = self._index.prebound.get(key)
         volume = self.store.get(VOLUMES, ("", prebound)) if prebound else None
         if volume is not None and vm.refers_to(volume, claim):
             self._bind(claim, volume)
@@ -217,7 +211,9 @@ class VolumeControllers:
         sc = self.store.get(STORAGE_CLASSES.table, ("", class_name)) if class_name else None
         delayed = sc is not None and sc.get("volumeBindingMode") == vm.WAIT_FOR_FIRST_CONSUMER
         if not delayed:
-            volume = vm.best_volume(self.store.table(VOLUMES).values(), claim)
+            free = self._index.free.get(class_name, set())
+            found = (self.store.get(VOLUMES, ("", name)) for name in sorted(free))
+            volume = vm.best_volume((v for v in found if v is not None), claim)
             if volume is not None:
                 self._bind(claim, volume)
                 return
