@@ -7,6 +7,7 @@ and lost volumes, and the provisioning faults (``fail_provisioning``, ``provisio
 from __future__ import annotations
 
 import asyncio
+import random
 from typing import Any
 
 import aiohttp
@@ -245,7 +246,15 @@ async def test_a_third_failing_converges_as_the_node_is_selected_again(make_sim:
             await asyncio.sleep(0.01)
     volumes = {bound_to(sim, name) for name in names}
     assert len(volumes) == len(names) == len(sim.store.table("/persistentvolumes"))
-    assert sim.server.volumes.provisioner.failed > 0  # the seed makes some attempts fail
+    # seeded: whichever claim each draw serves, the failures are those the seed's draws make
+    # before the twelfth success
+    draws, expected, successes = random.Random(11), 0, 0
+    while successes < len(names):
+        if draws.random() < 0.3:
+            expected += 1
+        else:
+            successes += 1
+    assert sim.server.volumes.provisioner.failed == expected > 0
     assert len(claim_events(sim, "data-0")) >= 1
 
 
