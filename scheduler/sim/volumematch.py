@@ -29,6 +29,24 @@ HOSTNAME = "kubernetes.io/hostname"
 WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
 
 
+PVC_PROTECTION = "kubernetes.io/pvc-protection"
+TERMINAL = ("Succeeded", "Failed")
+
+
+def claims_of(pod: Obj) -> list[str]:
+    """The claims a pod uses: named ones, and its generic ephemeral volumes' (``POD-VOLUME``)."""
+    out = []
+    for volume in get_path(pod, "spec", "volumes") or []:
+        if not isinstance(volume, dict):
+            continue
+        named = (volume.get("persistentVolumeClaim") or {}).get("claimName")
+        if named:
+            out.append(str(named))
+        elif volume.get("ephemeral") is not None:
+            out.append(f"{meta(pod).get('name')}-{volume.get('name')}")
+    return out
+
+
 def annotations_of(obj: Obj) -> dict[str, Any]:
     return meta(obj).get("annotations") or {}
 

@@ -6,7 +6,8 @@ the fields that may not change), in its wording; ``Checks`` in ``pumice.sim.vali
 it after decoding. ``defaults(rtype, obj)`` fills in what decoding defaults on a create
 (volume mode, reclaim policies, binding mode, the CSIDriver flags) and the phase a new claim
 or volume starts in (``Pending``, until the volume controllers of ``pumice.sim.volumes`` act);
-``with_default_class`` is the DefaultStorageClass admission plugin.
+a claim gets the ``kubernetes.io/pvc-protection`` finalizer; ``with_default_class`` is the
+DefaultStorageClass admission plugin.
 """
 
 from __future__ import annotations
@@ -214,6 +215,7 @@ _CSI_DRIVER_DEFAULTS: dict[str, Any] = {
 
 
 DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
+PVC_PROTECTION = "kubernetes.io/pvc-protection"
 
 
 def with_default_class(claim: Obj, classes: Iterable[Obj]) -> Obj:
@@ -244,6 +246,13 @@ def with_default_class(claim: Obj, classes: Iterable[Obj]) -> Obj:
 
 def defaults(rtype: ResourceType, obj: Obj) -> Obj:
     """``obj`` with what the server defaults on a create of a storage kind."""
+    if rtype is PERSISTENT_VOLUME_CLAIMS:  # the StorageObjectInUseProtection admission
+        finalizers = list((obj.get("metadata") or {}).get("finalizers") or [])
+        if PVC_PROTECTION not in finalizers:
+            obj = {
+                **obj,
+                "metadata": {**obj["metadata"], "finalizers": [*finalizers, PVC_PROTECTION]},
+            }
     if rtype is PERSISTENT_VOLUME_CLAIMS or rtype is PERSISTENT_VOLUMES:
         spec = {"volumeMode": "Filesystem", **(obj.get("spec") or {})}
         if rtype is PERSISTENT_VOLUMES:

@@ -13,6 +13,8 @@ Driven by store changes, like the real PV controller and an external provisioner
 * a volume whose ``spec.claimRef`` names a claim (provisioned, or pre-bound by a scheduler)
   completes the binding: the claim's ``volumeName`` and ``pv.kubernetes.io/bind-completed``,
   phase ``Bound`` on both, the claim's capacity and access modes from the volume;
+* a claim carries the ``kubernetes.io/pvc-protection`` finalizer (admission adds it): deleted,
+  it is ``Terminating`` until no pod that has not ended uses it;
 * a volume without a claim is ``Available``; one whose claim went is ``Released`` (deleted
   when its reclaim policy is ``Delete``); a bound claim whose volume went is ``Lost``.
 
@@ -32,6 +34,7 @@ from pumice.sim.registry import Registry
 from pumice.sim.resources import (
     PERSISTENT_VOLUME_CLAIMS,
     PERSISTENT_VOLUMES,
+    PODS,
     STORAGE_CLASSES,
 )
 from pumice.sim.store import DELETED, Change
@@ -98,6 +101,11 @@ class VolumeControllers:
                 self._queue_waiting()
         elif table == STORAGE_CLASSES.table:
             self._queue_waiting()
+        elif table == PODS.table and (
+            change.type == DELETED or get_path(change.obj, "status", "phase") in vm.TERMINAL
+        ):
+            for name in vm.claims_of(change.obj):  # a claim being deleted may go now
+                self._queue("claim", (change.key[0], name))
 
     def _queue_waiting(self) -> None:
         for key in list(self._index.unbound):
@@ -170,7 +178,10 @@ class VolumeControllers:
 
     def _sync_claim(self, key: Key) -> None:
         claim = self.store.get(CLAIMS, key)
-        if claim is None or meta(claim).get("deletionTimestamp"):
+        if claim is None:
+            return
+        if meta(claim).get("deletionTimestamp"):
+            self._unprotect(key, claim)
             return
         volume_name = str(get_path(claim, "spec", "volumeName") or "")
         if volume_name:
@@ -285,6 +296,18 @@ class VolumeControllers:
         }
         new_claim = with_meta({**claim, "spec": claim_spec, "status": status}, annotations=notes)
         self._commit(CLAIMS, claim, new_claim)
+
+    def _unprotect(self, key: Key, claim: Obj) -> None:
+        """The pvc-protection controller: a claim being deleted goes once no pod uses it."""
+        finalizers = meta(claim).get("finalizers") or []
+        if vm.PVC_PROTECTION not in finalizers:
+            return
+        for (ns, _), pod in self.store.table(PODS.table).items():
+            live = get_path(pod, "status", "phase") not in vm.TERMINAL
+            if ns == key[0] and live and key[1] in vm.claims_of(pod):
+                return
+        rest = [f for f in finalizers if f != vm.PVC_PROTECTION]
+        self.store.commit(CLAIMS, key, with_meta(claim, finalizers=rest) if rest else None)
 
     # -- handing over to the provisioner -------------------------------------------------
 

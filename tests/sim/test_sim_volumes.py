@@ -13,7 +13,7 @@ from typing import Any
 import aiohttp
 from kubernetes_asyncio import client as k8s_client
 
-from sim.simkit import node, wait_until
+from sim.simkit import node, pod, wait_until
 from sim.volumekit import (
     SELECTED_NODE,
     bound_to,
@@ -291,3 +291,19 @@ async def test_the_faults_change_at_run_time_through_the_admin_endpoint(sim: Any
             await wait_until(lambda: bound_to(sim, "data") is not None)
         got = await (await http.get(f"{sim.url}/sim/volumes")).json()
     assert (got["failed"], got["provisioned"]) == (1, 1)
+
+
+async def test_a_claim_in_use_is_deleted_only_once_its_pods_are_gone(sim: Any, api: Any) -> None:
+    sim.server.seed([volume("pv1", "1Gi"), node("n1")])
+    created = await create_claim(api, claim("data"))
+    assert created.metadata.finalizers == ["kubernetes.io/pvc-protection"]
+    uses = [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]
+    sim.server.seed([pod("user", node_name="n1", volumes=uses), pod("bystander")])
+    await wait_until(lambda: bound_to(sim, "data") == "pv1")
+    core = k8s_client.CoreV1Api(api)
+    await core.delete_namespaced_persistent_volume_claim("data", "default")
+    read = await core.read_namespaced_persistent_volume_claim("data", "default")
+    assert read.metadata.deletion_timestamp is not None  # Terminating while "user" runs
+    await core.delete_namespaced_pod("user", "default", grace_period_seconds=0)
+    await wait_until(lambda: sim.store.get("/persistentvolumeclaims", ("default", "data")) is None)
+    await wait_until(lambda: stored_volume(sim, "pv1")["status"]["phase"] == "Released")  # type: ignore[index]
