@@ -4,12 +4,14 @@ The vocabulary of kube-scheduler's volume binding and of the PV controller, for 
 a claim is *bound* when it has ``spec.volumeName`` and the ``pv.kubernetes.io/bind-completed``
 annotation; a claim's or volume's class is the beta annotation, else ``storageClassName``;
 ``best_volume`` picks, among available volumes, the smallest that fits a claim (size, access
-modes, class, volume mode, label selector); ``topology`` is the node affinity a volume
+modes, class, volume mode, label selector), given them smallest first (``Index.free``);
+``topology`` is the node affinity a volume
 provisioned for a node gets (its hostname, or the class's ``allowedTopologies`` it satisfies).
 """
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable
 from fractions import Fraction
 from typing import Any
@@ -140,11 +142,9 @@ def available(volume: Obj) -> bool:
 
 
 def best_volume(volumes: Iterable[Obj], claim: Obj) -> Obj | None:
-    """The smallest available volume that fits ``claim`` (ties: by name)."""
-    found = [v for v in volumes if available(v) and fits(v, claim)]
-    if not found:
-        return None
-    return min(found, key=lambda v: (capacity(v), str(meta(v).get("name"))))
+    """The first available volume that fits ``claim``, of ``volumes`` given smallest first
+    (then by name): so the smallest that fits."""
+    return next((v for v in volumes if available(v) and fits(v, claim)), None)
 
 
 def _term(expressions: list[tuple[str, list[str]]]) -> Obj:
@@ -189,7 +189,7 @@ class Index:
 
     ``prebound``: claim key -> the volume whose claimRef names it; ``claim_of``: volume name ->
     the claim whose ``volumeName`` names it; ``unbound``: claims not fully bound; ``free``:
-    class -> names of the available volumes of that class.
+    class -> (capacity, name) of the available volumes of that class, smallest first.
     """
 
     def __init__(self) -> None:
@@ -198,15 +198,17 @@ class Index:
         self.claim_of: dict[str, Key] = {}
         self._volume_of: dict[Key, str] = {}
         self.unbound: set[Key] = set()
-        self.free: dict[str, set[str]] = {}
+        self.free: dict[str, list[tuple[Fraction, str]]] = {}
+        self._free_at: dict[str, tuple[str, Fraction]] = {}
 
     def volume(self, name: str, volume: Obj | None) -> None:
         """``volume`` is the new state of the volume ``name`` (None: deleted)."""
         old = self._ref_of.pop(name, None)
         if old is not None and self.prebound.get(old) == name:
             del self.prebound[old]
-        for names in self.free.values():
-            names.discard(name)
+        was = self._free_at.pop(name, None)
+        if was is not None:
+            self.free[was[0]].remove((was[1], name))
         if volume is None:
             return
         ref = claim_ref_key(volume)
@@ -214,7 +216,9 @@ class Index:
             self._ref_of[name] = ref
             self.prebound[ref] = name
         if available(volume):
-            self.free.setdefault(class_of(volume), set()).add(name)
+            cls, size = class_of(volume), capacity(volume)
+            self._free_at[name] = (cls, size)
+            bisect.insort(self.free.setdefault(cls, []), (size, name))
 
     def claim(self, key: Key, claim: Obj | None) -> None:
         """``claim`` is the new state of the claim ``key`` (None: deleted)."""

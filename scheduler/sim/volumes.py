@@ -26,6 +26,7 @@ controllers do, so ``kubectl describe pvc`` shows them.
 from __future__ import annotations
 
 import asyncio
+import bisect
 
 from pumice.sim import volumematch as vm
 from pumice.sim.objects import Key, Obj, get_path, meta, with_meta
@@ -53,6 +54,7 @@ class VolumeControllers:
         self._index = vm.Index()
         self._told: set[tuple[str, str]] = set()
         """(claim uid, reason) of the one-off events already recorded."""
+        self._recheck = False
         self._running = False
 
     # -- wiring --------------------------------------------------------------------------
@@ -108,16 +110,25 @@ class VolumeControllers:
                 self._queue("claim", (change.key[0], name))
 
     def _queue_waiting(self) -> None:
-        for key in list(self._index.unbound):
-            self._queue("claim", key)
+        """Every unbound claim is looked at again (a volume came free, a class changed):
+        once per drain however many changes asked for it."""
+        self._recheck = True
+        self._schedule()
 
     def _queue(self, what: str, key: Key) -> None:
         self._work[(what, key[0], key[1])] = None
+        self._schedule()
+
+    def _schedule(self) -> None:
         if self._drain_handle is None and self._running:
             self._drain_handle = asyncio.get_running_loop().call_soon(self._drain)
 
     def _drain(self) -> None:
         self._drain_handle = None
+        if self._recheck:
+            self._recheck = False
+            for ns, name in self._index.unbound:
+                self._work[("claim", ns, name)] = None
         work, self._work = self._work, {}
         for what, ns, name in work:
             if not self._running:
@@ -222,8 +233,10 @@ class VolumeControllers:
         sc = self.store.get(STORAGE_CLASSES.table, ("", class_name)) if class_name else None
         delayed = sc is not None and sc.get("volumeBindingMode") == vm.WAIT_FOR_FIRST_CONSUMER
         if not delayed:
-            free = self._index.free.get(class_name, set())
-            found = (self.store.get(VOLUMES, ("", name)) for name in sorted(free))
+            want = vm.requested(claim)
+            free = self._index.free.get(class_name, [])
+            at = bisect.bisect_left(free, (want, ""))  # none smaller than the request fits
+            found = (self.store.get(VOLUMES, ("", name)) for _, name in free[at:])
             volume = vm.best_volume((v for v in found if v is not None), claim)
             if volume is not None:
                 self._bind(claim, volume)
