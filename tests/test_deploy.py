@@ -116,6 +116,20 @@ def _watch(call: Callable[..., Awaitable[Any]], *args: Any) -> Awaitable[Any]:
     return call(*args, watch=True, timeout_seconds=1, _preload_content=False)
 
 
+def _list_and_watch(resource: str, method: str) -> list[Operation]:
+    """Listing and watching a storage kind, as its informer does."""
+    group = "" if resource.startswith("persistentvolume") else "storage.k8s.io"
+
+    def lister(a: k8s_client.ApiClient) -> Callable[..., Awaitable[Any]]:
+        api = _core(a) if not group else k8s_client.StorageV1Api(a)
+        return getattr(api, method)  # type: ignore[no-any-return]
+
+    return [
+        (f"list {resource}", (group, resource, "list"), lambda a: lister(a)()),
+        (f"watch {resource}", (group, resource, "watch"), lambda a: _watch(lister(a))),
+    ]
+
+
 def core_event(name: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
@@ -281,6 +295,17 @@ OPERATIONS: list[Operation] = [
         ("scheduling.k8s.io", "priorityclasses", "watch"),
         lambda a: _watch(k8s_client.SchedulingV1Api(a).list_priority_class),
     ),
+    *[
+        op
+        for resource, method in (
+            ("persistentvolumeclaims", "list_persistent_volume_claim_for_all_namespaces"),
+            ("persistentvolumes", "list_persistent_volume"),
+            ("storageclasses", "list_storage_class"),
+            ("csinodes", "list_csi_node"),
+            ("csidrivers", "list_csi_driver"),
+        )
+        for op in _list_and_watch(resource, method)
+    ],
     (
         "create the lease",
         ("coordination.k8s.io", "leases", "create"),

@@ -7,6 +7,7 @@ from pumice.cache.cache import NO_QUEUE, ClusterCache
 from pumice.cache.handler import Handler
 from pumice.cache.pods import PodEntry, PodState
 from pumice.cache.slim import PodSlimmer, slim_pod
+from pumice.cache.storage import StorageCache
 
 __all__ = [
     "NO_QUEUE",
@@ -15,5 +16,6 @@ __all__ = [
     "PodEntry",
     "PodSlimmer",
     "PodState",
+    "StorageCache",
     "slim_pod",
 ]

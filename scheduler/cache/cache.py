@@ -4,7 +4,7 @@ Every watch event changes the one ``ClusterSnapshot`` the cache owns (``put_*`` 
 no rebuild per cycle); ``snapshot()`` hands each session an independent clone. The cache does
 no I/O: the daemon feeds it from the informers (one handler per informer: ``nodes``,
 ``pending_pods``, ``assigned_pods``, ``podgroups``, ``queues``, ``priority_classes``,
-``namespaces``) and tells it what the scheduler decided (``assume``) and what the API server
+``namespaces``; ``storage.handler(kind)`` for each storage kind served) and tells it what the scheduler decided (``assume``) and what the API server
 answered (``finish_binding``, ``forget``, ``bound_elsewhere``, ``gone``).
 
 Pods follow the state machine of ``pumice.cache.pods``. Pods of other schedulers come only from
@@ -36,6 +36,7 @@ from pumice.cache.handler import Handler
 from pumice.cache.namespaces import NamespaceStore
 from pumice.cache.pods import PodEntry, PodState, is_gated, is_terminal, parse_task, pod_uid
 from pumice.cache.slim import PodSlimmer
+from pumice.cache.storage import StorageCache
 from pumice.model import (
     ClusterSnapshot,
     JobInfo,
@@ -97,6 +98,8 @@ class ClusterCache:
         self.priority_classes = Handler(self._pc_upsert, self._pc_delete, self._touch)
         namespaces = NamespaceStore(self.state.namespaces)
         self.namespaces = Handler(namespaces.upsert, namespaces.delete, self._touch)
+        self.storage = StorageCache(self._touch)
+        """Claims, volumes, classes, CSI nodes and drivers (``pumice.cache.storage``)."""
 
     # -- what the scheduler reads -------------------------------------------------------------
 
@@ -104,6 +107,7 @@ class ClusterCache:
         """An independent copy for one session, without pods that are backing off."""
         now = self._clock()
         snap = self.state.clone()
+        snap.storage = self.storage.view()
         for uid, until in list(self._held.items()):
             if until <= now:
                 del self._held[uid]

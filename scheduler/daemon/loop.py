@@ -2,7 +2,8 @@
 
 ::
 
-    connect ─► informers (nodes first, then pods, PodGroups, Queues, PriorityClasses)
+    connect ─► informers (nodes first, then pods, PodGroups, Queues, PriorityClasses, and
+               the storage kinds the cluster serves)
             ─► wait until every initial list is in the cache; freeze it (``collector``)
             ─► loop: snapshot (event-loop thread) ─► session (worker thread) ─► commits
                      handed back to the loop: assume + bind in the background
@@ -27,6 +28,7 @@ from functools import partial
 import structlog
 
 from pumice.cache import ClusterCache, PodState
+from pumice.cache.storage import describe as describe_storage
 from pumice.daemon.binding import BackgroundWork, BoundCallback
 from pumice.daemon.collector import CollectorPolicy
 from pumice.daemon.committers import DryRunCommitter, LoopCommitter
@@ -37,6 +39,7 @@ from pumice.daemon.notify import Notifier, run_watchdog
 from pumice.daemon.outcome import CycleOutcome, collect
 from pumice.daemon.reload import ConfigReloader, Loader
 from pumice.daemon.reporting import Reporter
+from pumice.daemon.storage import storage_served
 from pumice.framework.config import SchedulerConfig
 from pumice.framework.host import PluginHost
 from pumice.framework.session import Session
@@ -50,6 +53,7 @@ from pumice.kube import (
     Binder,
     Evictor,
     Informer,
+    Kind,
     Kube,
     KubeSettings,
     StatusWriter,
@@ -114,6 +118,8 @@ class Daemon:
         self.synced = False
         """Every informer's initial list is in the cache."""
         self.health: HealthServer | None = None
+        self._storage_kinds: list[tuple[Kind, str]] = []
+        """The storage kinds the cluster serves, with the cache's store for each."""
         elect = options.leader_elect
         self.leadership = Leadership(
             settings.leader_election,
@@ -241,6 +247,7 @@ class Daemon:
             default_queue=self.options.config.scheduler.default_queue,
         )
         self.cache.on_arrival = self._arrived.set
+        self._storage_kinds = await storage_served(kube)
         return self.cache
 
     async def _start_informers(self, kube: Kube, cache: ClusterCache) -> list[asyncio.Task[None]]:
@@ -259,6 +266,8 @@ class Daemon:
             # with any order, so they simply start together after the nodes.
             specs.insert(1, (QUEUES, cache.queues, "queues", None))
             specs.insert(2, (PODGROUPS, cache.podgroups_handler, "podgroups", None))
+        for kind, store in self._storage_kinds:
+            specs.append((kind, cache.storage.handler(store), kind.plural, None))
         runners = []
         for i, (kind, handler, name, selector) in enumerate(specs):
             informer = Informer(
@@ -283,6 +292,8 @@ class Daemon:
             len(cache.podgroups),
             len(cache.state.queues),
         )
+        if cache.storage.served:
+            log.info("storage synced: %s", describe_storage(cache.storage))
         return runners
 
     async def _wait_synced(

@@ -241,6 +241,8 @@ class _StateCollector(Collector):
             objects.add_metric(["pods"], len(cache.pods))
             objects.add_metric(["podgroups"], len(cache.podgroups))
             objects.add_metric(["queues"], len(state.queues))
+            for kind in sorted(cache.storage.served):  # claims, volumes, ... where served
+                objects.add_metric([kind], len(cache.storage.stores[kind]))
             per_queue: dict[str, int] = dict.fromkeys(state.queues, 0)
             for job in list(state.jobs.values()):
                 waiting = sum(1 for _ in job.tasks_in(TaskStatus.PENDING))

@@ -57,6 +57,13 @@ PODGROUPS = Kind("scheduling.volcano.sh", "v1beta1", "podgroups", True, "PodGrou
 QUEUES = Kind("scheduling.volcano.sh", "v1beta1", "queues", False, "Queue")
 NAMESPACES = Kind("", "v1", "namespaces", False, "Namespace")
 PRIORITYCLASSES = Kind("scheduling.k8s.io", "v1", "priorityclasses", False, "PriorityClass")
+PERSISTENTVOLUMECLAIMS = Kind("", "v1", "persistentvolumeclaims", True, "PersistentVolumeClaim")
+PERSISTENTVOLUMES = Kind("", "v1", "persistentvolumes", False, "PersistentVolume")
+STORAGECLASSES = Kind("storage.k8s.io", "v1", "storageclasses", False, "StorageClass")
+CSINODES = Kind("storage.k8s.io", "v1", "csinodes", False, "CSINode")
+CSIDRIVERS = Kind("storage.k8s.io", "v1", "csidrivers", False, "CSIDriver")
+STORAGE_KINDS = (PERSISTENTVOLUMECLAIMS, PERSISTENTVOLUMES, STORAGECLASSES, CSINODES, CSIDRIVERS)
+"""What volume decisions read, each informed only where the cluster serves it."""
 LEASES = Kind("coordination.k8s.io", "v1", "leases", True, "Lease")
 EVENTS = Kind("events.k8s.io", "v1", "events", True, "Event")
 CORE_EVENTS = Kind("", "v1", "events", True, "Event")

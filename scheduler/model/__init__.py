@@ -10,10 +10,12 @@ from pumice.model.requests import NON_ZERO_DEFAULTS, pod_requests, with_non_zero
 from pumice.model.resource import Resource, ResourceError, ResourceUnderflow, resource_list
 from pumice.model.snapshot import ClusterSnapshot
 from pumice.model.status import TaskStatus
+from pumice.model.storage import NO_STORAGE, StorageObjects
 from pumice.model.terms import NO_TERMS, PodTerms, TaskShape, pod_terms
 
 __all__ = [
     "NON_ZERO_DEFAULTS",
+    "NO_STORAGE",
     "NO_TERMS",
     "ClusterSnapshot",
     "JobInfo",
@@ -26,6 +28,7 @@ __all__ = [
     "Resource",
     "ResourceError",
     "ResourceUnderflow",
+    "StorageObjects",
     "TaskInfo",
     "TaskShape",
     "TaskStatus",

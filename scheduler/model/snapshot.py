@@ -15,6 +15,9 @@ sides a new identity, so after it neither owns any job and each copies what it c
 session changes few jobs, so a cycle copies only those.
 
 Nothing else may change a job in place: go through ``writable_job`` (statements do).
+
+``storage`` (``pumice.model.storage``) is the cache's read-only picture of claims, volumes and
+the storage classes and CSI objects; clones share it.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from pumice.model.node import NodeInfo, NodeTable
 from pumice.model.objects import JobInfo, QueueInfo, TaskInfo
 from pumice.model.resource import Resource
 from pumice.model.status import TaskStatus
+from pumice.model.storage import NO_STORAGE, StorageObjects
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 """The label the API server sets on every Namespace: its name."""
@@ -63,6 +67,8 @@ class ClusterSnapshot:
     affinity's ``namespaceSelector``; read a name through ``namespace_labels``, which answers
     for namespaces that pods name but that are not known. The label mappings are replaced,
     never changed in place, so a clone shares them."""
+    storage: StorageObjects = NO_STORAGE
+    """Claims, volumes, classes, CSI nodes and drivers (read only; shared by clones)."""
     identity: object = field(default_factory=object)
     taken_at: float = field(default_factory=time.time)
     """When this picture of the cluster was taken (seconds since the epoch): the clock of a
@@ -121,6 +127,7 @@ class ClusterSnapshot:
             task_jobs=dict(self.task_jobs),
             orphans={name: set(uids) for name, uids in self.orphans.items()},
             namespaces=dict(self.namespaces),
+            storage=self.storage,
             taken_at=time.time(),
         )
         self.identity = object()  # the jobs are shared now: this side copies before writing too

@@ -142,6 +142,12 @@ async def _route(server: SimServer, request: web.BaseRequest) -> web.StreamRespo
             server.writes.clear()
             return json_response({"items": [], "total": 0})
         raise method_not_allowed()
+    if path == "/sim/volumes":
+        if method in ("PUT", "POST", "PATCH"):
+            server.volumes.provisioner.configure(await read_json(request))
+        elif method != "GET":
+            raise method_not_allowed()
+        return json_response(server.volumes.provisioner.to_json())
     if path == "/sim/state":
         return json_response(server.state())
     raise no_such_path()

@@ -5,7 +5,8 @@ a scheduler can observe: name rules and ``generateName``; pod defaults (schedule
 policy, grace period, requests defaulted from limits, QoS class, the not-ready/unreachable
 tolerations, ``PodScheduled=False/SchedulingGated``); the Priority admission plugin (resolving
 ``priorityClassName`` into ``spec.priority`` or refusing an unknown class); pod spec
-immutability; Namespace, PriorityClass and Volcano Queue defaults; and what a kubelet (or KWOK)
+immutability; Namespace, PriorityClass and Volcano Queue defaults; the storage kinds' defaults
+and the DefaultStorageClass plugin (``pumice.sim.volumerules``); and what a kubelet (or KWOK)
 fills in when a node registers (Ready condition, allocatable, an InternalIP).
 """
 
@@ -16,15 +17,18 @@ import re
 from typing import Any
 
 from pumice.sim import events as event_views
+from pumice.sim import volumerules
 from pumice.sim.errors import ApiError, forbidden, invalid
 from pumice.sim.objects import Obj, get_path, meta, now_rfc3339, set_condition
 from pumice.sim.resources import (
     EVENTS_V1,
     NAMESPACES,
     NODES,
+    PERSISTENT_VOLUME_CLAIMS,
     PODS,
     PRIORITY_CLASSES,
     QUEUES,
+    STORAGE_CLASSES,
     ResourceType,
 )
 from pumice.sim.store import Store
@@ -135,7 +139,10 @@ class Admission:
             return self._priority_class_create(obj)
         if rtype is QUEUES:
             return self._queue_create(obj)
-        return obj
+        if rtype is PERSISTENT_VOLUME_CLAIMS:
+            classes = self.store.table(STORAGE_CLASSES.table).values()
+            obj = volumerules.with_default_class(obj, classes)
+        return volumerules.defaults(rtype, obj)
 
     def _pod_create(self, pod: Obj, seeding: bool) -> Obj:
         name = str(meta(pod).get("name", ""))

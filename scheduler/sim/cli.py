@@ -130,6 +130,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "holding one is an error",
     )
     parser.add_argument(
+        "--without-storage",
+        action="store_true",
+        help="serve no PersistentVolumeClaims, PersistentVolumes or storage.k8s.io kinds, and "
+        "play no volume controllers, as a cluster without storage APIs",
+    )
+    parser.add_argument(
+        "--fail-provisioning",
+        type=float,
+        default=0.0,
+        metavar="FRACTION",
+        help="fail this fraction of volume provisioning attempts (seeded), as a driver out of "
+        "capacity: a ProvisioningFailed event, and the claim's selected-node annotation "
+        "removed (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--provisioning-delay",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="seconds each volume provisioning attempt takes (default: %(default)s)",
+    )
+    parser.add_argument(
         "--without-priority-and-fairness",
         action="store_true",
         help="send no X-Kubernetes-PF-* headers, as a server without API Priority and Fairness",
@@ -254,7 +276,14 @@ def _seed(server: SimServer, args: argparse.Namespace) -> Counter[str]:
 async def _serve(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise BadInput(f"--port {args.port}: must be within 0..65535")
-    for flag in ("pod_start_delay", "pod_termination_delay", "bookmark_interval"):
+    if not 0.0 <= args.fail_provisioning <= 1.0:
+        raise BadInput(f"--fail-provisioning {args.fail_provisioning}: must be within 0..1")
+    for flag in (
+        "pod_start_delay",
+        "pod_termination_delay",
+        "bookmark_interval",
+        "provisioning_delay",
+    ):
         if getattr(args, flag) < 0:
             raise BadInput(f"--{flag.replace('_', '-')}: must not be negative")
     # 0 would flood every watcher with bookmarks as fast as the loop turns
@@ -271,6 +300,9 @@ async def _serve(args: argparse.Namespace) -> int:
             defaults=not args.no_defaults,
             authorization=args.authorization,
             volcano=not args.without_volcano,
+            storage=not args.without_storage,
+            fail_provisioning=args.fail_provisioning,
+            provisioning_delay=args.provisioning_delay,
             priority_and_fairness=not args.without_priority_and_fairness,
         )
     )

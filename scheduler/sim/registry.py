@@ -268,8 +268,11 @@ class Registry:
         rtype = self.types.for_object(api_version, kind)
         if rtype is None:
             why = ""
-            if EVERY_TYPE.for_object(api_version, kind) is not None:
-                why = f" (this server does not serve the group {api_version.partition('/')[0]})"
+            known = EVERY_TYPE.for_object(api_version, kind)
+            if known is not None and known.group:
+                why = f" (this server does not serve the group {known.group})"
+            elif known is not None:
+                why = f" (this server does not serve {known.plural})"
             raise bad_request(f"no resource serves kind {kind!r} in {api_version!r}{why}")
         if validate:
             obj = Checks(STRICT).check(rtype, obj)

@@ -9,6 +9,8 @@ same objects seen through a conversion, exactly as in the real server.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -293,6 +295,31 @@ QUEUES = ResourceType(
     ("status",),
 )
 
+# -- volumes: claims, volumes and the storage.k8s.io kinds (see pumice.sim.volumes) ----------
+STORAGE_GROUP = "storage.k8s.io"
+
+
+def _storage(
+    plural: str, kind: str, group: str, namespaced: bool, short: tuple[str, ...] = ()
+) -> ResourceType:
+    """A storage kind: strategic merge patch on metadata (and status conditions), no
+    ``metadata.generation``; claims and volumes have a status subresource."""
+    sub = ("status",) if not group else ()
+    keys = {**_META_KEYS, ("status", "conditions"): "type"}
+    made = ResourceType(plural, kind, group, "v1", namespaced, kind.lower(), short, sub)
+    return dataclasses.replace(made, merge_keys=keys, generation=False)
+
+
+PERSISTENT_VOLUME_CLAIMS = _storage(
+    "persistentvolumeclaims", "PersistentVolumeClaim", "", True, ("pvc",)
+)
+PERSISTENT_VOLUMES = _storage("persistentvolumes", "PersistentVolume", "", False, ("pv",))
+STORAGE_CLASSES = _storage("storageclasses", "StorageClass", STORAGE_GROUP, False, ("sc",))
+CSI_NODES = _storage("csinodes", "CSINode", STORAGE_GROUP, False)
+CSI_DRIVERS = _storage("csidrivers", "CSIDriver", STORAGE_GROUP, False)
+STORAGE_TYPES: tuple[ResourceType, ...] = (PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES)
+STORAGE_TYPES += (STORAGE_CLASSES, CSI_NODES, CSI_DRIVERS)
+
 # -- identities and RBAC (see pumice.sim.rbac and pumice.sim.access) ------------------------
 RBAC_GROUP = "rbac.authorization.k8s.io"
 SERVICE_ACCOUNTS = ResourceType(
@@ -392,6 +419,7 @@ ALL_TYPES: tuple[ResourceType, ...] = (
     PRIORITY_CLASSES,
     PODGROUPS,
     QUEUES,
+    *STORAGE_TYPES,
     *RBAC_TYPES,
 )
 
@@ -403,7 +431,7 @@ class ResourceSet:
     """The resource types one server serves, indexed by URL path and by kind.
 
     Each ``SimServer`` holds its own (``served_types``), so two servers in one process may
-    serve different groups; the two sets are built once and never change.
+    serve different groups; each set is built once and never changes.
     """
 
     def __init__(self, types: tuple[ResourceType, ...]) -> None:
@@ -436,12 +464,21 @@ class ResourceSet:
 
 
 EVERY_TYPE = ResourceSet(ALL_TYPES)
-WITHOUT_VOLCANO = ResourceSet(tuple(t for t in ALL_TYPES if t.group != VOLCANO_GROUP))
 
 
-def served_types(volcano: bool = True) -> ResourceSet:
-    """What a server serves: everything, or everything but Volcano's group."""
-    return EVERY_TYPE if volcano else WITHOUT_VOLCANO
+@functools.cache
+def served_types(volcano: bool = True, storage: bool = True) -> ResourceSet:
+    """What a server serves: everything, or everything but Volcano's group and/or the storage
+    kinds (claims, volumes and ``storage.k8s.io``); each set is built once."""
+    if volcano and storage:
+        return EVERY_TYPE
+    return ResourceSet(
+        tuple(
+            t
+            for t in ALL_TYPES
+            if (volcano or t.group != VOLCANO_GROUP) and (storage or t not in STORAGE_TYPES)
+        )
+    )
 
 
 def for_object(api_version: str, kind: str) -> ResourceType | None:

@@ -322,6 +322,117 @@ QUEUE = _top(
     },
 )
 
+# -- volumes ------------------------------------------------------------------------------
+
+_CLAIM_REF: dict[str, Schema] = _open(
+    "kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath"
+)
+
+PERSISTENT_VOLUME_CLAIM = _top(
+    spec={
+        "accessModes": ListOf(STRING),
+        "selector": ANY,
+        "resources": {"limits": MapOf(QUANTITY), "requests": MapOf(QUANTITY)},
+        "volumeName": STRING,
+        "storageClassName": STRING,
+        "volumeMode": STRING,
+        "dataSource": ANY,
+        "dataSourceRef": ANY,
+        "volumeAttributesClassName": STRING,
+    },
+    status={
+        "phase": STRING,
+        "accessModes": ListOf(STRING),
+        "capacity": MapOf(QUANTITY),
+        "allocatedResources": MapOf(QUANTITY),
+        **_open(
+            "conditions",
+            "allocatedResourceStatuses",
+            "currentVolumeAttributesClassName",
+            "modifyVolumeStatus",
+        ),
+    },
+)
+
+VOLUME_SOURCES = (
+    "awsElasticBlockStore",
+    "azureDisk",
+    "azureFile",
+    "cephfs",
+    "cinder",
+    "csi",
+    "fc",
+    "flexVolume",
+    "flocker",
+    "gcePersistentDisk",
+    "glusterfs",
+    "hostPath",
+    "iscsi",
+    "local",
+    "nfs",
+    "photonPersistentDisk",
+    "portworxVolume",
+    "quobyte",
+    "rbd",
+    "scaleIO",
+    "storageos",
+    "vsphereVolume",
+)
+"""The volume types a PersistentVolume may name (exactly one)."""
+
+PERSISTENT_VOLUME = _top(
+    spec={
+        "capacity": MapOf(QUANTITY),
+        "accessModes": ListOf(STRING),
+        "claimRef": _CLAIM_REF,
+        "persistentVolumeReclaimPolicy": STRING,
+        "storageClassName": STRING,
+        "mountOptions": ListOf(STRING),
+        "volumeMode": STRING,
+        "nodeAffinity": ANY,
+        "volumeAttributesClassName": STRING,
+        **_open(*VOLUME_SOURCES),
+    },
+    status={"phase": STRING, "message": STRING, "reason": STRING, "lastPhaseTransitionTime": ANY},
+)
+
+STORAGE_CLASS = _top(
+    provisioner=STRING,
+    parameters=MapOf(STRING),
+    reclaimPolicy=STRING,
+    mountOptions=ListOf(STRING),
+    allowVolumeExpansion=BOOLEAN,
+    volumeBindingMode=STRING,
+    allowedTopologies=ANY,
+)
+
+CSI_NODE = _top(
+    spec={
+        "drivers": ListOf(
+            {
+                "name": STRING,
+                "nodeID": STRING,
+                "topologyKeys": ListOf(STRING),
+                "allocatable": {"count": INTEGER},
+            }
+        )
+    }
+)
+
+CSI_DRIVER = _top(
+    spec={
+        "attachRequired": BOOLEAN,
+        "podInfoOnMount": BOOLEAN,
+        "storageCapacity": BOOLEAN,
+        "requiresRepublish": BOOLEAN,
+        "seLinuxMount": BOOLEAN,
+        "fsGroupPolicy": STRING,
+        "volumeLifecycleModes": ListOf(STRING),
+        "tokenRequests": ANY,
+        "nodeAllocatableUpdatePeriodSeconds": INTEGER,
+    }
+)
+
 BY_KIND: dict[tuple[str, str], Schema] = {
     ("v1", "Pod"): POD,
     ("v1", "Node"): NODE,
@@ -333,4 +444,9 @@ BY_KIND: dict[tuple[str, str], Schema] = {
     ("scheduling.k8s.io/v1", "PriorityClass"): PRIORITY_CLASS,
     ("scheduling.volcano.sh/v1beta1", "PodGroup"): PODGROUP,
     ("scheduling.volcano.sh/v1beta1", "Queue"): QUEUE,
+    ("v1", "PersistentVolumeClaim"): PERSISTENT_VOLUME_CLAIM,
+    ("v1", "PersistentVolume"): PERSISTENT_VOLUME,
+    ("storage.k8s.io/v1", "StorageClass"): STORAGE_CLASS,
+    ("storage.k8s.io/v1", "CSINode"): CSI_NODE,
+    ("storage.k8s.io/v1", "CSIDriver"): CSI_DRIVER,
 }

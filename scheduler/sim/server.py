@@ -1,6 +1,7 @@
 """``SimServer``: the simulated Kubernetes API server, assembled and served on loopback.
 
-It wires the store, the registry (API verbs), watches, the KWOK-like lifecycle, fault
+It wires the store, the registry (API verbs), watches, the KWOK-like lifecycle, the volume
+controllers, fault
 injection, the write log and the admin endpoint into one aiohttp application with a single
 catch-all route (one dispatch function is cheaper than aiohttp's router and mirrors the real
 server's request-info parsing). It listens on 127.0.0.1 only (HTTPS with a throw-away CA when
@@ -41,12 +42,14 @@ from pumice.sim.flowcontrol import RESPONSE_HEADERS, FlowControl
 from pumice.sim.lifecycle import Lifecycle, LifecycleConfig
 from pumice.sim.managedfields import writing
 from pumice.sim.objects import Obj
+from pumice.sim.provisioner import VolumeConfig
 from pumice.sim.rbac import bootstrap_policy
 from pumice.sim.registry import Registry
 from pumice.sim.resources import EVERY_TYPE, for_object, served_types
 from pumice.sim.rest import ResourceApi, error_response, json_response, parse_path, verb_of
 from pumice.sim.store import Store
 from pumice.sim.tls import ServingCert, make_serving_cert
+from pumice.sim.volumes import VolumeControllers
 from pumice.sim.watch import WatchHub
 
 log = logging.getLogger("pumice.sim")
@@ -80,6 +83,14 @@ class SimConfig:
     volcano: bool = True
     """Serve Volcano's ``scheduling.volcano.sh`` group (PodGroups, Queues). False is a cluster
     without its CRDs: discovery omits the group, its paths answer 404, seeding its kinds fails."""
+    storage: bool = True
+    """Serve PersistentVolumeClaims, PersistentVolumes and ``storage.k8s.io`` (StorageClasses,
+    CSINodes, CSIDrivers), and play the volume controllers (``pumice.sim.volumes``). False is
+    a cluster without them, as ``volcano=False`` is one without Volcano."""
+    fail_provisioning: float = 0.0
+    """Fraction of volume provisioning attempts that fail (``VolumeControllers``)."""
+    provisioning_delay: float = 0.0
+    """Seconds each volume provisioning attempt takes."""
 
 
 def _uid(obj: Obj) -> object:
@@ -90,7 +101,7 @@ class SimServer:
     def __init__(self, config: SimConfig | None = None) -> None:
         self.config = config or SimConfig()
         self.store = Store(self.config.history_size)
-        self.types = served_types(self.config.volcano)
+        self.types = served_types(self.config.volcano, self.config.storage)
         self.discovery = Discovery(self.types)
         self.registry = Registry(self.store, self.config.seed, self.types)
         self.hub = WatchHub()
@@ -100,6 +111,12 @@ class SimServer:
         self.lifecycle = Lifecycle(
             self.store,
             LifecycleConfig(self.config.pod_start_delay, self.config.pod_termination_delay),
+        )
+        self.volumes = VolumeControllers(
+            self.registry,
+            VolumeConfig(
+                self.config.fail_provisioning, self.config.provisioning_delay, self.config.seed
+            ),
         )
         self.api = ResourceApi(
             self.registry,
@@ -182,6 +199,8 @@ class SimServer:
         self._runner = runner
         await self._listen(port)
         self.lifecycle.start()
+        if self.config.storage:
+            self.volumes.start()
 
     def _make_request(
         self,
@@ -206,6 +225,7 @@ class SimServer:
 
     async def stop(self) -> None:
         self.lifecycle.stop()
+        self.volumes.stop()
         await self.faults.stop()
         self.hub.close_all()
         if self._runner is not None:

@@ -3,7 +3,8 @@
 kubectl requests ``Accept: application/json;as=Table;v=v1;g=meta.k8s.io`` and prints the
 columns the server defines; columns with priority 1 appear only with ``-o wide``. Pods, nodes
 and events get the real server's columns, PodGroups and Queues the printer columns of
-Volcano's CRDs; every other resource gets Name and Age.
+Volcano's CRDs, claims, volumes, StorageClasses, CSINodes and CSIDrivers the columns kubectl
+shows for them; every other resource gets Name and Age.
 """
 
 from __future__ import annotations
@@ -14,12 +15,17 @@ from typing import Any
 
 from pumice.sim.objects import Obj, get_path, human_age, meta, parse_time
 from pumice.sim.resources import (
+    CSI_DRIVERS,
+    CSI_NODES,
     EVENTS,
     EVENTS_V1,
     NODES,
+    PERSISTENT_VOLUME_CLAIMS,
+    PERSISTENT_VOLUMES,
     PODGROUPS,
     PODS,
     QUEUES,
+    STORAGE_CLASSES,
     ResourceType,
 )
 
@@ -194,12 +200,164 @@ def _queue_row(queue: Obj, now: float) -> list[Any]:
 
 _QUEUE_COLUMNS: list[Column] = [("Name", "string", 0), ("PARENT", "string", 0)]
 
+# -- volumes: the columns kubectl shows for claims, volumes, classes and CSI objects ----------
+_MODE_ABBREVIATIONS = {
+    "ReadWriteOnce": "RWO",
+    "ReadOnlyMany": "ROX",
+    "ReadWriteMany": "RWX",
+    "ReadWriteOncePod": "RWOP",
+}
+DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
+
+
+def _modes(modes: Any) -> str:
+    return ",".join(_MODE_ABBREVIATIONS.get(m, str(m)) for m in modes or [])
+
+
+def _class_of(obj: Obj) -> str:
+    beta = (meta(obj).get("annotations") or {}).get("volume.beta.kubernetes.io/storage-class")
+    return str(beta if beta is not None else get_path(obj, "spec", "storageClassName") or "")
+
+
+def _claim_row(claim: Obj, now: float) -> list[Any]:
+    spec = claim.get("spec") or {}
+    status = claim.get("status") or {}
+    bound = bool(spec.get("volumeName"))
+    return [
+        meta(claim).get("name", ""),
+        status.get("phase") or "",
+        spec.get("volumeName") or "",
+        (status.get("capacity") or {}).get("storage", "") if bound else "",
+        _modes(status.get("accessModes")) if bound else "",
+        _class_of(claim),
+        spec.get("volumeAttributesClassName") or "<unset>",
+        _age(claim, now),
+        spec.get("volumeMode") or "<unset>",
+    ]
+
+
+_CLAIM_COLUMNS: list[Column] = [
+    ("Name", "string", 0),
+    ("Status", "string", 0),
+    ("Volume", "string", 0),
+    ("Capacity", "string", 0),
+    ("Access Modes", "string", 0),
+    ("StorageClass", "string", 0),
+    ("VolumeAttributesClass", "string", 0),
+    ("Age", "string", 0),
+    ("VolumeMode", "string", 1),
+]
+
+
+def _volume_row(volume: Obj, now: float) -> list[Any]:
+    spec = volume.get("spec") or {}
+    status = volume.get("status") or {}
+    ref = spec.get("claimRef") or {}
+    claim = f"{ref.get('namespace', '')}/{ref.get('name', '')}" if ref.get("name") else ""
+    return [
+        meta(volume).get("name", ""),
+        (spec.get("capacity") or {}).get("storage", ""),
+        _modes(spec.get("accessModes")),
+        spec.get("persistentVolumeReclaimPolicy") or "",
+        status.get("phase") or "",
+        claim,
+        _class_of(volume),
+        spec.get("volumeAttributesClassName") or "<unset>",
+        status.get("reason") or "",
+        _age(volume, now),
+        spec.get("volumeMode") or "<unset>",
+    ]
+
+
+_VOLUME_COLUMNS: list[Column] = [
+    ("Name", "string", 0),
+    ("Capacity", "string", 0),
+    ("Access Modes", "string", 0),
+    ("Reclaim Policy", "string", 0),
+    ("Status", "string", 0),
+    ("Claim", "string", 0),
+    ("StorageClass", "string", 0),
+    ("VolumeAttributesClass", "string", 0),
+    ("Reason", "string", 0),
+    ("Age", "string", 0),
+    ("VolumeMode", "string", 1),
+]
+
+
+def _storage_class_row(sc: Obj, now: float) -> list[Any]:
+    name = str(meta(sc).get("name", ""))
+    if (meta(sc).get("annotations") or {}).get(DEFAULT_CLASS_ANNOTATION) == "true":
+        name += " (default)"
+    return [
+        name,
+        sc.get("provisioner", ""),
+        sc.get("reclaimPolicy") or "Delete",
+        sc.get("volumeBindingMode") or "Immediate",
+        sc.get("allowVolumeExpansion") is True,
+        _age(sc, now),
+    ]
+
+
+_STORAGE_CLASS_COLUMNS: list[Column] = [
+    ("Name", "string", 0),
+    ("Provisioner", "string", 0),
+    ("ReclaimPolicy", "string", 0),
+    ("VolumeBindingMode", "string", 0),
+    ("AllowVolumeExpansion", "string", 0),
+    ("Age", "string", 0),
+]
+
+
+def _csi_node_row(node: Obj, now: float) -> list[Any]:
+    drivers = get_path(node, "spec", "drivers") or []
+    return [meta(node).get("name", ""), len(drivers), _age(node, now)]
+
+
+_CSI_NODE_COLUMNS: list[Column] = [
+    ("Name", "string", 0),
+    ("Drivers", "integer", 0),
+    ("Age", "string", 0),
+]
+
+
+def _csi_driver_row(driver: Obj, now: float) -> list[Any]:
+    spec = driver.get("spec") or {}
+    tokens = spec.get("tokenRequests") or []
+    audiences = ",".join(str(t.get("audience", "")) for t in tokens if isinstance(t, dict))
+    return [
+        meta(driver).get("name", ""),
+        spec.get("attachRequired", True) is True,
+        spec.get("podInfoOnMount") is True,
+        spec.get("storageCapacity") is True,
+        audiences or "<unset>",
+        spec.get("requiresRepublish") is True,
+        ",".join(spec.get("volumeLifecycleModes") or ["Persistent"]),
+        _age(driver, now),
+    ]
+
+
+_CSI_DRIVER_COLUMNS: list[Column] = [
+    ("Name", "string", 0),
+    ("AttachRequired", "boolean", 0),
+    ("PodInfoOnMount", "boolean", 0),
+    ("StorageCapacity", "boolean", 0),
+    ("TokenRequests", "string", 0),
+    ("RequiresRepublish", "boolean", 0),
+    ("Modes", "string", 0),
+    ("Age", "string", 0),
+]
+
 _PRINTERS: dict[str, tuple[list[Column], Callable[[Obj, float], list[Any]]]] = {
     PODGROUPS.table: (_PODGROUP_COLUMNS, _podgroup_row),
     QUEUES.table: (_QUEUE_COLUMNS, _queue_row),
     PODS.table: (_POD_COLUMNS, _pod_row),
     NODES.table: (_NODE_COLUMNS, _node_row),
     EVENTS.table: (_EVENT_COLUMNS, _event_row),
+    PERSISTENT_VOLUME_CLAIMS.table: (_CLAIM_COLUMNS, _claim_row),
+    PERSISTENT_VOLUMES.table: (_VOLUME_COLUMNS, _volume_row),
+    STORAGE_CLASSES.table: (_STORAGE_CLASS_COLUMNS, _storage_class_row),
+    CSI_NODES.table: (_CSI_NODE_COLUMNS, _csi_node_row),
+    CSI_DRIVERS.table: (_CSI_DRIVER_COLUMNS, _csi_driver_row),
 }
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import orjson
 
-from pumice.sim import quantities, schemas
+from pumice.sim import quantities, schemas, volumerules
 from pumice.sim.admission import SUBDOMAIN_MSG, name_problems
 from pumice.sim.errors import ApiError, bad_request, invalid
 from pumice.sim.objects import Obj, meta
@@ -259,6 +259,7 @@ class Checks:
         problems = walk.problems + _meta_problems(cleaned) + _generate_name_problems(rtype, cleaned)
         if rtype.kind in ("Pod", "Node") and not rtype.group:
             problems += _resource_problems(cleaned)
+        problems += volumerules.problems(rtype, cleaned, old)
         if old is not None:
             problems += _immutable_problems(rtype, old, cleaned)
         if problems:

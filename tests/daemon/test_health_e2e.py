@@ -96,6 +96,7 @@ async def test_metrics_count_the_binds_the_server_accepted(sim: Any, tmp_path: P
     assert values[("pumice_leader", ())] == 1
     assert values[("pumice_pending_pods", (("queue", "default"),))] == 2
     assert values[("pumice_cache_objects", (("kind", "nodes"),))] == 3
+    assert values[("pumice_cache_objects", (("kind", "claims"),))] == 0  # served, none made
     assert values[("pumice_session_duration_seconds_count", ())] >= 1
     # Every bound pod had a first attempt: its SLI was observed once.
     assert values[("scheduler_pod_scheduling_sli_duration_seconds_count", ())] == accepted

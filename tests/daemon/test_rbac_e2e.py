@@ -9,7 +9,8 @@ an in-process sim, with short periods and a short Lease):
 * replica A takes the Lease (create, renew), binds four low-priority pods (Scheduled events
   through ``events.k8s.io``), leaves a 64-cpu gang pending (its pod's condition, a
   FailedScheduling event, PodGroup and Queue status), evicts two pods for an urgent one and
-  nominates it; a node comes and goes, so the pending pod's message changes and comes back:
+  nominates it (on the way, a claim the sim binds shows up bound in the cache through the
+  storage informers); a node comes and goes, so the pending pod's message changes and comes back:
   a repeat of its first event, whose series count A writes (patch) as it stops and hands the
   Lease back;
 * the cluster stops serving ``events.k8s.io`` (fault injection: discovery and the first event
@@ -36,6 +37,7 @@ from typing import Any
 
 import pytest
 from kubernetes_asyncio import client as k8s_client
+from sim.volumekit import claim, volume
 
 from daemon.test_leader_e2e import holder, lease
 from daemon.test_preemption_e2e import ACTIONS, prioritised, priority_class, running
@@ -149,6 +151,13 @@ def message(sim: Any, name: str) -> str:
     return str((found or {}).get("message") or "")
 
 
+def claim_cached(daemon: Daemon) -> bool:
+    """The claim, bound by the sim's volume controllers, as the storage informers show it."""
+    cache = daemon.cache
+    found = cache.storage.claims.get("batch/data") if cache is not None else None
+    return bool(found) and (found or {}).get("spec", {}).get("volumeName") == "pv-data"
+
+
 def picky() -> dict[str, Any]:
     """A small pod no node will ever take (its message counts the nodes that refuse it)."""
     p = pod("picky", cpu="100m")
@@ -161,13 +170,15 @@ async def tell(sim: Any, config: Path) -> Story:
     # (the sim serves the "default" Queue already, as Volcano's controller creates it)
     seed(sim, [priority_class("low", 10), priority_class("high", 1000), node("n1", cpu="4")])
     try:
-        async with teller.replica("replica-a"):
+        async with teller.replica("replica-a") as daemon:
             seed(sim, [picky()])
             await teller.until("unschedulable", lambda: message(sim, "picky"))
             await teller.until("event", lambda: events_about(sim, "picky"))
             await teller.node_churn("n2", "picky")
             seed(sim, [prioritised(f"low-{i}", "low", "1") for i in range(4)])
             await teller.until("bound", lambda: all(running(sim, f"low-{i}") for i in range(4)))
+            seed(sim, [volume("pv-data", "5Gi"), claim("data", namespace="batch")])
+            await teller.until("claim bound, in the cache", lambda: claim_cached(daemon))
             seed(sim, gang("huge", 1, cpu="64"))  # more than the queue's share: gang status
             await teller.until("gang refused", lambda: message(sim, "huge-0"))
             seed(sim, [prioritised("urgent", "high", "2")])  # evicts two of the low ones
@@ -202,6 +213,7 @@ FULL_STORY = [
     "picky sees n2",
     "picky without n2",
     "bound",
+    "claim bound, in the cache",
     "gang refused",
     "preempted",
     "lease released",

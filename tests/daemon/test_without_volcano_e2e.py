@@ -22,6 +22,13 @@ pytestmark = pytest.mark.slow
 
 VOLCANO = "/apis/scheduling.volcano.sh"
 WARNING = "Volcano's PodGroup and Queue resources are not served"
+STORAGE_INFORMERS = (
+    "persistentvolumeclaims",
+    "persistentvolumes",
+    "storageclasses",
+    "csinodes",
+    "csidrivers",
+)
 
 
 def is_running(pod: dict[str, Any]) -> bool:
@@ -62,6 +69,7 @@ async def test_without_volcano_every_pod_is_its_own_job_in_the_default_queue(
             "assigned-pods",
             "priorityclasses",
             "namespaces",
+            *STORAGE_INFORMERS,
         }
         snapshot = cache.snapshot()
         jobs = {

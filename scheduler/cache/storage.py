@@ -1,0 +1,144 @@
+"""Claims, volumes, StorageClasses, CSINodes and CSIDrivers as the cache keeps them.
+
+One store per kind, fed by its own informer (``handlers`` gives the ``Handler`` of each kind
+the cluster serves); objects are kept slimmed to what volume decisions read: a claim's
+access modes, request, class, volume name, selector, annotations (bind-completed,
+selected-node) and phase; a volume's capacity, modes, class, claimRef, node affinity, volume
+source, labels (zones) and phase; a class's provisioner, binding mode and allowed topologies;
+a CSINode's drivers with their limits; a CSIDriver's spec. ``view()`` is the read-only
+``StorageObjects`` sessions get on their snapshot, rebuilt only after a change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import MappingProxyType
+from typing import Any
+
+from pumice.cache.groups import Obj, object_key
+from pumice.cache.handler import Handler
+from pumice.model.storage import NO_STORAGE, StorageObjects
+
+KINDS = ("claims", "volumes", "classes", "csinodes", "csidrivers")
+"""The stores, in the order the daemon starts their informers."""
+
+_KEPT_META = ("name", "namespace", "uid", "labels", "annotations", "deletionTimestamp")
+_KEPT_CLAIM_SPEC = (
+    "accessModes",
+    "resources",
+    "storageClassName",
+    "volumeName",
+    "volumeMode",
+    "selector",
+    "dataSource",
+    "dataSourceRef",
+)
+_DROPPED_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
+
+
+def _meta(obj: Obj) -> Obj:
+    m = obj.get("metadata") or {}
+    out = {k: m[k] for k in _KEPT_META if k in m}
+    notes = out.get("annotations")
+    if notes and any(k in notes for k in _DROPPED_ANNOTATIONS):
+        out["annotations"] = {k: v for k, v in notes.items() if k not in _DROPPED_ANNOTATIONS}
+    return out
+
+
+def slim_claim(claim: Obj) -> Obj:
+    spec = claim.get("spec") or {}
+    status = claim.get("status") or {}
+    return {
+        "metadata": _meta(claim),
+        "spec": {k: spec[k] for k in _KEPT_CLAIM_SPEC if k in spec},
+        "status": {k: status[k] for k in ("phase", "accessModes", "capacity") if k in status},
+    }
+
+
+def slim_volume(volume: Obj) -> Obj:
+    spec = {k: v for k, v in (volume.get("spec") or {}).items() if k != "mountOptions"}
+    phase = (volume.get("status") or {}).get("phase")
+    return {"metadata": _meta(volume), "spec": spec, "status": {"phase": phase} if phase else {}}
+
+
+def slim_class(sc: Obj) -> Obj:
+    kept = ("provisioner", "volumeBindingMode", "allowedTopologies", "reclaimPolicy", "parameters")
+    return {"metadata": _meta(sc), **{k: sc[k] for k in kept if k in sc}}
+
+
+def slim_spec(obj: Obj) -> Obj:
+    """CSINodes and CSIDrivers: metadata and spec."""
+    return {"metadata": _meta(obj), "spec": obj.get("spec") or {}}
+
+
+_SLIMMERS: dict[str, Callable[[Obj], Obj]] = {
+    "claims": slim_claim,
+    "volumes": slim_volume,
+    "classes": slim_class,
+    "csinodes": slim_spec,
+    "csidrivers": slim_spec,
+}
+
+
+class StorageCache:
+    """The five stores, their informer handlers, and the sessions' read-only view."""
+
+    def __init__(self, touch: Callable[[], None]) -> None:
+        self._touch = touch
+        self.stores: dict[str, dict[str, Obj]] = {kind: {} for kind in KINDS}
+        self.served: set[str] = set()
+        """The kinds whose informers run (the cluster serves them)."""
+        self._view: StorageObjects | None = NO_STORAGE
+
+    @property
+    def claims(self) -> dict[str, Obj]:
+        return self.stores["claims"]
+
+    @property
+    def volumes(self) -> dict[str, Obj]:
+        return self.stores["volumes"]
+
+    @property
+    def classes(self) -> dict[str, Obj]:
+        return self.stores["classes"]
+
+    @property
+    def csinodes(self) -> dict[str, Obj]:
+        return self.stores["csinodes"]
+
+    @property
+    def csidrivers(self) -> dict[str, Obj]:
+        return self.stores["csidrivers"]
+
+    def handler(self, kind: str) -> Handler:
+        """The informer handler that keeps the store ``kind`` (one of ``KINDS``)."""
+        store = self.stores[kind]
+        slim = _SLIMMERS[kind]
+        self.served.add(kind)
+        self._view = None
+
+        def upsert(obj: Obj) -> None:
+            store[object_key(obj)] = slim(obj)
+
+        def delete(obj: Obj) -> None:
+            store.pop(object_key(obj), None)
+
+        return Handler(upsert, delete, self._changed)
+
+    def _changed(self) -> None:
+        self._view = None
+        self._touch()
+
+    def view(self) -> StorageObjects:
+        """What a snapshot carries: read-only mappings, new after every change."""
+        if self._view is None:
+            self._view = StorageObjects(
+                **{kind: MappingProxyType(dict(self.stores[kind])) for kind in KINDS},
+                served={"claims", "volumes"} <= self.served,
+            )
+        return self._view
+
+
+def describe(storage: StorageCache) -> dict[str, Any]:
+    """How many objects each served store holds (for the daemon's sync log line)."""
+    return {kind: len(storage.stores[kind]) for kind in KINDS if kind in storage.served}

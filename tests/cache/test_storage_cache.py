@@ -1,0 +1,139 @@
+"""The cache's storage stores, fed plain dicts as their informers would: claims by
+``namespace/name`` and the cluster-scoped kinds by name, slimmed, and handed to sessions as a
+read-only picture on the snapshot that changes only when an object does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pumice.cache import ClusterCache
+from pumice.cache.storage import KINDS
+from pumice.model import NO_STORAGE, ClusterSnapshot
+
+Obj = dict[str, Any]
+
+
+def claim(name: str, volume: str = "", phase: str = "Pending") -> Obj:
+    annotations = {"kubectl.kubernetes.io/last-applied-configuration": "{...}"}
+    if volume:
+        annotations["pv.kubernetes.io/bind-completed"] = "yes"
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {
+            "name": name,
+            "namespace": "batch",
+            "uid": f"uid-{name}",
+            "resourceVersion": "7",
+            "managedFields": [{"manager": "kubectl"}],
+            "annotations": annotations,
+        },
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}},
+            "storageClassName": "fast",
+            "volumeName": volume,
+        },
+        "status": {"phase": phase, "conditions": [{"type": "Resizing"}]},
+    }
+
+
+def volume(name: str) -> Obj:
+    return {
+        "metadata": {"name": name, "labels": {"topology.kubernetes.io/zone": "a"}},
+        "spec": {
+            "capacity": {"storage": "5Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "mountOptions": ["noatime"],
+            "csi": {"driver": "csi.example.com", "volumeHandle": "h"},
+        },
+        "status": {"phase": "Available", "lastPhaseTransitionTime": "2026-01-01T00:00:00Z"},
+    }
+
+
+def cache_with_storage() -> ClusterCache:
+    cache = ClusterCache()
+    for kind in KINDS:
+        cache.storage.handler(kind)
+    return cache
+
+
+def test_each_kind_is_kept_by_its_key_slimmed() -> None:
+    cache = ClusterCache()
+    claims = cache.storage.handler("claims")
+    volumes = cache.storage.handler("volumes")
+    classes = cache.storage.handler("classes")
+    csinodes = cache.storage.handler("csinodes")
+    claims.on_add(claim("data"))
+    volumes.on_add(volume("pv1"))
+    classes.on_add(
+        {"metadata": {"name": "fast"}, "provisioner": "csi.example.com", "mountOptions": ["x"]}
+    )
+    csinodes.on_add({"metadata": {"name": "n1"}, "spec": {"drivers": [{"name": "d"}]}})
+    kept = cache.storage.claims["batch/data"]
+    assert kept["metadata"] == {
+        "name": "data",
+        "namespace": "batch",
+        "uid": "uid-data",
+        "annotations": {},
+    }
+    assert kept["spec"]["resources"] == {"requests": {"storage": "1Gi"}}
+    assert kept["status"] == {"phase": "Pending"}
+    assert "mountOptions" not in cache.storage.volumes["pv1"]["spec"]
+    assert cache.storage.volumes["pv1"]["status"] == {"phase": "Available"}
+    assert cache.storage.volumes["pv1"]["metadata"]["labels"] == {
+        "topology.kubernetes.io/zone": "a"
+    }
+    assert cache.storage.classes["fast"] == {
+        "metadata": {"name": "fast"},
+        "provisioner": "csi.example.com",
+    }
+    assert cache.storage.csinodes["n1"]["spec"] == {"drivers": [{"name": "d"}]}
+
+
+def test_updates_and_deletes_follow_the_objects() -> None:
+    cache = cache_with_storage()
+    claims = cache.storage.handler("claims")
+    before = cache.generation
+    claims.on_add(claim("data"))
+    claims.on_update(claim("data"), claim("data", volume="pv1", phase="Bound"))
+    assert cache.generation > before  # a session over the old picture would decide otherwise
+    bound = cache.storage.claims["batch/data"]
+    assert bound["spec"]["volumeName"] == "pv1"
+    assert bound["metadata"]["annotations"] == {"pv.kubernetes.io/bind-completed": "yes"}
+    claims.on_delete(claim("data", volume="pv1", phase="Bound"))
+    assert cache.storage.claims == {}
+
+
+def test_sessions_get_a_read_only_picture_that_changes_with_the_objects() -> None:
+    cache = cache_with_storage()
+    claims = cache.storage.handler("claims")
+    claims.on_add(claim("data"))
+    first = cache.snapshot()
+    assert first.storage.served
+    assert first.storage.claim("batch", "data") is cache.storage.claims["batch/data"]
+    with pytest.raises(TypeError):
+        first.storage.claims["batch/other"] = claim("other")  # type: ignore[index]
+    assert cache.snapshot().storage is first.storage  # unchanged: the same picture
+    claims.on_add(claim("other"))
+    second = cache.snapshot()
+    assert set(second.storage.claims) == {"batch/data", "batch/other"}
+    assert set(first.storage.claims) == {"batch/data"}  # the older session's picture holds
+    assert second.clone().storage is second.storage
+
+
+def test_without_storage_informers_the_picture_is_empty() -> None:
+    cache = ClusterCache()
+    snap = cache.snapshot()
+    assert snap.storage is NO_STORAGE and not snap.storage.served
+    assert ClusterSnapshot().storage is NO_STORAGE
+    assert snap.storage.claim("batch", "data") is None
+
+
+def test_a_bad_object_is_skipped_not_raised() -> None:
+    cache = cache_with_storage()
+    cache.storage.handler("volumes").on_add({"metadata": {"name": "pv1"}, "spec": "nonsense"})
+    cache.storage.handler("volumes").on_add(volume("pv2"))
+    assert "pv2" in cache.storage.volumes
