@@ -1,13 +1,15 @@
 """Property: whatever pumice places, it places within every required pod-to-pod constraint.
 
 Random clusters (zones, hostnames, sometimes a node without a zone label), existing pods with
-labels and required anti-affinity in two namespaces, and pending pods with random required
-affinity / anti-affinity terms and DoNotSchedule spread constraints (some of them a gang) go
-through ``pumice simulate``; the independent checker of ``support/constraint_checker.py``
-(written from the Kubernetes spec, no pumice import) replays ``placements`` in order and must
-find no pod that broke a required term or a DoNotSchedule constraint against the pods placed
-before it, existing pods' required anti-affinity included. A pod that no term can select and that
-carries none is always placed, so an example cannot pass by placing nothing.
+labels and required anti-affinity in two namespaces (bound by default-scheduler or by pumice),
+and pending pods with random required affinity / anti-affinity terms and DoNotSchedule spread
+constraints (some of them a gang) go through ``pumice simulate``; the independent checker of
+``support/constraint_checker.py`` (written from the Kubernetes spec, no pumice import) replays
+``placements`` in order and must find no pod that broke a required term or a DoNotSchedule
+constraint against the pods placed before it, existing pods' required anti-affinity included.
+A pod that no term can select and that carries none is always placed, so an example cannot
+pass by placing nothing. Shrinking is off (each example is a whole simulate run): a failure
+names the pod, node and reason, and hypothesis prints the example.
 
 The first tests pin the checker itself down on hand-made placements: it must be able to fail.
 """
@@ -19,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from support.constraint_cases import (
@@ -207,6 +209,7 @@ def scenarios(draw: st.DrawFn) -> list[Obj]:
                 ns=draw(st.sampled_from(NAMESPACES)),
                 on=f"n{draw(st.integers(0, len(nodes) - 1))}",
                 anti=anti,
+                scheduler=draw(st.sampled_from(("default-scheduler", "pumice"))),
             )
         )
     count = draw(st.integers(1, 8))
@@ -232,6 +235,7 @@ def scenarios(draw: st.DrawFn) -> list[Obj]:
     max_examples=40,
     deadline=None,
     derandomize=True,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],  # no shrinking: minutes on 2 cores
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(objects=scenarios())

@@ -220,10 +220,12 @@ def pod(
     node_affinity: Obj | None = None,
     terminating: bool = False,
     group: str | None = None,
+    scheduler: str | None = None,
 ) -> Obj:
-    """A pod: bound to ``on`` (Running, scheduled by default-scheduler) or pending for pumice."""
+    """A pod: bound to ``on`` (Running, scheduled by default-scheduler unless ``scheduler``
+    says otherwise) or pending for pumice."""
     spec: Obj = {
-        "schedulerName": "default-scheduler" if on else "pumice",
+        "schedulerName": scheduler or ("default-scheduler" if on else "pumice"),
         "containers": [
             {
                 "name": "main",
