@@ -764,7 +764,27 @@ INTEGRATION_CASES = [
     ),
 ]
 
-FILTER_CASES = [*SINGLE_NODE, *MULTIPLE_NODES, *INTEGRATION_CASES]
+REFERENCE = "shared/reference/kube-constraints.md"
+TWO_HOSTS = [node("h1", {"host": "h1"}), node("h2", {"host": "h2"})]
+
+SPEC_CASES = [
+    FilterCase(
+        source=f"{REFERENCE}: 8.4: 'InterPodAffinity counts terminating pods'",
+        nodes=TWO_HOSTS,
+        existing=[pod("old", {"app": "web"}, on="h1", terminating=True)],
+        incoming=pod("p", {"app": "web"}, anti=[term(sel(in_("app", "web")), "host")]),
+        feasible=frozenset({"h2"}),
+    ),
+    FilterCase(
+        source=f"{REFERENCE}: 1.3: 'existing pods' required affinity is not enforced at Filter'",
+        nodes=TWO_HOSTS,
+        existing=[pod("e", {"app": "db"}, on="h1", affinity=[term(sel(in_("app", "db")), "host")])],
+        incoming=pod("p", {"app": "web"}),
+        feasible=frozenset({"h1", "h2"}),
+    ),
+]
+
+FILTER_CASES = [*SINGLE_NODE, *MULTIPLE_NODES, *INTEGRATION_CASES, *SPEC_CASES]
 
 
 @pytest.mark.parametrize("case", params(FILTER_CASES))
