@@ -22,6 +22,7 @@ and 3 and are checked against the independent checker of ``support/constraint_ch
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -79,7 +80,7 @@ def single(
         source=f"{FILTERING}: TestRequiredAffinitySingleNode: '{name}'",
         nodes=node_list,
         existing=existing,
-        incoming=incoming,  # type: ignore[arg-type]
+        incoming=incoming,
         feasible=frozenset() if reason else frozenset(names),
         reasons={reason: len(names)} if reason else {},
         namespaces=namespaces,
@@ -333,9 +334,9 @@ def multi(
     """A TestRequiredAffinityMultipleNodes row."""
     return FilterCase(
         source=f"{FILTERING}: TestRequiredAffinityMultipleNodes: '{name}'",
-        nodes=nodes,  # type: ignore[arg-type]
-        existing=existing,  # type: ignore[arg-type]
-        incoming=incoming,  # type: ignore[arg-type]
+        nodes=nodes,
+        existing=existing,
+        incoming=incoming,
         feasible=frozenset(feasible),
         reasons=reasons or {},
         note=note,
@@ -602,8 +603,8 @@ def integration(
     return FilterCase(
         source=f"{INTEGRATION}: {test}: '{name}'",
         nodes=INTEGRATION_NODES,
-        existing=existing,  # type: ignore[arg-type]
-        incoming=incoming,  # type: ignore[arg-type]
+        existing=existing,
+        incoming=incoming,
         feasible=frozenset(feasible),
         reasons=reasons or {},
         namespaces=INTEGRATION_NAMESPACES,
@@ -611,9 +612,9 @@ def integration(
     )
 
 
-def merged(selector: dict[str, object], *requirements: dict[str, object]) -> dict[str, object]:
+def merged(selector: dict[str, Any], *requirements: dict[str, Any]) -> dict[str, Any]:
     """``selector`` with the requirements the API server appends for match/mismatchLabelKeys."""
-    exprs = [*selector.get("matchExpressions", []), *requirements]  # type: ignore[misc]
+    exprs = [*selector.get("matchExpressions", []), *requirements]
     return {**selector, "matchExpressions": exprs}
 
 
@@ -624,15 +625,17 @@ def label_key_cases(already_merged: bool) -> list[FilterCase]:
     foo = sel(exists("foo"))
     incoming_labels = {"foo": "", "bar": "a"}
 
-    def anti_term(op: str) -> dict[str, object]:
-        keys = {"match_keys": ["bar"]} if op == "In" else {"mismatch_keys": ["bar"]}
+    def keyed(op: str, key: str) -> dict[str, Any]:
         s = merged(foo, {"key": "bar", "operator": op, "values": ["a"]}) if already_merged else foo
-        return term(s, "zone", **keys)  # type: ignore[arg-type]
+        if op == "In":
+            return term(s, key, match_keys=["bar"])
+        return term(s, key, mismatch_keys=["bar"])
 
-    def aff_term(op: str) -> dict[str, object]:
-        keys = {"match_keys": ["bar"]} if op == "In" else {"mismatch_keys": ["bar"]}
-        s = merged(foo, {"key": "bar", "operator": op, "values": ["a"]}) if already_merged else foo
-        return term(s, "node", **keys)  # type: ignore[arg-type]
+    def anti_term(op: str) -> dict[str, Any]:
+        return keyed(op, "zone")
+
+    def aff_term(op: str) -> dict[str, Any]:
+        return keyed(op, "node")
 
     return [
         integration(
@@ -831,9 +834,9 @@ def preferred(
 ) -> ScoreCase:
     return ScoreCase(
         source=f"{SCORING}: {test}: '{name}'",
-        nodes=nodes,  # type: ignore[arg-type]
-        existing=existing,  # type: ignore[arg-type]
-        incoming=incoming,  # type: ignore[arg-type]
+        nodes=nodes,
+        existing=existing,
+        incoming=incoming,
         scores=scores,
         namespaces=TEAMS,
     )

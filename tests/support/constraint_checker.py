@@ -135,10 +135,9 @@ def _tolerates(toleration: Obj, taint: Obj) -> bool:
     if toleration.get("effect") and toleration["effect"] != taint.get("effect"):
         return False
     if toleration.get("operator") == "Exists":
-        return not toleration.get("key") or toleration["key"] == taint["key"]
-    return toleration.get("key") == taint["key"] and toleration.get("value", "") == taint.get(
-        "value", ""
-    )
+        return not toleration.get("key") or bool(toleration["key"] == taint["key"])
+    same_key = toleration.get("key") == taint["key"]
+    return bool(same_key and toleration.get("value", "") == taint.get("value", ""))
 
 
 def untolerated_taint(pod: Obj, node: Obj) -> Obj | None:
@@ -148,7 +147,8 @@ def untolerated_taint(pod: Obj, node: Obj) -> Obj | None:
         if taint.get("effect") not in ("NoSchedule", "NoExecute"):
             continue
         if not any(_tolerates(t, taint) for t in tolerations):
-            return taint
+            found: Obj = taint
+            return found
     return None
 
 
@@ -201,7 +201,7 @@ class Cluster:
                 continue
             node = (o.get("spec") or {}).get("nodeName")
             phase = (o.get("status") or {}).get("phase")
-            if node in nodes and phase not in ("Succeeded", "Failed"):
+            if isinstance(node, str) and node in nodes and phase not in ("Succeeded", "Failed"):
                 cluster.placed.append((o, node))
         return cluster
 
@@ -223,7 +223,7 @@ def required_terms(pod: Obj, kind: str) -> list[Obj]:
     block = _pod_affinity(pod).get(kind) or {}
     terms = block.get("requiredDuringSchedulingIgnoredDuringExecution") or ()
     labels = pod_labels(pod)
-    out = []
+    out: list[Obj] = []
     for term in terms:
         merged = dict(term)
         merged["labelSelector"] = with_label_keys(
