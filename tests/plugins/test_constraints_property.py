@@ -269,3 +269,18 @@ def test_anti_affine_replicas_spread_over_hosts_or_wait(
             "default/web-3": "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity "
             "rules."
         }
+
+
+def test_a_gang_sees_its_own_tentative_placements(tmp_path: Path, capsys: Capsys) -> None:
+    """Issue 19, build item 4: a gang of 4 with hostname spread maxSkew 1 over 2 nodes lands
+    2-2, never 4-0 (its pods count each other's placements within the session)."""
+    hard = [spread(1, HOST, sel(in_("app", "g")))]
+    objects = [
+        *(node(f"n{i}", {HOST: f"n{i}", ZONE: "z1"}) for i in range(2)),
+        podgroup("g", 4),
+        *(pod(f"g-{i}", {"app": "g"}, spreads=hard, group="g") for i in range(4)),
+    ]
+    result = simulate(tmp_path, objects, capsys, config=FILTER_CONFIG)
+    violations, _ = replay(objects, result["placements"])
+    assert violations == [], "\n".join(map(str, violations))
+    assert sorted(p["node"] for p in result["placements"]) == ["n0", "n0", "n1", "n1"]
