@@ -27,6 +27,7 @@ of these is a bug. Classes that callers have always caught as ``ValueError`` mix
     └── the simulated API server (pumice.sim)
         ├── ApiError                pumice.sim.errors            one HTTP error + Status body
         ├── TemplateError (ValueError)  pumice.sim.defaults      a bad node template
+        ├── BadQuantity (ValueError)    pumice.sim.quantities    a value the server cannot decode
         └── BadInput                pumice.sim.cli               a bad flag or file (exit 2)
 
 This module imports nothing from pumice, so every layer (the model included) can use it.

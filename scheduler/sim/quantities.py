@@ -15,6 +15,7 @@ import re
 from fractions import Fraction
 from typing import Any
 
+from pumice.errors import PumiceError
 from pumice.model.quantity import QuantityError, parse_quantity
 
 FORMAT_WRONG = (
@@ -41,7 +42,7 @@ _BINARY_SUFFIX = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
 _NANO = Fraction(1, 10**9)
 
 
-class BadQuantity(ValueError):
+class BadQuantity(PumiceError, ValueError):
     """A value that does not decode as a quantity; the message is the real server's."""
 
 

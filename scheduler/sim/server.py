@@ -26,7 +26,7 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from aiohttp import web
@@ -48,9 +48,11 @@ from pumice.sim.registry import Registry
 from pumice.sim.resources import EVERY_TYPE, for_object, served_types
 from pumice.sim.rest import ResourceApi, error_response, json_response, parse_path, verb_of
 from pumice.sim.store import Store
-from pumice.sim.tls import ServingCert, make_serving_cert
 from pumice.sim.volumes import VolumeControllers
 from pumice.sim.watch import WatchHub
+
+if TYPE_CHECKING:  # cryptography is imported only when TLS is used
+    from pumice.sim.tls import ServingCert
 
 log = logging.getLogger("pumice.sim")
 
@@ -143,6 +145,9 @@ class SimServer:
         self.tls: ServingCert | None = None
         if self.config.authorization == "rbac":
             self.seed(bootstrap_policy())
+            # Imported here: cryptography is needed only when TLS is (and costs start-up time).
+            from pumice.sim.tls import make_serving_cert
+
             self.tls = make_serving_cert(HOST)
 
     # -- seeding -------------------------------------------------------------------------
