@@ -21,6 +21,7 @@ from pumice.model.snapshot import SnapshotError
 from pumice.sim.cli import BadInput
 from pumice.sim.defaults import TemplateError
 from pumice.sim.errors import ApiError
+from pumice.sim.quantities import BadQuantity
 
 ROOTED = [
     ConfigError,
@@ -44,6 +45,7 @@ VALUE_ERRORS = [
     ResourceError,
     ResourceUnderflow,
     TemplateError,
+    BadQuantity,
     DurationError,
     NodeAccountingError,
 ]
