@@ -27,6 +27,7 @@ from pumice.framework.config import (
     LeaderElection,
     PluginOption,
     PluginPackages,
+    RecordSettings,
     SchedulerConfig,
     SchedulerSettings,
     Tier,
@@ -34,6 +35,7 @@ from pumice.framework.config import (
     line_of_key,
 )
 from pumice.framework.yamlsource import Document, child_path
+from pumice.model.quantity import parse_quantity
 
 
 def parse_document(document: Document, source: str) -> SchedulerConfig:
@@ -94,7 +96,9 @@ SCHEDULER_KEYS = (
     "burst",
     "plugins",
     "tieBreak",
+    "record",
 )
+RECORD_KEYS = ("dir", "keepCycles", "maxBytes")
 LEADER_KEYS = (
     "enabled",
     "leaseName",
@@ -333,6 +337,34 @@ class _Parser:
             burst=self.count(section, path, "burst"),
             plugin_packages=self.plugin_packages(section.get("plugins")),
             tie_break="random" if tie_break == "random" else "deterministic",
+            record=self.record(section.get("record")),
+        )
+
+    def record(self, value: object) -> RecordSettings | None:
+        """The flight recorder; None when the section is absent or null."""
+        path = "scheduler.record"
+        if value is None:
+            return None
+        section = self.mapping(value, path, "a mapping with dir, keepCycles, maxBytes", RECORD_KEYS)
+        if "dir" not in section:
+            raise self.error(path, "missing 'dir': the directory to record into")
+        default = RecordSettings(dir=".")
+        keep = self.count(section, path, "keepCycles")
+        size = section.get("maxBytes", default.max_bytes)
+        if isinstance(size, str):
+            try:
+                size = int(parse_quantity(size))
+            except ValueError:
+                raise self.error(f"{path}.maxBytes", f"bad size {size!r}") from None
+        if isinstance(size, bool) or not isinstance(size, int):
+            raise self.wrong_type(f"{path}.maxBytes", "a number of bytes such as 1Gi", size)
+        for name, number in (("keepCycles", keep), ("maxBytes", size)):
+            if number is not None and number <= 0:
+                raise self.error(f"{path}.{name}", f"must be positive, got {number!r}")
+        return RecordSettings(
+            dir=self.text(section, path, "dir", "", spaces=True),
+            keep_cycles=default.keep_cycles if keep is None else keep,
+            max_bytes=size,
         )
 
     def leader_election(self, value: object) -> LeaderElection:
