@@ -99,6 +99,10 @@ class Recorder:
             self._waiting += 1
         self._writer.submit(self._write, record)
 
+    def flush(self) -> None:
+        """Wait until every cycle handed over so far is on disk (or given up)."""
+        self._writer.submit(lambda: None).result()
+
     def close(self) -> None:
         """Write what is queued, then stop the writer."""
         self._writer.shutdown(wait=True)
