@@ -349,21 +349,25 @@ class _Parser:
         if "dir" not in section:
             raise self.error(path, "missing 'dir': the directory to record into")
         default = RecordSettings(dir=".")
-        keep = self.count(section, path, "keepCycles")
         size = section.get("maxBytes", default.max_bytes)
         if isinstance(size, str):
             try:
-                size = int(parse_quantity(size))
+                size = parse_quantity(size)
             except ValueError:
                 raise self.error(f"{path}.maxBytes", f"bad size {size!r}") from None
-        if isinstance(size, bool) or not isinstance(size, int):
-            raise self.wrong_type(f"{path}.maxBytes", "a number of bytes such as 1Gi", size)
-        for name, number in (("keepCycles", keep), ("maxBytes", size)):
-            if number is not None and number <= 0:
-                raise self.error(f"{path}.{name}", f"must be positive, got {number!r}")
+            size = int(size) if size == int(size) else size
+        keep = section.get("keepCycles", default.keep_cycles)
+        for name, number, expected in (
+            ("keepCycles", keep, "a whole number of cycles"),
+            ("maxBytes", size, "a whole number of bytes, or a size such as '1Gi'"),
+        ):
+            if isinstance(number, bool) or not isinstance(number, int):
+                raise self.wrong_type(f"{path}.{name}", expected, section[name])
+            if number <= 0:
+                raise self.error(f"{path}.{name}", f"must be positive, got {section[name]!r}")
         return RecordSettings(
             dir=self.text(section, path, "dir", "", spaces=True),
-            keep_cycles=default.keep_cycles if keep is None else keep,
+            keep_cycles=keep,
             max_bytes=size,
         )
 
