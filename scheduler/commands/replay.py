@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pumice.commands.common import load_checked
-from pumice.daemon.recordfile import CycleRecord, Decision, RecordingError, decode, recordings
+from pumice.daemon.recordfile import CycleRecord, Decision, Reader, RecordingError, recordings
 from pumice.framework.config import ConfigError, SchedulerConfig
 from pumice.framework.host import PluginConflictError, PluginHost
 from pumice.framework.session import Session
@@ -146,9 +146,10 @@ def run(args: argparse.Namespace) -> int:
             return 2
     hosts: dict[tuple[str, ...], PluginHost] = {}
     changes: list[Change] = []
+    reader = Reader()  # in order, each delta's base is the recording read just before
     for cycle, path in found:
         try:
-            record = decode(path)
+            record = reader.read(path)
         except RecordingError as exc:
             print(f"pumice replay: {exc}", file=sys.stderr)
             return 2

@@ -12,12 +12,18 @@ The daemon's hooks (``pumice.daemon.loop``), in order, for each cycle:
   background thread, which pickles, compresses and writes it (``pumice.daemon.recordfile``);
   the session never waits for the disk. A cycle that decided nothing is dropped.
 
+Every ``FULL_EVERY`` recorded cycles (and whenever a delta is no smaller than the last full one)
+the snapshot is written whole; each cycle between is a delta against the one recorded before it.
+A full recording and the deltas that follow it form a group, and the ring deletes whole groups,
+oldest first (a delta is of no use without the chain before it).
+
 The ring keeps at most ``keep_cycles`` files and never more than ``max_bytes`` on disk: before a
-file is written, the oldest are deleted until it fits (a single cycle larger than ``max_bytes``
-is skipped with a warning). Files are written under a temporary name and renamed, so a reader
-never sees half a file. A new recorder clears the recordings a previous run left in its
-directory: a ring holds one run. If the writer falls behind by ``BACKLOG`` cycles, further
-cycles are dropped (and counted in ``dropped``) rather than held in memory.
+file is written, the oldest groups are deleted until it fits (a single cycle larger than
+``max_bytes`` is skipped with a warning; a delta whose base had to go is written whole). Files
+are written under a temporary name and renamed, so a reader never sees half a file. A new
+recorder clears the recordings a previous run left in its directory: a ring holds one run. If
+the writer falls behind by ``BACKLOG`` cycles, further cycles are dropped (and counted in
+``dropped``) rather than held in memory.
 """
 
 from __future__ import annotations
@@ -27,10 +33,11 @@ import random
 import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pumice.daemon.recordfile import CycleRecord, encode, file_name, recordings
+from pumice.daemon.recordfile import Base, CycleRecord, encode, file_name, recordings
 from pumice.framework.config import RecordSettings, SchedulerConfig
 from pumice.model import ClusterSnapshot, TaskInfo
 
@@ -41,6 +48,17 @@ log = logging.getLogger("pumice.recorder")
 
 BACKLOG = 8
 """Cycles waiting for the writer beyond which further cycles are dropped."""
+FULL_EVERY = 50
+"""Recorded cycles from one full snapshot to the next (the others are deltas)."""
+
+
+@dataclass(frozen=True)
+class _Kept:
+    path: Path
+    size: int
+    cycle: int
+    group: int
+    """The cycle of the full recording this one builds on (its own, if full)."""
 
 
 class TeeCommitter:
@@ -71,7 +89,12 @@ class Recorder:
         self.directory.mkdir(parents=True, exist_ok=True)
         for _, old in recordings(self.directory):
             old.unlink()
-        self._ring: deque[tuple[Path, int]] = deque()
+        self._ring: deque[_Kept] = deque()
+        self._base: Base | None = None
+        """The last cycle written, for the next delta; None: the next is written whole."""
+        self._group = 0
+        self._full_size = 0
+        self._since_full = 0
         self.bytes = 0
         """What the ring holds on disk now."""
         self.written = 0
@@ -109,40 +132,71 @@ class Recorder:
 
     def _write(self, record: CycleRecord) -> None:
         try:
-            data = encode(record)
+            self._store(record)
             record.snapshot.dispose()
-            self._store(record.cycle, data)
         except Exception:
             log.exception("recorder: cycle %d could not be recorded", record.cycle)
         finally:
             with self._lock:
                 self._waiting -= 1
 
-    def _store(self, cycle: int, data: bytes) -> None:
-        size = len(data)
-        if size > self.settings.max_bytes:
-            self.dropped += 1
-            log.warning(
-                "recorder: cycle %d takes %d bytes, more than maxBytes (%d); not recorded",
-                cycle,
-                size,
-                self.settings.max_bytes,
-            )
+    def _store(self, record: CycleRecord) -> None:
+        base = self._base
+        if base is not None and self._since_full >= FULL_EVERY:
+            base = None
+        data = encode(record, base)
+        if base is not None and len(data) >= self._full_size:
+            base = None  # so much changed that a fresh base pays
+            data = encode(record)
+        if len(data) > self.settings.max_bytes:
+            self._skip(record.cycle, len(data))
             return
+        self._make_room(len(data))
+        if base is not None and self._base is None:  # its base had to go: write it whole
+            base, data = None, encode(record)
+            if len(data) > self.settings.max_bytes:
+                self._skip(record.cycle, len(data))
+                return
+            self._make_room(len(data))
+        path = self.directory / file_name(record.cycle)
+        partial = path.with_name(path.name + ".partial")
+        partial.write_bytes(data)
+        partial.replace(path)
+        if base is None:
+            self._group, self._full_size, self._since_full = record.cycle, len(data), 0
+        else:
+            self._since_full += 1
+        self._ring.append(_Kept(path, len(data), record.cycle, self._group))
+        self.bytes += len(data)
+        self.written += 1
+        self._base = Base(record.cycle, record.snapshot.jobs)
+
+    def _skip(self, cycle: int, size: int) -> None:
+        self.dropped += 1
+        log.warning(
+            "recorder: cycle %d takes %d bytes, more than maxBytes (%d); not recorded",
+            cycle,
+            size,
+            self.settings.max_bytes,
+        )
+
+    def _make_room(self, size: int) -> None:
+        """Delete the oldest groups until ``size`` more bytes and one more file fit."""
         while self._ring and (
             len(self._ring) >= self.settings.keep_cycles
             or self.bytes + size > self.settings.max_bytes
         ):
-            path, old = self._ring.popleft()
-            path.unlink(missing_ok=True)
-            self.bytes -= old
-        path = self.directory / file_name(cycle)
-        partial = path.with_name(path.name + ".partial")
-        partial.write_bytes(data)
-        partial.replace(path)
-        self._ring.append((path, size))
-        self.bytes += size
-        self.written += 1
+            group = self._drop_oldest().group
+            while self._ring and self._ring[0].group == group:  # its deltas go with it
+                self._drop_oldest()
+            if group == self._group:
+                self._base = None
+
+    def _drop_oldest(self) -> _Kept:
+        gone = self._ring.popleft()
+        gone.path.unlink(missing_ok=True)
+        self.bytes -= gone.size
+        return gone
 
 
 def tee(committer: Committer, record: CycleRecord | None) -> Committer:

@@ -5,6 +5,7 @@ on recordings that are not this version's or not whole."""
 from __future__ import annotations
 
 import functools
+import json
 from pathlib import Path
 
 import pytest
@@ -13,8 +14,8 @@ from daemon.workload import node, pod
 from pumice.cache import ClusterCache
 from pumice.cli import main
 from pumice.commands.common import load_checked
-from pumice.daemon.recorder import Recorder, tee
-from pumice.daemon.recordfile import MAGIC, decode, recordings
+from pumice.daemon.recorder import FULL_EVERY, Recorder, tee
+from pumice.daemon.recordfile import MAGIC, Reader, decode, recordings
 from pumice.framework.committer import RecordingCommitter
 from pumice.framework.config import RecordSettings, SchedulerConfig
 from pumice.framework.host import PluginHost
@@ -30,6 +31,14 @@ def cluster(nodes: int = 20) -> ClusterCache:
     cache = ClusterCache()
     for i in range(nodes):
         cache.nodes.on_add(node(f"n{i:02d}", cpu="64", memory="256Gi", pods="1000"))
+    return cache
+
+
+def busy_cluster() -> ClusterCache:
+    """Pods already running: most of each snapshot stays as it was (what deltas leave out)."""
+    cache = cluster()
+    for i in range(300):
+        cache.assigned_pods.on_add(cache.slim_pod(pod(f"running-{i}", node_name=f"n{i % 20:02d}")))
     return cache
 
 
@@ -82,6 +91,8 @@ def test_the_ring_never_passes_max_bytes_nor_keep_cycles(tmp_path: Path) -> None
         assert len(list(tmp_path.iterdir())) <= 30
     recorder.close()
     assert recorder.bytes == sum(p.stat().st_size for p in tmp_path.iterdir())
+    for _, path in recordings(tmp_path):  # no delta outlived the recordings it builds on
+        decode(path)
     assert largest > max_bytes - 20_000  # the bound was reached, not merely never approached
     assert recorder.written == 80 and recordings(tmp_path)[-1][0] == 80
     assert len(recordings(tmp_path)) < 30  # by then the bytes bound, not the count, binds
@@ -102,6 +113,44 @@ def test_a_new_run_starts_the_ring_afresh(tmp_path: Path) -> None:
     Recorder(RecordSettings(str(tmp_path))).close()
     assert recordings(tmp_path) == []
     assert (tmp_path / "notes.txt").read_text() == "kept"
+
+
+def header(path: Path) -> dict[str, object]:
+    data = path.read_bytes()
+    parsed: dict[str, object] = json.loads(data[len(MAGIC) : data.index(b"\n", len(MAGIC))])
+    return parsed
+
+
+def test_between_full_recordings_each_cycle_is_a_delta_on_the_one_before(
+    tmp_path: Path,
+) -> None:
+    recorder = Recorder(RecordSettings(str(tmp_path)))
+    run_cycles(recorder, busy_cluster(), FULL_EVERY + 3)
+    recorder.close()
+    found = recordings(tmp_path)
+    bases = [header(path)["base"] for _, path in found]
+    assert bases == [None, *range(1, FULL_EVERY + 1), None, FULL_EVERY + 2]
+    sizes = [path.stat().st_size for _, path in found]
+    assert sizes[1] < sizes[0] * 0.6 and max(sizes[1 : FULL_EVERY + 1]) < sizes[0]
+    # read on its own, a delta reads its chain; in order, a Reader reads each file once
+    alone = decode(found[FULL_EVERY][1])
+    reader = Reader()
+    in_order = [reader.read(path) for _, path in found][FULL_EVERY]
+    assert alone.decisions == in_order.decisions
+    assert sorted(alone.snapshot.jobs) == sorted(in_order.snapshot.jobs)
+    assert len(alone.snapshot.jobs) == 300 + 5 * (FULL_EVERY + 1)
+
+
+def test_a_delta_whose_base_is_gone_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recorder = Recorder(RecordSettings(str(tmp_path)))
+    run_cycles(recorder, busy_cluster(), 3)
+    recorder.close()
+    assert header(recordings(tmp_path)[2][1])["base"] == 2
+    recordings(tmp_path)[1][1].unlink()
+    err = one_line_exit_2(capsys, tmp_path, recordings(tmp_path)[1][1])
+    assert "cycle-000000002.rec) is missing" in err
 
 
 @pytest.fixture
