@@ -9,8 +9,10 @@ The daemon's hooks (``pumice.daemon.loop``), in order, for each cycle:
 * ``tee`` — the session's committer is wrapped so that every bind and eviction is noted, in
   commit order, as well as carried out.
 * ``finish`` — back on the event loop: a cycle that decided something is handed to one
-  background thread, which pickles, compresses and writes it (``pumice.daemon.recordfile``);
-  the session never waits for the disk. A cycle that decided nothing is dropped.
+  background thread, which pickles, compresses and writes it (``pumice.daemon.recordfile``)
+  once no session runs (between ``finish`` and the next ``begin``: pickling holds the GIL, so it
+  would slow a session down); the session never waits for the disk. A cycle that decided
+  nothing is dropped.
 
 Every ``FULL_EVERY`` recorded cycles (and whenever a delta is no smaller than the last full one)
 the snapshot is written whole; each cycle between is a delta against the one recorded before it.
@@ -101,6 +103,9 @@ class Recorder:
         self.dropped = 0
         self._waiting = 0
         self._lock = threading.Lock()
+        self._idle = threading.Event()
+        """Set while no session runs (between ``finish`` and the next ``begin``)."""
+        self._idle.set()
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pumice-recorder")
 
     def begin(self, snapshot: ClusterSnapshot, cycle: int, config: SchedulerConfig) -> CycleRecord:
@@ -108,10 +113,12 @@ class Recorder:
         kept = snapshot.clone()
         kept.taken_at = snapshot.taken_at
         seed = random.getrandbits(63)
+        self._idle.clear()
         return CycleRecord(cycle, kept, config, seed, snapshot.taken_at)
 
     def finish(self, record: CycleRecord, failed: bool = False) -> None:
         """The session is over: write the cycle in the background if it decided something."""
+        self._idle.set()
         if failed or not record.decisions:
             return
         with self._lock:
@@ -128,9 +135,12 @@ class Recorder:
 
     def close(self) -> None:
         """Write what is queued, then stop the writer."""
+        self._idle.set()
         self._writer.shutdown(wait=True)
 
     def _write(self, record: CycleRecord) -> None:
+        # Pickling holds the GIL: it waits while a session runs, rather than slow it down.
+        self._idle.wait()
         try:
             self._store(record)
             record.snapshot.dispose()
