@@ -179,7 +179,7 @@ class Recorder:
         self._ring.append(_Kept(path, len(data), record.cycle, self._group))
         self.bytes += len(data)
         self.written += 1
-        self._base = Base(record.cycle, record.snapshot.jobs)
+        self._base = Base(record.cycle, record.snapshot.jobs, record.snapshot.nodes)
 
     def _skip(self, cycle: int, size: int) -> None:
         self.dropped += 1

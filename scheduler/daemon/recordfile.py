@@ -17,8 +17,9 @@ Most of a snapshot is its jobs and their tasks, and most of them are the very ob
 snapshot had: jobs are shared copy-on-write between the cache and its snapshots, so a job that
 changed is a new object. A recording is therefore either **full** (``base`` null) or a **delta**
 against the cycle recorded just before it (``base``: that cycle), in which a job or task that is
-the same object as in the base (``Base``) is pickled as a reference to it and everything else in
-full. Reading a delta reads its base first (back along the chain to a full recording; a
+the same object as in the base (``Base``) is pickled as a reference to it, and so are the parts
+of a node its clones share (its Node object, labels, taints, allocatable), and everything else
+in full. Reading a delta reads its base first (back along the chain to a full recording; a
 ``Reader`` keeps the last one read, so reading cycles in order reads each file once) and puts
 the base's objects in place, so the snapshot read back shares its objects as the live one did.
 
@@ -37,7 +38,7 @@ import pickle
 import random
 import types
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,7 @@ from pumice import __version__
 from pumice.errors import PumiceError
 from pumice.framework.arguments import Arguments
 from pumice.framework.config import SchedulerConfig
-from pumice.model import ClusterSnapshot, JobInfo, TaskInfo
+from pumice.model import ClusterSnapshot, JobInfo, NodeInfo, TaskInfo
 
 MAGIC = b"PUMICE-RECORDING\n"
 FORMAT = 1
@@ -116,11 +117,38 @@ def _base_task(job: str, uid: str) -> TaskInfo:
     raise RecordingError("a delta read without its base")
 
 
+def _new_node() -> NodeInfo:
+    return NodeInfo.__new__(NodeInfo)
+
+
+def _base_node_state(node: NodeInfo, state: tuple[dict[str, Any], str]) -> None:
+    """Fill a node in from the base (only ever resolved by ``_Unpickler.find_class``)."""
+    raise RecordingError("a delta read without its base")
+
+
+NODE_SHARED = ("allocatable", "capacity", "labels", "node", "taints")
+"""What a node's clones share (``NodeInfo._copy_into``): a delta refers to the base's."""
+NODE_OWN = ("_accounted", "_row", "_table", "name", "tasks")
+
+
+def shared_parts(nodes: Mapping[str, NodeInfo]) -> dict[str, tuple[Any, ...]]:
+    """Node name -> the parts its clones share (a base for deltas)."""
+    return {name: tuple(getattr(node, a) for a in NODE_SHARED) for name, node in nodes.items()}
+
+
+def _fill_node(node: NodeInfo, state: dict[str, Any], shared: tuple[Any, ...]) -> None:
+    for attr, value in (*state.items(), *zip(NODE_SHARED, shared, strict=True)):
+        setattr(node, attr, value)
+
+
 class Base:
     """The jobs and tasks of a full recording, by identity: what a delta refers to."""
 
-    def __init__(self, cycle: int, jobs: Mapping[str, JobInfo]) -> None:
+    def __init__(
+        self, cycle: int, jobs: Mapping[str, JobInfo], nodes: Mapping[str, NodeInfo]
+    ) -> None:
         self.cycle = cycle
+        self.nodes = shared_parts(nodes)
         self.jobs = dict(jobs)
         """Kept alive here, so that the ids below stay theirs."""
         self.job_ids = {id(job): uid for uid, job in self.jobs.items()}
@@ -155,6 +183,13 @@ class _Pickler(pickle.Pickler):
             key = base.task_ids.get(id(obj))
             if key is not None and base.jobs[key[0]].tasks.get(key[1]) is obj:
                 return _base_task, key
+        elif kind is NodeInfo:
+            shared = base.nodes.get(obj.name)
+            if shared is not None and all(
+                getattr(obj, a) is b for a, b in zip(NODE_SHARED, shared, strict=True)
+            ):
+                state = {a: getattr(obj, a) for a in NODE_OWN}
+                return _new_node, (), (state, obj.name), None, None, _base_node_state
         return NotImplemented
 
 
@@ -200,25 +235,39 @@ def read_header(path: Path, data: bytes) -> tuple[dict[str, Any], bytes]:
 class _Unpickler(pickle.Unpickler):
     """Resolves a delta's references to its base's jobs and tasks."""
 
-    def __init__(self, raw: bytes, base: Mapping[str, JobInfo] | None) -> None:
+    def __init__(self, raw: bytes, base: _Parts | None) -> None:
         super().__init__(io.BytesIO(raw))
         self.base = base
 
     def find_class(self, module: str, name: str) -> Any:
-        if module == __name__ and name in ("_base_job", "_base_task"):
-            jobs = self.base
-            if jobs is None:
+        if module == __name__ and name in ("_base_job", "_base_task", "_base_node_state"):
+            if self.base is None:
                 raise RecordingError("a full recording refers to a base")
-            task: Callable[[str, str], TaskInfo] = lambda job, uid: jobs[job].tasks[uid]  # noqa: E731
-            return jobs.__getitem__ if name == "_base_job" else task
+            jobs, nodes = self.base
+
+            def task(job: str, uid: str) -> TaskInfo:
+                return jobs[job].tasks[uid]
+
+            def node(obj: NodeInfo, state: tuple[dict[str, Any], str]) -> None:
+                _fill_node(obj, state[0], nodes[state[1]])
+
+            return {"_base_job": jobs.__getitem__, "_base_task": task}.get(name, node)
         return super().find_class(module, name)
+
+
+_Parts = tuple[dict[str, JobInfo], dict[str, tuple[Any, ...]]]
+"""What a delta may refer to of its base: its jobs, and its nodes' shared parts."""
+
+
+def _parts(snapshot: ClusterSnapshot) -> _Parts:
+    return dict(snapshot.jobs), shared_parts(snapshot.nodes)
 
 
 class Reader:
     """Reads recordings; keeps the jobs of the last one read, the base of the next delta."""
 
     def __init__(self) -> None:
-        self._last: tuple[Path, int, dict[str, JobInfo]] | None = None
+        self._last: tuple[Path, int, _Parts] | None = None
 
     def read(self, path: Path) -> CycleRecord:
         """One recording (and, for a delta, its bases from the same directory);
@@ -229,7 +278,7 @@ class Reader:
             raise RecordingError(f"{path}: {exc.strerror or exc}") from None
         header, payload = read_header(path, data)
         cycle, base_cycle = header.get("cycle"), header.get("base")
-        base: dict[str, JobInfo] | None = None
+        base: _Parts | None = None
         if base_cycle is not None:
             if not (_whole(base_cycle) and _whole(cycle) and base_cycle < cycle):
                 raise RecordingError(f"{path}: damaged recording (bad base {base_cycle!r})")
@@ -242,7 +291,7 @@ class Reader:
                     f"{path}: the recording it builds on ({base_path.name}) is missing"
                 )
             else:
-                base = dict(self.read(base_path).snapshot.jobs)
+                base = _parts(self.read(base_path).snapshot)
         try:
             raw = zlib.decompress(payload)
         except zlib.error:
@@ -253,7 +302,7 @@ class Reader:
             raise RecordingError(f"{path}: damaged recording (unreadable payload)") from None
         if not isinstance(record, CycleRecord) or record.cycle != cycle:
             raise RecordingError(f"{path}: damaged recording (not a recorded cycle)")
-        self._last = (path, record.cycle, dict(record.snapshot.jobs))
+        self._last = (path, record.cycle, _parts(record.snapshot))
         return record
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from daemon.workload import gang, node, pod, seed
 from pumice.cli import main
-from pumice.daemon.recordfile import decode, encode, recordings
+from pumice.daemon.recordfile import decode, encode, read_header, recordings
 from pumice.model import NodeInfo
 from support.daemonrun import Ledger, running_daemon, wait_for, write_config
 
@@ -77,6 +77,8 @@ async def test_a_run_under_churn_and_failing_binds_replays_identical(
     assert recorder is not None and recorder.written >= 3
     cycles = [c for c, _ in recordings(record)]
     assert len(cycles) == recorder.written
+    bases = [read_header(p, p.read_bytes())[0]["base"] for _, p in recordings(record)]
+    assert bases[0] is None and any(b is not None for b in bases)  # deltas replayed too
     code, out, err = replay(capsys, str(record))
     assert (code, err) == (0, "")
     assert out.startswith(f"identical: {len(cycles)} cycles replayed")
