@@ -18,7 +18,9 @@ it is started again: process start → all bound (start-up, the initial lists, t
 its peak RSS (VmHWM).
 
 Run: ``.venv/bin/python -P bench/bench_daemon.py [--nodes 5000] [--pods 10000] [--limit 600]``.
-It prints figures and never fails; a phase that is not done within ``--limit`` seconds reports
+``--record`` measures the daemon a second time with its flight recorder on (``pumice run
+--record DIR``) after each plain run and prints the recorder's overhead. It prints figures and
+never fails; a phase that is not done within ``--limit`` seconds reports
 how far it got.
 """
 
@@ -331,11 +333,11 @@ async def greedy(
 
 
 async def start_daemon(
-    kubeconfig: Path, config: Path, log: Path
+    kubeconfig: Path, config: Path, log: Path, extra: tuple[str, ...] = ()
 ) -> tuple[asyncio.subprocess.Process, float]:
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-P", "-m", "pumice.cli", "run", "--http-address", "127.0.0.1:0",
-        "--kubeconfig", str(kubeconfig), "--config", str(config),
+        "--kubeconfig", str(kubeconfig), "--config", str(config), *extra,
         stdout=log.open("wb"), stderr=asyncio.subprocess.STDOUT,
     )  # fmt: skip
     return proc, time.perf_counter()
@@ -385,10 +387,11 @@ async def daemon(
     width: int,
     namespace: str,
     profile: str | None = None,
+    extra: tuple[str, ...] = (),
 ) -> float:
     """``pumice run`` synced and idle, then the pods are created: creation → bound, pods/s."""
     log = config.parent / f"daemon-{namespace}.log"
-    proc, started = await start_daemon(kubeconfig, config, log)
+    proc, started = await start_daemon(kubeconfig, config, log, extra)
     created = 0.0
     try:
         while "cache synced" not in log.read_text():
@@ -408,10 +411,36 @@ async def daemon(
             await spy.wait()
     finally:
         await stop(proc)
-    rate = report("pumice daemon", writes, namespace, pods, created, cpu)
+    who = "pumice daemon" + (" " + " ".join(extra) if extra else "")
+    rate = report(who, writes, namespace, pods, created, cpu)
     print_cycles(log)
     print(f"  peak RSS {rss:,.0f} MiB")
     return rate
+
+
+async def recorded(
+    kubeconfig: Path,
+    config: Path,
+    writes: WriteLog,
+    args: argparse.Namespace,
+    suffix: str,
+    plain: float,
+) -> None:
+    """The daemon again with ``--record``: the recorder's cost on creation → bound."""
+    directory = config.parent / f"recording{suffix}"
+    extra = ("--record", str(directory))
+    rate = await daemon(
+        kubeconfig, config, writes, args.pods, args.limit, args.create_concurrency,
+        f"recorded{suffix}", extra=extra,
+    )  # fmt: skip
+    files = [p for p in directory.iterdir() if p.suffix == ".rec"] if directory.is_dir() else []
+    size = sum(p.stat().st_size for p in files)
+    print(f"  recording: {len(files)} cycles, {size / 2**20:,.1f} MiB")
+    if plain and rate:
+        print(
+            f"recorder overhead: {plain:,.0f} -> {rate:,.0f} pods/s = "
+            f"{(1 - rate / plain) * 100:+.1f} % slower (creation -> bound)"
+        )
 
 
 async def daemon_backlog(
@@ -534,6 +563,12 @@ async def main() -> int:
     parser.add_argument(
         "--logs", metavar="DIR", help="keep the daemon's logs there (default: thrown away)"
     )
+    parser.add_argument(
+        "--record",
+        action="store_true",
+        help="also measure the daemon with its flight recorder on (pumice run --record DIR) "
+        "after each plain run, and print the recorder's overhead",
+    )
     parser.add_argument("--greedy-binder", metavar="KUBECONFIG", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.greedy_binder:
@@ -587,6 +622,8 @@ async def main() -> int:
                     rates.append((bare, ours))
                     if bare:
                         print(f"daemon / bare binder: {ours / bare:.2f}x (creation -> bound)")
+                    if args.record:
+                        await recorded(kubeconfig, config, writes, args, suffix, ours)
                 if len(rates) > 1:
                     bare, ours = max(b for b, _ in rates), max(o for _, o in rates)
                     print(

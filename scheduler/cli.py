@@ -18,6 +18,7 @@ from types import ModuleType
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "check-config": ("pumice.commands.check_config", "validate a scheduler configuration file"),
     "plugins": ("pumice.commands.plugins", "list every plugin and action and its package"),
+    "replay": ("pumice.commands.replay", "re-run a flight recording's cycles and compare"),
     "run": ("pumice.commands.run", "schedule a cluster (or a simulated one) through its API"),
     "run-example": ("pumice.commands.run_example", "load the default config and show it"),
     "sim-cluster": ("pumice.sim.cli", "run the simulated Kubernetes API server"),

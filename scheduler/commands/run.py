@@ -33,7 +33,7 @@ from pumice.daemon import Daemon, DaemonOptions
 from pumice.daemon.leadership import default_identity
 from pumice.daemon.shadow import ShadowDaemon, ShadowOptions
 from pumice.durations import DurationError, parse_duration
-from pumice.framework.config import ConfigError
+from pumice.framework.config import ConfigError, RecordSettings
 from pumice.framework.configparse import split_host_port
 from pumice.framework.host import PluginConflictError
 from pumice.kube import KubeConfigError, KubeError, KubeSettings
@@ -122,6 +122,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "only the shadow's (default: two periods, at least 1s)",
     )
     parser.add_argument(
+        "--record",
+        metavar="DIR",
+        help="keep a flight recording of every cycle that decides something in DIR, for "
+        "pumice replay (ring bounds: scheduler.record's keepCycles and maxBytes)",
+    )
+    parser.add_argument(
         "--until-idle",
         action="store_true",
         help="exit 0 once a cycle finds nothing to schedule and nothing is in flight",
@@ -177,6 +183,10 @@ def run(args: argparse.Namespace) -> int:
     burst = args.burst if args.burst is not None else config.scheduler.burst
     if (qps is not None and not qps >= 0) or (burst is not None and burst < 0):
         print("pumice run: --qps and --burst must be 0 (no limit) or positive", file=sys.stderr)
+        return 2
+    record = record_settings(args.record, config.scheduler.record)
+    if isinstance(record, str):
+        print(f"pumice run: {record}", file=sys.stderr)
         return 2
     shadow = shadow_options(args)
     if isinstance(shadow, str):
@@ -238,6 +248,7 @@ def run(args: argparse.Namespace) -> int:
                 identity=identity,
                 config_path=args.config,
                 config_loader=load_validated,
+                record=record,
             )
             daemon = Daemon(options) if shadow is None else ShadowDaemon(options, shadow)
             with contextlib.suppress(NotImplementedError, RuntimeError):
@@ -269,6 +280,26 @@ def run(args: argparse.Namespace) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def record_settings(
+    flag: str | None, configured: RecordSettings | None
+) -> RecordSettings | str | None:
+    """The flight recorder's settings: ``--record DIR`` with the config's ring bounds, else the
+    config's ``scheduler.record``; a message when the directory cannot be made."""
+    chosen = configured if flag is None else RecordSettings(flag, *_bounds(configured))
+    if chosen is None:
+        return None
+    try:
+        Path(chosen.dir).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return f"--record {chosen.dir!r}: {exc.strerror or exc}"
+    return chosen
+
+
+def _bounds(configured: RecordSettings | None) -> tuple[int, int]:
+    default = configured or RecordSettings(".")
+    return default.keep_cycles, default.max_bytes
 
 
 def shadow_options(args: argparse.Namespace) -> ShadowOptions | str | None:

@@ -37,10 +37,12 @@ from pumice.daemon.leadership import Leadership, default_identity
 from pumice.daemon.metrics import DaemonMetrics
 from pumice.daemon.notify import Notifier, run_watchdog
 from pumice.daemon.outcome import CycleOutcome, collect
+from pumice.daemon.recorder import Recorder, tee
+from pumice.daemon.recordfile import CycleRecord
 from pumice.daemon.reload import ConfigReloader, Loader
 from pumice.daemon.reporting import Reporter
 from pumice.daemon.storage import storage_served
-from pumice.framework.config import SchedulerConfig
+from pumice.framework.config import RecordSettings, SchedulerConfig
 from pumice.framework.host import PluginHost
 from pumice.framework.session import Session
 from pumice.kube import (
@@ -92,6 +94,9 @@ class DaemonOptions:
     config_path: str | None = None
     """The file ``config`` came from: watched, and reloaded (with ``config_loader``)."""
     config_loader: Loader | None = None
+    record: RecordSettings | None = None
+    """Keep a flight recording (``pumice.daemon.recorder``); None: the config's
+    ``scheduler.record``, if any."""
 
 
 class Daemon:
@@ -135,6 +140,8 @@ class Daemon:
             )
         self.metrics = DaemonMetrics(self)
         self.collector = CollectorPolicy()
+        record = options.record or settings.record
+        self.recorder = Recorder(record) if record is not None else None
 
     @property
     def leading(self) -> bool:
@@ -159,6 +166,8 @@ class Daemon:
         try:
             return await self._run()
         finally:
+            if self.recorder is not None:
+                await asyncio.to_thread(self.recorder.close)
             if self.health is not None:
                 await self.health.stop()
 
@@ -441,8 +450,9 @@ class Daemon:
             self.metrics.forget([*waiting, *assumed])
         snapshot = cache.snapshot()
         committer = self._committer(cache)
+        record = self._record_begin(snapshot)
         try:
-            outcome = await asyncio.to_thread(self._session, snapshot, committer)
+            outcome = await asyncio.to_thread(self._session, snapshot, committer, record)
         except Exception:
             # A plugin or action failing must not stop the daemon: the next cycle tries again.
             log.exception("session failed; retrying in the next cycle")
@@ -454,6 +464,8 @@ class Daemon:
         self.cycles += 1
         self.last = outcome
         self._decided(committer, outcome)
+        if record is not None and self.recorder is not None:
+            self.recorder.finish(record, outcome.failed)
         self.metrics.observe_cycle(outcome)
         assert self.reporter is not None
         if not outcome.failed:
@@ -478,12 +490,27 @@ class Daemon:
     def _decided(self, committer: LoopCommitter | DryRunCommitter, outcome: CycleOutcome) -> None:
         """After each cycle, on the event loop: a shadow run compares its decisions here."""
 
+    def _record_begin(self, snapshot: ClusterSnapshot) -> CycleRecord | None:
+        """With the flight recorder on: what this cycle's session is about to see."""
+        if self.recorder is None:
+            return None
+        return self.recorder.begin(snapshot, self.cycles + 1, self.options.config)
+
     def _session(
-        self, snapshot: ClusterSnapshot, committer: LoopCommitter | DryRunCommitter
+        self,
+        snapshot: ClusterSnapshot,
+        committer: LoopCommitter | DryRunCommitter,
+        record: CycleRecord | None = None,
     ) -> CycleOutcome:
-        """Runs in the worker thread: it touches only the snapshot and the committer."""
+        """Runs in the worker thread: it touches only the snapshot and the committer (and the
+        flight recorder's record of this cycle, which takes the seed of its random source)."""
         session = Session.open(
-            snapshot, self.options.config, self.options.host, committer=committer, time_hooks=True
+            snapshot,
+            self.options.config,
+            self.options.host,
+            committer=tee(committer, record),
+            rng=record.rng() if record is not None else None,
+            time_hooks=True,
         )
         if isinstance(committer, DryRunCommitter):
             committer.attach(session)

@@ -227,6 +227,17 @@ class PluginPackages:
 
 
 @dataclass(frozen=True, slots=True)
+class RecordSettings:
+    """The flight recorder (``scheduler.record``, or ``pumice run --record DIR``)."""
+
+    dir: str
+    keep_cycles: int = 1000
+    """The most recorded cycles the ring keeps."""
+    max_bytes: int = 1 << 30
+    """The most bytes the ring's files take together (default 1 GiB)."""
+
+
+@dataclass(frozen=True, slots=True)
 class SchedulerSettings:
     """The daemon's own settings (the ``scheduler:`` section); durations in seconds."""
 
@@ -244,6 +255,8 @@ class SchedulerSettings:
     """Requests at once above ``qps`` (None: as ``qps``; 0: no limit)."""
     plugin_packages: PluginPackages = field(default_factory=PluginPackages)
     tie_break: Literal["deterministic", "random"] = "deterministic"
+    record: RecordSettings | None = None
+    """None: no flight recorder."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,7 @@ from pumice.framework.config import (
     LeaderElection,
     PluginOption,
     PluginPackages,
+    RecordSettings,
     SchedulerConfig,
     SchedulerSettings,
     Tier,
@@ -34,6 +35,7 @@ from pumice.framework.config import (
     line_of_key,
 )
 from pumice.framework.yamlsource import Document, child_path
+from pumice.model.quantity import parse_quantity
 
 
 def parse_document(document: Document, source: str) -> SchedulerConfig:
@@ -94,7 +96,9 @@ SCHEDULER_KEYS = (
     "burst",
     "plugins",
     "tieBreak",
+    "record",
 )
+RECORD_KEYS = ("dir", "keepCycles", "maxBytes")
 LEADER_KEYS = (
     "enabled",
     "leaseName",
@@ -333,6 +337,38 @@ class _Parser:
             burst=self.count(section, path, "burst"),
             plugin_packages=self.plugin_packages(section.get("plugins")),
             tie_break="random" if tie_break == "random" else "deterministic",
+            record=self.record(section.get("record")),
+        )
+
+    def record(self, value: object) -> RecordSettings | None:
+        """The flight recorder; None when the section is absent or null."""
+        path = "scheduler.record"
+        if value is None:
+            return None
+        section = self.mapping(value, path, "a mapping with dir, keepCycles, maxBytes", RECORD_KEYS)
+        if "dir" not in section:
+            raise self.error(path, "missing 'dir': the directory to record into")
+        default = RecordSettings(dir=".")
+        size = section.get("maxBytes", default.max_bytes)
+        if isinstance(size, str):
+            try:
+                size = parse_quantity(size)
+            except ValueError:
+                raise self.error(f"{path}.maxBytes", f"bad size {size!r}") from None
+            size = int(size) if size == int(size) else size
+        keep = section.get("keepCycles", default.keep_cycles)
+        for name, number, expected in (
+            ("keepCycles", keep, "a whole number of cycles"),
+            ("maxBytes", size, "a whole number of bytes, or a size such as '1Gi'"),
+        ):
+            if isinstance(number, bool) or not isinstance(number, int):
+                raise self.wrong_type(f"{path}.{name}", expected, section[name])
+            if number <= 0:
+                raise self.error(f"{path}.{name}", f"must be positive, got {section[name]!r}")
+        return RecordSettings(
+            dir=self.text(section, path, "dir", "", spaces=True),
+            keep_cycles=keep,
+            max_bytes=size,
         )
 
     def leader_election(self, value: object) -> LeaderElection:
