@@ -225,12 +225,12 @@ def _affinity_sparse(
         if not counter.total:
             continue
         domains = counter.domains
-        counts = counter.counts
-        codes = np.flatnonzero(counts[:-1])
-        if len(codes) * 8 > domains.count:
+        occupied = counter.occupied
+        if len(occupied) * 8 > domains.count:
             return _DENSE
-        for code in codes.tolist():
-            value = factor * float(counts[code])
+        # each row gets at most one value per counter: the order of domains does not matter
+        for code, count in occupied.items():
+            value = factor * float(count)
             for row in domains.rows_of(code).tolist():
                 raw[row] = raw.get(row, 0.0) + value
     if not any(raw.values()):

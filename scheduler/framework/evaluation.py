@@ -36,10 +36,14 @@ import numpy as np
 import numpy.typing as npt
 
 from pumice.framework.candidates import (
+    FULL_REFRESH_FRACTION,
+    NO_ROWS,
     Candidates,
     full_candidates,
+    merge_rows,
     refresh_candidate_row,
     refresh_candidate_rows,
+    rows_changed,
 )
 from pumice.framework.results import PredicatePart, PredicateResult
 from pumice.model.node import FIT_TOLERANCE, NodeTable
@@ -51,28 +55,11 @@ ObjectVector = npt.NDArray[np.object_]
 IntVector = npt.NDArray[np.int64]
 Hook = Callable[..., Any]
 
-FULL_REFRESH_FRACTION = 8
-"""Refresh in full when more than 1/8 of the rows changed since the cached evaluation."""
-
 
 def task_shape(task: TaskInfo) -> Hashable:
     """The task's shape (``TaskInfo.shape``: request, non-zero request and scheduling terms,
     computed once per pod object)."""
     return task.shape
-
-
-_NO_ROWS = np.zeros(0, dtype=np.int64)
-
-
-def rows_changed(table: NodeTable, since: int) -> IntVector | None:
-    """Distinct rows changed since version ``since``, ascending; None when a full evaluation
-    is due."""
-    if since == table.version:
-        return _NO_ROWS
-    changed = table.changed_rows(since)
-    if len(changed) * FULL_REFRESH_FRACTION > len(table):
-        return None
-    return np.array(sorted(set(changed)), dtype=np.int64)
 
 
 def predicate_part(name: str, answer: Any, n: int, check: Callable[..., Any]) -> PredicatePart:
@@ -155,6 +142,7 @@ class ShapeCache:
         """Plugins' ``stale_rows`` hooks: rows to refresh beyond the table's changed rows."""
         self.entries: dict[Hashable, ShapeEntry] = {}
         self._last_changed: tuple[tuple[int, int, int], IntVector | None] | None = None
+        self._last_for: tuple[tuple[int, int, int, int], IntVector | None] | None = None
         self._of_task: dict[str, ShapeEntry] = {}
         """Task uid -> its shape's entry, so a shape key is built once per task."""
 
@@ -206,23 +194,25 @@ class ShapeCache:
             if len(answer):
                 found.append(np.asarray(answer, dtype=np.int64))
         if not found:
-            return _NO_ROWS
+            return NO_ROWS
         return np.concatenate(found) if len(found) > 1 else found[0]
 
     def _changed_for(self, entry: ShapeEntry, version: int) -> IntVector | None:
-        """``_changed`` plus the entry's stale rows (None: evaluate in full)."""
+        """``_changed`` plus the entry's stale rows (None: evaluate in full); predicates and
+        candidates of one task ask the same question: answered once."""
         rows = self._changed(version)
         if rows is None or not self.stale:
             return rows
+        key = (id(entry), version, self.table.version, self.table.epoch)
+        if self._last_for is not None and self._last_for[0] == key:
+            return self._last_for[1]
         extra = self._stale(entry, version)
-        if extra is True:
-            return None
-        assert not isinstance(extra, bool)
-        if not len(extra):
-            return rows
-        merged = np.unique(np.concatenate([rows, extra]))
-        if len(merged) * FULL_REFRESH_FRACTION > len(self.table):
-            return None
+        merged = None if extra is True else rows
+        if not isinstance(extra, bool) and len(extra):
+            merged = merge_rows(rows, extra)
+            if len(merged) * FULL_REFRESH_FRACTION > len(self.table):
+                merged = None
+        self._last_for = (key, merged)
         return merged
 
     # -- predicates -------------------------------------------------------------------------
