@@ -156,8 +156,8 @@ class ShapeCache:
             key = (self.group_of(task), key)
         base: ShapeEntry | None = None
         if self.shape_keys:
-            extra = tuple(hook(task) for hook in self.shape_keys)
-            if any(part is not None for part in extra):
+            extra = tuple([hook(task) for hook in self.shape_keys])
+            if extra.count(None) != len(extra):
                 base = self.entries.get(key)
                 if base is None or base.epoch != self.table.epoch:
                     base = self.entries[key] = ShapeEntry(self.table.epoch, task, borrowed=True)
@@ -368,10 +368,9 @@ class ShapeCache:
         return cands
 
     def _one_row_candidates(self, task: TaskInfo) -> Candidates | None:
-        """The common case, in one pass: everything of the shape was current one row change
-        ago. Predicates, fit, scores and candidates are refreshed on that row with Python
-        scalars; None when this is not the case (or a plugin's opinion appeared or vanished),
-        and the general path runs."""
+        """The common case: everything of the shape was current one row change ago. That row
+        is refreshed with Python scalars, the predicates of rows ``stale_rows`` adds as a
+        vector; None when this is not the case (or a plugin's opinion appeared or vanished)."""
         if not self.cached_predicates:
             return None
         entry = self.entry(task)
@@ -389,19 +388,29 @@ class ShapeCache:
         if self.local_scorers and (base.score_version not in current or base.score_total is None):
             return None
         row = table.changed_rows(version)[0]
+        merged: IntVector | None = None  # the row and the stale ones, when there are any
         if self.stale:
             extra = self._stale(entry, version)
-            if isinstance(extra, bool) or (len(extra) and bool((extra != row).any())):
-                return None  # other rows changed too: the general path
+            if isinstance(extra, bool):
+                return None
+            if len(extra) and bool((extra != row).any()):
+                merged = merge_rows(np.array((row,), dtype=np.int64), extra)
+                if len(merged) * FULL_REFRESH_FRACTION > len(table):
+                    return None
         assert entry.mask is not None
-        if not self._refresh_row(entry, row):
+        if not self._refresh_row(entry, row) or (
+            merged is not None
+            and not self._refresh_predicates(entry.task, entry, merged[merged != row])
+        ):
             entry.parts = entry.candidates = None
             base.fit_now = base.score_total = base.candidates = None
             return None
         entry.mask_version = base.fit_version = base.score_version = table.version
-        refresh_candidate_row(
-            cands, row, entry.mask, base.fit_now, base.fit_future, base.score_total
-        )
+        vectors = (entry.mask, base.fit_now, base.fit_future, base.score_total)
+        if merged is None:
+            refresh_candidate_row(cands, row, *vectors)
+        else:
+            refresh_candidate_rows(cands, merged, *vectors)
         cands.version = table.version
         return cands
 
