@@ -16,7 +16,7 @@ import numpy.typing as npt
 
 from pumice.framework.hookcalls import read_only
 from pumice.framework.results import Feasibility, PredicatePart
-from pumice.model.node import NodeTable
+from pumice.model.node import FIT_TOLERANCE, NodeTable
 
 BoolVector = npt.NDArray[np.bool_]
 FloatVector = npt.NDArray[np.float64]
@@ -181,3 +181,18 @@ def merge_rows(rows: IntVector, extra: IntVector) -> IntVector:
             return extra
         return np.insert(extra, at, row)
     return np.unique(np.concatenate([rows, extra]))
+
+
+def fit_mask(
+    table: NodeTable, request: FloatVector, quantity: str, rows: IntVector | None
+) -> BoolVector:
+    """Where ``request`` fits ``quantity`` (idle or future_idle), column by column."""
+    n = len(table) if rows is None else len(rows)
+    fits = np.ones(n, dtype=np.bool_)
+    for index, dim in enumerate(table.dims):
+        # every dimension: a node overcommitted in one the task does not ask for fits nothing
+        column = table.column(quantity, dim)
+        assert column is not None
+        values = column if rows is None else column[rows]
+        fits &= values >= request[index] - FIT_TOLERANCE
+    return fits

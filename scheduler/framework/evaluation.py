@@ -39,6 +39,7 @@ from pumice.framework.candidates import (
     FULL_REFRESH_FRACTION,
     NO_ROWS,
     Candidates,
+    fit_mask,
     full_candidates,
     merge_rows,
     refresh_candidate_row,
@@ -46,7 +47,7 @@ from pumice.framework.candidates import (
     rows_changed,
 )
 from pumice.framework.results import PredicatePart, PredicateResult
-from pumice.model.node import FIT_TOLERANCE, NodeTable
+from pumice.model.node import NodeTable
 from pumice.model.objects import TaskInfo
 
 BoolVector = npt.NDArray[np.bool_]
@@ -285,24 +286,22 @@ class ShapeCache:
         if entry.fit_now is not None:
             rows = self._changed(entry.fit_version)
         if entry.fit_now is None or entry.fit_future is None or rows is None:
-            entry.fit_now = _fits(table, request, "idle", None)
-            entry.fit_future = _fits(table, request, "future_idle", None)
+            entry.fit_now = fit_mask(table, request, "idle", None)
+            entry.fit_future = fit_mask(table, request, "future_idle", None)
         elif len(rows) == 1:  # the common case after one placement: no per-column passes
             row = int(rows[0])
             entry.fit_now[row], entry.fit_future[row] = table.row_fits(row, request)
         elif len(rows):
-            entry.fit_now[rows] = _fits(table, request, "idle", rows)
-            entry.fit_future[rows] = _fits(table, request, "future_idle", rows)
+            entry.fit_now[rows] = fit_mask(table, request, "idle", rows)
+            entry.fit_future[rows] = fit_mask(table, request, "future_idle", rows)
         entry.fit_version = table.version
         return entry.fit_now, entry.fit_future
 
     # -- scores -----------------------------------------------------------------------------
 
     def scores(self, task: TaskInfo) -> dict[str, FloatVector]:
-        """Each row-local scorer's vector for the task's shape (empty if there are none).
-
-        The vectors are the cache's own: read them, never change them.
-        """
+        """Each row-local scorer's vector for the task's shape (empty if there are none);
+        the cache's own vectors: read them, never change them."""
         if not self.local_scorers:
             return {}
         table = self.table
@@ -323,6 +322,8 @@ class ShapeCache:
         return entry.scores
 
     def _refresh_scores(self, task: TaskInfo, entry: ShapeEntry, rows: IntVector) -> bool:
+        if len(rows) == 1:
+            return self._score_row(entry, rows)
         assert entry.score_total is not None
         total = np.zeros(len(rows))
         for name, hook in self.local_scorers:
@@ -453,20 +454,24 @@ class ShapeCache:
             base.fit_now[row], base.fit_future[row] = fits
         if not self.local_scorers or base.score_version == table.version:
             return True
-        assert base.score_total is not None
-        total = 0.0
+        return self._score_row(base, rows)
+
+    def _score_row(self, entry: ShapeEntry, rows: IntVector) -> bool:
+        """Row-local scores of one row in Python floats, as the vector path sums them."""
+        assert entry.score_total is not None
+        row, total = int(rows[0]), 0.0
         for name, hook in self.local_scorers:
-            answer = hook(base.task, table, rows)
-            vec = base.scores.get(name)
+            answer = hook(entry.task, self.table, rows)
+            vec = entry.scores.get(name)
             if answer is None or vec is None:
                 if (answer is None) != (vec is None):
                     return False
                 continue
             if type(answer) is not float:
-                answer = float(check(name, "node_score", answer, 1, np.float64)[0])
+                answer = float(self.check(name, "node_score", answer, 1, np.float64)[0])
             vec[row] = answer
             total += answer
-        base.score_total[row] = total
+        entry.score_total[row] = total
         return True
 
     def with_extras(
@@ -485,16 +490,3 @@ class ShapeCache:
         own vector: read it, never change it)."""
         self.scores(task)
         return base_of(self.entry(task)).score_total if self.local_scorers else None
-
-
-def _fits(table: NodeTable, request: FloatVector, quantity: str, rows: IntVector | None) -> Any:
-    """Where ``request`` fits ``quantity`` (idle or future_idle), column by column."""
-    n = len(table) if rows is None else len(rows)
-    fits = np.ones(n, dtype=np.bool_)
-    for index, dim in enumerate(table.dims):
-        # every dimension: a node overcommitted in one the task does not ask for fits nothing
-        column = table.column(quantity, dim)
-        assert column is not None
-        values = column if rows is None else column[rows]
-        fits &= values >= request[index] - FIT_TOLERANCE
-    return fits
