@@ -4,8 +4,9 @@ Every watch event changes the one ``ClusterSnapshot`` the cache owns (``put_*`` 
 no rebuild per cycle); ``snapshot()`` hands each session an independent clone. The cache does
 no I/O: the daemon feeds it from the informers (one handler per informer: ``nodes``,
 ``pending_pods``, ``assigned_pods``, ``podgroups``, ``queues``, ``priority_classes``,
-``namespaces``; ``storage.handler(kind)`` for each storage kind served) and tells it what the scheduler decided (``assume``) and what the API server
-answered (``finish_binding``, ``forget``, ``bound_elsewhere``, ``gone``).
+``namespaces``; ``storage.handler(kind)`` for each storage kind served) and tells it what the
+scheduler decided (``assume``) and what the API server answered (``finish_binding``,
+``forget``, ``bound_elsewhere``, ``gone``).
 
 Pods follow the state machine of ``pumice.cache.pods``. Pods of other schedulers come only from
 the assigned-pods watch; they are accounted on their nodes as jobs of their own in no queue, so
