@@ -146,6 +146,9 @@ class ShapeCache:
         self._last_for: tuple[tuple[int, int, int, int], IntVector | None] | None = None
         self._of_task: dict[str, ShapeEntry] = {}
         """Task uid -> its shape's entry, so a shape key is built once per task."""
+        self._extras: tuple[FloatVector, ...] = ()
+        """The extras of the last ``with_extras``: a new shape's candidates start with them
+        (tasks of many shapes answer the same read-only vectors), so they are rarely rescored."""
 
     def entry(self, task: TaskInfo) -> ShapeEntry:
         """The entry of the task's shape (a new one when the table's rows changed)."""
@@ -356,7 +359,7 @@ class ShapeCache:
         cands = entry.candidates if self.cached_predicates else None
         rows = None if cands is None else self._changed_for(entry, cands.version)
         if cands is None or rows is None:
-            extras = () if cands is None else cands.extras
+            extras = self._extras if cands is None else cands.extras
             cands = full_candidates(mask, fit_now, fit_future, total, extras)
         elif len(rows) == 1:
             refresh_candidate_row(cands, int(rows[0]), mask, fit_now, fit_future, total)
@@ -479,7 +482,7 @@ class ShapeCache:
     ) -> Candidates:
         """``cands`` with ``extras`` (read-only vectors) in its best scores: the same object
         when they are the vectors already in, else recomputed in full (and kept)."""
-        known = cands.extras
+        known, self._extras = cands.extras, extras
         if len(extras) == len(known) and all(a is b for a, b in zip(extras, known, strict=True)):
             return cands
         cands.rescore(self.score_total(task), extras)
