@@ -54,6 +54,7 @@ class PodLinkFilters:
         self._states: dict[Hashable, _ShapeState] = {}
         self._of_task: dict[str, _ShapeState] = {}
         self._shape_keys: dict[str, Hashable] = {}
+        self._distinct: dict[Hashable, Hashable] = {}
 
     def open(self, session: SessionView) -> None:
         """Survey the session's pods: which constraints exist, which label keys they read."""
@@ -95,6 +96,8 @@ class PodLinkFilters:
             labels = task.labels
             seen = frozenset((k, labels[k]) for k in self.keys if k in labels)
             known = (task.namespace, seen, task.links)
+            # one object per distinct key: the shape cache's lookups then hit by identity
+            known = self._distinct.setdefault(known, known)
         self._shape_keys[task.uid] = known
         return known
 

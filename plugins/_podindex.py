@@ -73,8 +73,19 @@ def shared_index(session: SessionView) -> PodIndex:
     return index
 
 
+_idents: dict[Ident, Ident] = {}
+
+
 def ident_of(task: TaskInfo) -> Ident:
-    return (task.namespace, frozenset(task.labels.items()))
+    """The pod's identity, one object per distinct value: the caches keyed by it then hit
+    by identity, without comparing the label sets."""
+    ident = (task.namespace, frozenset(task.labels.items()))
+    found = _idents.get(ident)
+    if found is None:
+        if len(_idents) >= 1 << 16:
+            _idents.clear()
+        found = _idents[ident] = ident
+    return found
 
 
 class Domains:
@@ -112,6 +123,9 @@ class DomainCounter:
     counts: IntVector
     total: int = 0
     listeners: list[Listener] = field(default_factory=list)
+    occupied: dict[int, int] = field(default_factory=dict)
+    """The domains whose count is not zero, with their counts (a few, for a hostname key:
+    read without a pass over every domain)."""
 
     def add(self, row: int, delta: int) -> None:
         code = int(self.domains.codes[row])
@@ -119,6 +133,11 @@ class DomainCounter:
             return
         self.counts[code] += delta
         self.total += delta
+        value = self.occupied.get(code, 0) + delta
+        if value:
+            self.occupied[code] = value
+        else:
+            self.occupied.pop(code, None)
         for listener in self.listeners:
             listener(code, delta)
 

@@ -176,9 +176,12 @@ class PodLinkScores:
         state = self._state(task, terms)
         out: FloatVector | None = None
         if state.affinity and mask.any():
-            raw = _affinity_raw(state.affinity, len(nodes))
-            if raw is not None:
-                out = self.affinity_weight * _min_max(raw, mask)
+            normalized = _affinity_sparse(state.affinity, len(nodes), mask)
+            if normalized is _DENSE:
+                raw = _affinity_raw(state.affinity, len(nodes))
+                normalized = None if raw is None else _min_max(raw, mask)
+            if normalized is not None:
+                out = self.affinity_weight * normalized
         if state.spread:
             assert state.has_all is not None
             spread = self.spread_weight * _spread_score(state.spread, state.has_all, mask)
@@ -203,6 +206,50 @@ def _affinity_raw(counters: list[tuple[DomainCounter, float]], n: int) -> FloatV
         for code in codes.tolist():
             raw[domains.rows_of(code)] += factor * float(counter.counts[code])
     return raw if raw is not None and raw.any() else None
+
+
+_DENSE = np.zeros(0)
+"""``_affinity_sparse``'s answer when a counter holds pods in too many domains."""
+
+
+def _affinity_sparse(
+    counters: list[tuple[DomainCounter, float]], n: int, mask: BoolVector
+) -> FloatVector | None:
+    """``_min_max(_affinity_raw(...))`` when every counter holds pods in few domains (as a
+    hostname key's do): the raw scores of the few rows of those domains are summed in Python,
+    in the same order, and normalised with the same operations, the untouched rows (raw 0)
+    as one value, so the answer is bit-for-bit the dense one without a pass over every row
+    for each step. ``_DENSE`` when a counter is not sparse."""
+    raw: dict[int, float] = {}
+    for counter, factor in counters:
+        if not counter.total:
+            continue
+        domains = counter.domains
+        occupied = counter.occupied
+        if len(occupied) * 8 > domains.count:
+            return _DENSE
+        # each row gets at most one value per counter: the order of domains does not matter
+        for code, count in occupied.items():
+            value = factor * float(count)
+            for row in domains.rows_of(code).tolist():
+                raw[row] = raw.get(row, 0.0) + value
+    if not any(raw.values()):
+        return None
+    rows = np.fromiter(raw, dtype=np.int64, count=len(raw))
+    values = np.fromiter(raw.values(), dtype=np.float64, count=len(raw))
+    in_mask = mask[rows]
+    seen = values[in_mask]
+    untouched = int(np.count_nonzero(mask)) > len(seen)
+    lo = min(float(seen.min()), 0.0) if len(seen) else 0.0
+    hi = max(float(seen.max()), 0.0) if len(seen) else 0.0
+    if not untouched:
+        lo, hi = float(seen.min()), float(seen.max())
+    if hi - lo <= 0:
+        return np.zeros(n)
+    rest = np.trunc(MAX_NODE_SCORE * ((np.zeros(1) - lo) / (hi - lo)))
+    out = np.full(n, rest[0])
+    out[rows] = np.trunc(MAX_NODE_SCORE * ((values - lo) / (hi - lo)))
+    return out
 
 
 def _min_max(raw: FloatVector, mask: BoolVector) -> FloatVector:

@@ -21,6 +21,7 @@ session, waiting a while for an assigned ADD that would make it Added.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import logging
 from collections.abc import Callable
@@ -122,4 +123,15 @@ def parse_task(entry: PodEntry, priority_of: Callable[[str | None], int | None])
         value = priority_of(spec.get("priorityClassName"))
         if value is not None:
             task.priority = value
+    derive(task)
     return task
+
+
+def derive(task: TaskInfo) -> None:
+    """Work out now, as the pod arrives, what every session reads of it: its shape (request
+    and scheduling terms), its pod-to-pod constraints and its labels. ``TaskInfo`` keeps them
+    with the pod object and shares them with every session's copy, so the first session that
+    sees a pod no longer parses it. A pod whose terms do not parse is left as it was: the
+    session meets the same error as before, where it is reported."""
+    with contextlib.suppress(ValueError, TypeError, KeyError, AttributeError):
+        _ = (task.shape, task.links, task.labels)

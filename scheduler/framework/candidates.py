@@ -1,8 +1,9 @@
 """A shape's candidate nodes: where its tasks may go now and later, with their summed scores.
 
 Kept per shape by ``pumice.framework.evaluation.ShapeCache`` beside the predicate masks, fit
-masks and scores they are made of, and refreshed on the same changed rows; allocate chooses
-from them (``pumice.framework.placement``).
+masks and scores they are made of, and refreshed on the same changed rows (worked out here
+too: ``rows_changed``, ``merge_rows``); allocate chooses from them
+(``pumice.framework.placement``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import numpy.typing as npt
 
 from pumice.framework.hookcalls import read_only
 from pumice.framework.results import Feasibility, PredicatePart
+from pumice.model.node import FIT_TOLERANCE, NodeTable
 
 BoolVector = npt.NDArray[np.bool_]
 FloatVector = npt.NDArray[np.float64]
@@ -145,3 +147,52 @@ def refresh_candidate_rows(
         score = score + extra[rows]
     cands.best_future[rows] = np.where(future, score, -np.inf)
     cands.best_now[rows] = np.where(now, score, -np.inf)
+
+
+# -- rows to refresh ------------------------------------------------------------------------
+
+FULL_REFRESH_FRACTION = 8
+"""Refresh in full when more than 1/8 of the rows changed since the cached evaluation."""
+
+NO_ROWS = np.zeros(0, dtype=np.int64)
+
+
+def rows_changed(table: NodeTable, since: int) -> IntVector | None:
+    """Distinct rows changed since version ``since``, ascending; None when a full evaluation
+    is due."""
+    if since == table.version:
+        return NO_ROWS
+    changed = table.changed_rows(since)
+    if len(changed) * FULL_REFRESH_FRACTION > len(table):
+        return None
+    return np.array(sorted(set(changed)), dtype=np.int64)
+
+
+def merge_rows(rows: IntVector, extra: IntVector) -> IntVector:
+    """``rows`` and ``extra`` as one ascending vector of distinct rows. The common case after
+    a placement, one changed row beside one domain's rows (ascending already), is merged
+    without sorting (the answer may then be ``extra`` itself: read it, never change it)."""
+    if len(rows) <= 1 and len(extra) > 1 and bool((extra[1:] > extra[:-1]).all()):
+        if not len(rows):
+            return extra
+        row = rows[0]
+        at = int(np.searchsorted(extra, row))
+        if at < len(extra) and extra[at] == row:
+            return extra
+        return np.insert(extra, at, row)
+    return np.unique(np.concatenate([rows, extra]))
+
+
+def fit_mask(
+    table: NodeTable, request: FloatVector, quantity: str, rows: IntVector | None
+) -> BoolVector:
+    """Where ``request`` fits ``quantity`` (idle or future_idle), column by column."""
+    n = len(table) if rows is None else len(rows)
+    fits = np.ones(n, dtype=np.bool_)
+    for index, dim in enumerate(table.dims):
+        # every dimension: a node overcommitted in one the task does not ask for fits nothing
+        column = table.column(quantity, dim)
+        assert column is not None
+        values = column if rows is None else column[rows]
+        fits &= values >= request[index] - FIT_TOLERANCE
+    return fits

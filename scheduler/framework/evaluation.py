@@ -36,13 +36,18 @@ import numpy as np
 import numpy.typing as npt
 
 from pumice.framework.candidates import (
+    FULL_REFRESH_FRACTION,
+    NO_ROWS,
     Candidates,
+    fit_mask,
     full_candidates,
+    merge_rows,
     refresh_candidate_row,
     refresh_candidate_rows,
+    rows_changed,
 )
 from pumice.framework.results import PredicatePart, PredicateResult
-from pumice.model.node import FIT_TOLERANCE, NodeTable
+from pumice.model.node import NodeTable
 from pumice.model.objects import TaskInfo
 
 BoolVector = npt.NDArray[np.bool_]
@@ -51,28 +56,11 @@ ObjectVector = npt.NDArray[np.object_]
 IntVector = npt.NDArray[np.int64]
 Hook = Callable[..., Any]
 
-FULL_REFRESH_FRACTION = 8
-"""Refresh in full when more than 1/8 of the rows changed since the cached evaluation."""
-
 
 def task_shape(task: TaskInfo) -> Hashable:
     """The task's shape (``TaskInfo.shape``: request, non-zero request and scheduling terms,
     computed once per pod object)."""
     return task.shape
-
-
-_NO_ROWS = np.zeros(0, dtype=np.int64)
-
-
-def rows_changed(table: NodeTable, since: int) -> IntVector | None:
-    """Distinct rows changed since version ``since``, ascending; None when a full evaluation
-    is due."""
-    if since == table.version:
-        return _NO_ROWS
-    changed = table.changed_rows(since)
-    if len(changed) * FULL_REFRESH_FRACTION > len(table):
-        return None
-    return np.array(sorted(set(changed)), dtype=np.int64)
 
 
 def predicate_part(name: str, answer: Any, n: int, check: Callable[..., Any]) -> PredicatePart:
@@ -155,8 +143,12 @@ class ShapeCache:
         """Plugins' ``stale_rows`` hooks: rows to refresh beyond the table's changed rows."""
         self.entries: dict[Hashable, ShapeEntry] = {}
         self._last_changed: tuple[tuple[int, int, int], IntVector | None] | None = None
+        self._last_for: tuple[tuple[int, int, int, int], IntVector | None] | None = None
         self._of_task: dict[str, ShapeEntry] = {}
         """Task uid -> its shape's entry, so a shape key is built once per task."""
+        self._extras: tuple[FloatVector, ...] = ()
+        """The extras of the last ``with_extras``: a new shape's candidates start with them
+        (tasks of many shapes answer the same read-only vectors), so they are rarely rescored."""
 
     def entry(self, task: TaskInfo) -> ShapeEntry:
         """The entry of the task's shape (a new one when the table's rows changed)."""
@@ -168,8 +160,8 @@ class ShapeCache:
             key = (self.group_of(task), key)
         base: ShapeEntry | None = None
         if self.shape_keys:
-            extra = tuple(hook(task) for hook in self.shape_keys)
-            if any(part is not None for part in extra):
+            extra = tuple([hook(task) for hook in self.shape_keys])
+            if extra.count(None) != len(extra):
                 base = self.entries.get(key)
                 if base is None or base.epoch != self.table.epoch:
                     base = self.entries[key] = ShapeEntry(self.table.epoch, task, borrowed=True)
@@ -206,23 +198,25 @@ class ShapeCache:
             if len(answer):
                 found.append(np.asarray(answer, dtype=np.int64))
         if not found:
-            return _NO_ROWS
+            return NO_ROWS
         return np.concatenate(found) if len(found) > 1 else found[0]
 
     def _changed_for(self, entry: ShapeEntry, version: int) -> IntVector | None:
-        """``_changed`` plus the entry's stale rows (None: evaluate in full)."""
+        """``_changed`` plus the entry's stale rows (None: evaluate in full); predicates and
+        candidates of one task ask the same question: answered once."""
         rows = self._changed(version)
         if rows is None or not self.stale:
             return rows
+        key = (id(entry), version, self.table.version, self.table.epoch)
+        if self._last_for is not None and self._last_for[0] == key:
+            return self._last_for[1]
         extra = self._stale(entry, version)
-        if extra is True:
-            return None
-        assert not isinstance(extra, bool)
-        if not len(extra):
-            return rows
-        merged = np.unique(np.concatenate([rows, extra]))
-        if len(merged) * FULL_REFRESH_FRACTION > len(self.table):
-            return None
+        merged = None if extra is True else rows
+        if not isinstance(extra, bool) and len(extra):
+            merged = merge_rows(rows, extra)
+            if len(merged) * FULL_REFRESH_FRACTION > len(self.table):
+                merged = None
+        self._last_for = (key, merged)
         return merged
 
     # -- predicates -------------------------------------------------------------------------
@@ -295,24 +289,22 @@ class ShapeCache:
         if entry.fit_now is not None:
             rows = self._changed(entry.fit_version)
         if entry.fit_now is None or entry.fit_future is None or rows is None:
-            entry.fit_now = _fits(table, request, "idle", None)
-            entry.fit_future = _fits(table, request, "future_idle", None)
+            entry.fit_now = fit_mask(table, request, "idle", None)
+            entry.fit_future = fit_mask(table, request, "future_idle", None)
         elif len(rows) == 1:  # the common case after one placement: no per-column passes
             row = int(rows[0])
             entry.fit_now[row], entry.fit_future[row] = table.row_fits(row, request)
         elif len(rows):
-            entry.fit_now[rows] = _fits(table, request, "idle", rows)
-            entry.fit_future[rows] = _fits(table, request, "future_idle", rows)
+            entry.fit_now[rows] = fit_mask(table, request, "idle", rows)
+            entry.fit_future[rows] = fit_mask(table, request, "future_idle", rows)
         entry.fit_version = table.version
         return entry.fit_now, entry.fit_future
 
     # -- scores -----------------------------------------------------------------------------
 
     def scores(self, task: TaskInfo) -> dict[str, FloatVector]:
-        """Each row-local scorer's vector for the task's shape (empty if there are none).
-
-        The vectors are the cache's own: read them, never change them.
-        """
+        """Each row-local scorer's vector for the task's shape (empty if there are none);
+        the cache's own vectors: read them, never change them."""
         if not self.local_scorers:
             return {}
         table = self.table
@@ -333,6 +325,8 @@ class ShapeCache:
         return entry.scores
 
     def _refresh_scores(self, task: TaskInfo, entry: ShapeEntry, rows: IntVector) -> bool:
+        if len(rows) == 1:
+            return self._score_row(entry, rows)
         assert entry.score_total is not None
         total = np.zeros(len(rows))
         for name, hook in self.local_scorers:
@@ -365,7 +359,7 @@ class ShapeCache:
         cands = entry.candidates if self.cached_predicates else None
         rows = None if cands is None else self._changed_for(entry, cands.version)
         if cands is None or rows is None:
-            extras = () if cands is None else cands.extras
+            extras = self._extras if cands is None else cands.extras
             cands = full_candidates(mask, fit_now, fit_future, total, extras)
         elif len(rows) == 1:
             refresh_candidate_row(cands, int(rows[0]), mask, fit_now, fit_future, total)
@@ -378,10 +372,9 @@ class ShapeCache:
         return cands
 
     def _one_row_candidates(self, task: TaskInfo) -> Candidates | None:
-        """The common case, in one pass: everything of the shape was current one row change
-        ago. Predicates, fit, scores and candidates are refreshed on that row with Python
-        scalars; None when this is not the case (or a plugin's opinion appeared or vanished),
-        and the general path runs."""
+        """The common case: everything of the shape was current one row change ago. That row
+        is refreshed with Python scalars, the predicates of rows ``stale_rows`` adds as a
+        vector; None when this is not the case (or a plugin's opinion appeared or vanished)."""
         if not self.cached_predicates:
             return None
         entry = self.entry(task)
@@ -399,19 +392,29 @@ class ShapeCache:
         if self.local_scorers and (base.score_version not in current or base.score_total is None):
             return None
         row = table.changed_rows(version)[0]
+        merged: IntVector | None = None  # the row and the stale ones, when there are any
         if self.stale:
             extra = self._stale(entry, version)
-            if isinstance(extra, bool) or (len(extra) and bool((extra != row).any())):
-                return None  # other rows changed too: the general path
+            if isinstance(extra, bool):
+                return None
+            if len(extra) and bool((extra != row).any()):
+                merged = merge_rows(np.array((row,), dtype=np.int64), extra)
+                if len(merged) * FULL_REFRESH_FRACTION > len(table):
+                    return None
         assert entry.mask is not None
-        if not self._refresh_row(entry, row):
+        if not self._refresh_row(entry, row) or (
+            merged is not None
+            and not self._refresh_predicates(entry.task, entry, merged[merged != row])
+        ):
             entry.parts = entry.candidates = None
             base.fit_now = base.score_total = base.candidates = None
             return None
         entry.mask_version = base.fit_version = base.score_version = table.version
-        refresh_candidate_row(
-            cands, row, entry.mask, base.fit_now, base.fit_future, base.score_total
-        )
+        vectors = (entry.mask, base.fit_now, base.fit_future, base.score_total)
+        if merged is None:
+            refresh_candidate_row(cands, row, *vectors)
+        else:
+            refresh_candidate_rows(cands, merged, *vectors)
         cands.version = table.version
         return cands
 
@@ -454,20 +457,24 @@ class ShapeCache:
             base.fit_now[row], base.fit_future[row] = fits
         if not self.local_scorers or base.score_version == table.version:
             return True
-        assert base.score_total is not None
-        total = 0.0
+        return self._score_row(base, rows)
+
+    def _score_row(self, entry: ShapeEntry, rows: IntVector) -> bool:
+        """Row-local scores of one row in Python floats, as the vector path sums them."""
+        assert entry.score_total is not None
+        row, total = int(rows[0]), 0.0
         for name, hook in self.local_scorers:
-            answer = hook(base.task, table, rows)
-            vec = base.scores.get(name)
+            answer = hook(entry.task, self.table, rows)
+            vec = entry.scores.get(name)
             if answer is None or vec is None:
                 if (answer is None) != (vec is None):
                     return False
                 continue
             if type(answer) is not float:
-                answer = float(check(name, "node_score", answer, 1, np.float64)[0])
+                answer = float(self.check(name, "node_score", answer, 1, np.float64)[0])
             vec[row] = answer
             total += answer
-        base.score_total[row] = total
+        entry.score_total[row] = total
         return True
 
     def with_extras(
@@ -475,7 +482,7 @@ class ShapeCache:
     ) -> Candidates:
         """``cands`` with ``extras`` (read-only vectors) in its best scores: the same object
         when they are the vectors already in, else recomputed in full (and kept)."""
-        known = cands.extras
+        known, self._extras = cands.extras, extras
         if len(extras) == len(known) and all(a is b for a, b in zip(extras, known, strict=True)):
             return cands
         cands.rescore(self.score_total(task), extras)
@@ -486,16 +493,3 @@ class ShapeCache:
         own vector: read it, never change it)."""
         self.scores(task)
         return base_of(self.entry(task)).score_total if self.local_scorers else None
-
-
-def _fits(table: NodeTable, request: FloatVector, quantity: str, rows: IntVector | None) -> Any:
-    """Where ``request`` fits ``quantity`` (idle or future_idle), column by column."""
-    n = len(table) if rows is None else len(rows)
-    fits = np.ones(n, dtype=np.bool_)
-    for index, dim in enumerate(table.dims):
-        # every dimension: a node overcommitted in one the task does not ask for fits nothing
-        column = table.column(quantity, dim)
-        assert column is not None
-        values = column if rows is None else column[rows]
-        fits &= values >= request[index] - FIT_TOLERANCE
-    return fits

@@ -95,6 +95,7 @@ class PodLinks:
     """The DoNotSchedule constraints (filters), in spec order."""
     soft_spread: tuple[SpreadConstraint, ...] = field(init=False, repr=False, compare=False)
     """The ScheduleAnyway constraints (scores), in spec order."""
+    _empty: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         parts = (
@@ -105,6 +106,7 @@ class PodLinks:
             self.spread,
         )
         object.__setattr__(self, "_hash", hash(parts))
+        object.__setattr__(self, "_empty", not any(parts))
         object.__setattr__(self, "hard_spread", tuple(c for c in self.spread if c.hard))
         object.__setattr__(self, "soft_spread", tuple(c for c in self.spread if not c.hard))
 
@@ -113,7 +115,7 @@ class PodLinks:
 
     @property
     def empty(self) -> bool:
-        return self is NO_LINKS or self == NO_LINKS
+        return self._empty
 
     def label_keys(self) -> set[str]:
         """Every label key a selector of these constraints reads."""
@@ -260,4 +262,17 @@ def pod_links(pod: Mapping[str, Any] | None) -> PodLinks:
         preferred_anti_affinity=preferred(pod_anti),
         spread=tuple(_spread(c or {}, labels) for c in spread),
     )
-    return NO_LINKS if links == NO_LINKS else links
+    if links == NO_LINKS:
+        return NO_LINKS
+    # One object per distinct value: sessions key their caches by a pod's links, and a dict
+    # lookup with the very object it holds skips the field-by-field comparison.
+    interned = _interned.get(links)
+    if interned is None:
+        if len(_interned) >= _INTERN_LIMIT:
+            _interned.clear()
+        interned = _interned[links] = links
+    return interned
+
+
+_INTERN_LIMIT = 1 << 16
+_interned: dict[PodLinks, PodLinks] = {}

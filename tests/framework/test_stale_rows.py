@@ -91,3 +91,23 @@ def test_shape_key_keeps_tasks_of_one_shape_apart() -> None:
     entries = {id(session.shapes.entry(t)) for t in tasks}
     assert len(entries) == 2
     assert session.shapes.entry(tasks[0]).base is session.shapes.entry(tasks[1]).base
+
+
+def test_merge_rows_is_the_sorted_union() -> None:
+    """The changed row and the stale rows merged as np.unique would, on every branch: the
+    row among the stale ones, the row not among them, no row, and unsorted stale rows."""
+    from pumice.framework.candidates import merge_rows
+
+    stale = np.array([3, 5, 9], dtype=np.int64)
+    for rows, extra in (
+        ([5], stale),
+        ([4], stale),
+        ([0], stale),
+        ([12], stale),
+        ([], stale),
+        ([4], np.array([9, 3, 5], dtype=np.int64)),
+        ([1, 7], stale),
+    ):
+        changed = np.array(rows, dtype=np.int64)
+        expected = np.unique(np.concatenate([changed, extra]))
+        assert merge_rows(changed, extra).tolist() == expected.tolist()

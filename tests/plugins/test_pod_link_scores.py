@@ -92,3 +92,18 @@ def test_preferred_affinity_draws_a_pod_to_its_app() -> None:
     snap = links_snapshot(zoned_nodes(4), [*dbs("n2"), job])
     session = run_flow(snap, tiers, plugins={"nodeorder": NodeOrderPlugin})
     assert binds(session) == {"w-0": "n2", "w-1": "n2"}
+
+
+def test_preferred_scores_on_many_nodes_touch_only_the_occupied_ones() -> None:
+    """On 20 nodes the counted pods sit in few hostname domains, so the sparse path answers
+    (raw 0 on the untouched nodes): the same min-max as on 3 nodes, and with a negative
+    raw score the untouched nodes score above the lowest."""
+    pod = job_of("p", [link_pod("p", preferred=[(5, term(DB))])])
+    session = session_with([*dbs("n0", "n0", "n1"), pod], nodes=20, **ONLY_LINKS)
+    assert link_scores(session, pod) == [200.0, 100.0] + [0.0] * 18
+    web = {"app": "web"}
+    webs = [running(f"w{i}", n, link_pod(f"w{i}", web)) for i, n in enumerate(("n1", "n2"))]
+    mixed = job_of("m", [link_pod("m", preferred=[(5, term(DB))], preferred_anti=[(3, term(web))])])
+    session = session_with([*dbs("n0", "n0", "n1"), *webs, mixed], nodes=20, **ONLY_LINKS)
+    # raw: n0 10, n1 5 - 3 = 2, n2 -3, the rest 0; trunc(100 * (raw + 3) / 13), times 2
+    assert link_scores(session, mixed) == [200.0, 76.0, 0.0] + [46.0] * 17

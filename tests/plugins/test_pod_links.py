@@ -13,6 +13,7 @@ from pumice.plugins._interpod import (
     EXISTING_ANTI_AFFINITY,
 )
 from pumice.plugins._spread import SPREAD_MISMATCH, SPREAD_MISSING_LABEL
+from pumice.plugins.binpack import BinpackPlugin
 from support.builders import PluginSpecList
 from support.flow import binds, open_flow, run_flow
 from support.links import (
@@ -42,6 +43,19 @@ def test_a_gang_of_four_spread_by_hostname_over_two_nodes_lands_two_and_two() ->
     snap = links_snapshot(zoned_nodes(2), [job_of("g", pods)])
     session = run_flow(snap)
     assert sorted(placed_per_node(session).values()) == [2, 2]
+
+
+def test_a_gang_spread_over_many_zones_puts_one_pod_in_each() -> None:
+    """64 nodes in 16 zones: after each placement only the zone's 4 rows are stale, few
+    enough for the shape cache's one-row path to refresh them beside the placed row."""
+    pods = [link_pod(f"g-{i}", APP, spreads=[spread(APP, ZONE)]) for i in range(16)]
+    # zone z0's four nodes (n0, n16, n32, n48) are the fullest: binpack's first choices
+    fillers = [running(f"f{n}", f"n{n}", link_pod(f"f{n}", cpu="4")) for n in (0, 16, 32, 48)]
+    snap = links_snapshot(zoned_nodes(64, zones=16), [*fillers, job_of("g", pods)])
+    tiers: PluginSpecList = [["gang"], ["predicates", "proportion", "binpack"]]
+    session = run_flow(snap, tiers, plugins={"binpack": BinpackPlugin})
+    zone_of = {n.name: n.labels[ZONE] for n in snap.table.nodes}
+    assert sorted(Counter(zone_of[n] for n in binds(session).values()).values()) == [1] * 16
 
 
 def test_without_the_spread_filter_the_gang_piles_onto_one_node() -> None:
