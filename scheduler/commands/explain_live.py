@@ -1,0 +1,83 @@
+"""The live form of ``pumice explain``: list the cluster once, read-only, and the ``kubectl``
+plugin's command line (``kubectl pumice explain (pod | podgroup) NAME [-n NS] [--context C]
+[-o json]``, installed as the ``kubectl-pumice`` console script).
+
+The cluster is found as kubectl finds it (``--kubeconfig``, ``$KUBECONFIG``,
+``~/.kube/config``) through ``pumice.kube``; the client is ``read_only`` so a write would be
+refused before it is sent. Volcano's kinds are listed only where the cluster serves them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from pumice.kube import (
+    NAMESPACES,
+    NODES,
+    PODGROUPS,
+    PODS,
+    PRIORITYCLASSES,
+    QUEUES,
+    Kind,
+    KubeSettings,
+    connect,
+    served,
+)
+
+Obj = dict[str, Any]
+LISTED: tuple[Kind, ...] = (NAMESPACES, PRIORITYCLASSES, NODES, QUEUES, PODGROUPS, PODS)
+OPTIONAL: frozenset[Kind] = frozenset({QUEUES, PODGROUPS})
+
+
+async def list_cluster(kubeconfig: str | None, context: str | None) -> list[Obj]:
+    """Every object the scheduler's cache takes, listed once (each with its ``kind``)."""
+    settings = KubeSettings(
+        kubeconfig=kubeconfig, context=context, read_only=True, user_agent="pumice-explain"
+    )
+    objects: list[Obj] = []
+    async with await connect(settings) as kube:
+        for kind in LISTED:
+            if kind in OPTIONAL and not await served(kube, kind):
+                continue
+            listed = await kube.request("GET", kind.path())
+            for item in listed.get("items") or ():
+                objects.append({**item, "apiVersion": kind.api_version, "kind": kind.kind})
+    return objects
+
+
+def kubectl_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kubectl pumice", description="pumice's kubectl plugin: why is my job pending?"
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    explain = sub.add_parser("explain", help="why a pod or PodGroup is pending, and what would admit it")
+    explain.add_argument("resource", choices=("pod", "pods", "po", "podgroup", "podgroups", "pg"))
+    explain.add_argument("name")
+    explain.add_argument("-n", "--namespace", default=None)
+    explain.add_argument("--context", default=None)
+    explain.add_argument("--kubeconfig", default=None)
+    explain.add_argument("--config", default=None, help="scheduler configuration (default: ours)")
+    explain.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    return parser
+
+
+def kubectl_main(argv: Sequence[str] | None = None) -> int:
+    """``kubectl-pumice``: the same command as ``pumice explain``, spelled as kubectl's."""
+    from pumice.cli import main
+
+    args = kubectl_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    namespace = args.namespace or "default"
+    flag = "--podgroup" if args.resource in ("podgroup", "podgroups", "pg") else "--pod"
+    forwarded = ["explain", flag, f"{namespace}/{args.name}", "--output", args.output]
+    for option in ("context", "kubeconfig", "config"):
+        value = getattr(args, option)
+        if value:
+            forwarded += [f"--{option}", value]
+    return main(forwarded)
+
+
+def console_main() -> None:
+    sys.exit(kubectl_main())
