@@ -27,9 +27,9 @@ import orjson
 
 from pumice.commands.cluster_input import CACHE_KINDS, read_cluster
 from pumice.commands.common import load_checked
-from pumice.commands.explain_changes import apply_change
 from pumice.commands.explain_core import RunResult, Target, run_cluster
 from pumice.commands.explain_search import suggest
+from pumice.commands.explain_verify import Verifier
 from pumice.framework.config import ConfigError, SchedulerConfig
 from pumice.framework.host import PluginConflictError, PluginHost
 from pumice.manifests import ManifestError
@@ -127,13 +127,9 @@ def explain(
     if not base.exists:
         return None
     report = to_json(base, target)
-    if base.pending and suggestions:
-
-        def verify(change: Obj) -> bool:
-            changed = apply_change(objects, change, target)
-            return run_cluster(changed, target, config, host, scheduler_name, detail=False).admitted
-
-        found = suggest(objects, target, base, verify, scheduler_name)
+    if base.pending and suggestions and base.state is not None:
+        verifier = Verifier(base.state, base.nodes, target, base.pending, config, host)
+        found = suggest(objects, target, base, verifier.admits, scheduler_name)
         report["suggestions"] = found
         if not found:
             report["blockers"].append(

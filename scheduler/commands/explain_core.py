@@ -159,6 +159,10 @@ class RunResult:
     node_reasons: dict[str, int] = field(default_factory=dict)
     queue: Obj = field(default_factory=dict)
     failed: FailedTask | None = None
+    state: SimulatedCluster | None = None
+    """The cluster as the run left it (the other jobs placed, statuses written): what a
+    suggestion is verified on (``explain_verify``)."""
+    nodes: list[Obj] = field(default_factory=list)
 
     @property
     def admitted(self) -> bool:
@@ -196,9 +200,9 @@ def run_cluster(
     *,
     detail: bool = True,
 ) -> RunResult:
-    """Simulate a copy of ``objects`` until nothing changes; the target's fate."""
+    """Simulate ``objects`` (which the API server's defaulting may fill in) until nothing
+    changes; the target's fate. ``detail``: read every session, not only the last."""
     result = RunResult()
-    objects = copy_objects(objects)
     if not target_exists(objects, target):
         result.exists = False
         return result
@@ -237,6 +241,8 @@ def run_cluster(
         if not (recorder.binds or recorder.evictions):
             break
     pending = state.pending()
+    result.state = state
+    result.nodes = [o for o in objects if o.get("kind") == "Node"]
     result.pending = sorted(k for k in mine if k in pending)
     if not result.pending:
         result.blockers, result.node_reasons, result.failed = [], {}, None
