@@ -162,9 +162,9 @@ def render_table(report: Obj) -> str:
         lines.append(f"  {pod} -> {node}")
     if report["blockers"]:
         lines.append("")
-        lines.append(f"{'ACTION':<10} {'PLUGIN':<12} MESSAGE")
+        lines.append(f"{'ACTION':<14} {'PLUGIN':<12} MESSAGE")
         for b in report["blockers"]:
-            lines.append(f"{b['action'] or '-':<10} {b['plugin'] or '-':<12} {b['message']}")
+            lines.append(f"{b['action'] or '-':<14} {b['plugin'] or '-':<12} {b['message']}")
     if report["node_reasons"]:
         lines.append("")
         lines.append(f"{'NODES':>5}  REASON")
