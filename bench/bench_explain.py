@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from workload import build, pod  # noqa: E402
+from workload import build, pod
 
 
 def main() -> None:

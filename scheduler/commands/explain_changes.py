@@ -40,7 +40,9 @@ def sharing_pods(objects: list[Obj], target: Target, pod_key: str, resource: str
 
 def _set_request(pod: Obj, resource: str, to: float) -> None:
     containers = [c for c in (pod.get("spec") or {}).get("containers") or () if c]
-    holders = [c for c in containers if resource in ((c.get("resources") or {}).get("requests") or {})]
+    holders = [
+        c for c in containers if resource in ((c.get("resources") or {}).get("requests") or {})
+    ]
     if not holders:
         return
     rest = sum(
@@ -82,7 +84,10 @@ def apply_change(objects: list[Obj], change: Obj, target: Target) -> list[Obj]:
         for queue in out:
             if queue.get("kind") == "Queue" and queue["metadata"]["name"] == change["queue"]:
                 spec = queue.setdefault("spec", {})
-                spec["capability"] = {**(spec.get("capability") or {}), change["resource"]: change["to"]}
+                spec["capability"] = {
+                    **(spec.get("capability") or {}),
+                    change["resource"]: change["to"],
+                }
     elif kind == "evict":
         gone = set(change["pods"])
         out = [o for o in out if not (o.get("kind") == "Pod" and _key(o) in gone)]
@@ -105,10 +110,10 @@ def apply_change(objects: list[Obj], change: Obj, target: Target) -> list[Obj]:
 def clone_node(node: Obj, name: str) -> Obj:
     """A new node like ``node``: its labels (hostname changed), taints and allocatable."""
     new = copy_objects([node])[0]
-    meta = {"name": name, "labels": dict((new.get("metadata") or {}).get("labels") or {})}
-    if HOSTNAME in meta["labels"]:
-        meta["labels"][HOSTNAME] = name
-    new["metadata"] = meta
+    labels: dict[str, str] = dict((new.get("metadata") or {}).get("labels") or {})
+    if HOSTNAME in labels:
+        labels[HOSTNAME] = name
+    new["metadata"] = {"name": name, "labels": labels}
     status = new.get("status") or {}
     new["status"] = {k: v for k, v in status.items() if k in ("allocatable", "capacity")}
     return new
@@ -117,8 +122,11 @@ def clone_node(node: Obj, name: str) -> Obj:
 def describe_change(change: Obj, sharing: int = 1) -> str:
     kind = change["kind"]
     if kind == "request":
-        others = f" (and of the {sharing - 1} other pod(s) with the same request)" if sharing > 1 else ""
-        return f"lower the {change['resource']} request of pod {change['pod']} to {change['to']}{others}"
+        others = (
+            f" (and of the {sharing - 1} other pod(s) with the same request)" if sharing > 1 else ""
+        )
+        what = f"the {change['resource']} request of pod {change['pod']}"
+        return f"lower {what} to {change['to']}{others}"
     if kind == "toleration":
         value = f"={change['value']}" if change.get("value") else ""
         return f"add the toleration {change['key']}{value}:{change['effect']} to the job's pods"
@@ -126,7 +134,8 @@ def describe_change(change: Obj, sharing: int = 1) -> str:
         nodes = ", ".join(change["nodes"])
         return f"label node(s) {nodes} with {change['label']}"
     if kind == "queue-capability":
-        return f"raise the {change['resource']} capability of queue {change['queue']} to {change['to']}"
+        what = f"the {change['resource']} capability of queue {change['queue']}"
+        return f"raise {what} to {change['to']}"
     if kind == "evict":
         return f"evict {len(change['pods'])} pod(s): {', '.join(change['pods'])}"
     if kind == "add-node":

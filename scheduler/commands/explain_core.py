@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -86,7 +87,11 @@ class _Book(dict[str, str]):
     def _note(self, key: str) -> None:
         if key not in self.writers or self.writers[key][1] != (self.session.action or CLOSE):
             self.session.seq += 1
-            self.writers[key] = (self.session.seq, self.session.action or CLOSE, self.session.writer())
+            self.writers[key] = (
+                self.session.seq,
+                self.session.action or CLOSE,
+                self.session.writer(),
+            )
 
     def __setitem__(self, key: str, value: str) -> None:
         self._note(key)
@@ -108,12 +113,12 @@ class _ExplainSession(Session):
     def writer(self) -> str:
         """The plugin whose hook is on the call stack now ("" when the action itself)."""
         mine = {id(instance): option.name for _, option, instance in self.plugins}
-        frame = sys._getframe(2)
+        frame: FrameType | None = sys._getframe(2)
         while frame is not None:
             name = mine.get(id(frame.f_locals.get("self")))
             if name is not None:
                 return name
-            frame = frame.f_back  # type: ignore[assignment]
+            frame = frame.f_back
         return ""
 
 
@@ -280,7 +285,9 @@ def _read_session(
         if uid in task_book and by_uid[uid].status == TaskStatus.PENDING
     )
     result.reasons = {by_uid[uid].key: task_book[uid] for _, uid in failed}
-    first = next((by_uid[uid] for _, uid in failed if "nodes are available" in task_book[uid]), None)
+    first = next(
+        (by_uid[uid] for _, uid in failed if "nodes are available" in task_book[uid]), None
+    )
     if first is None and failed:
         first = by_uid[failed[0][1]]
     if first is None:

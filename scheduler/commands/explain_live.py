@@ -10,6 +10,7 @@ refused before it is sent. Volcano's kinds are listed only where the cluster ser
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -53,7 +54,9 @@ def kubectl_parser() -> argparse.ArgumentParser:
         prog="kubectl pumice", description="pumice's kubectl plugin: why is my job pending?"
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    explain = sub.add_parser("explain", help="why a pod or PodGroup is pending, and what would admit it")
+    explain = sub.add_parser(
+        "explain", help="why a pod or PodGroup is pending, and what would admit it"
+    )
     explain.add_argument("resource", choices=("pod", "pods", "po", "podgroup", "podgroups", "pg"))
     explain.add_argument("name")
     explain.add_argument("-n", "--namespace", default=None)
@@ -65,18 +68,22 @@ def kubectl_parser() -> argparse.ArgumentParser:
 
 
 def kubectl_main(argv: Sequence[str] | None = None) -> int:
-    """``kubectl-pumice``: the same command as ``pumice explain``, spelled as kubectl's."""
-    from pumice.cli import main
+    """``kubectl-pumice``: the same command as ``pumice explain``, spelled as kubectl's
+    (kubectl hands a plugin every word after its name; its own flags cannot come first)."""
+    from pumice.commands import explain  # the command imports this module where used
 
     args = kubectl_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     namespace = args.namespace or "default"
     flag = "--podgroup" if args.resource in ("podgroup", "podgroups", "pg") else "--pod"
-    forwarded = ["explain", flag, f"{namespace}/{args.name}", "--output", args.output]
+    forwarded = [flag, f"{namespace}/{args.name}", "--output", args.output]
     for option in ("context", "kubeconfig", "config"):
         value = getattr(args, option)
         if value:
             forwarded += [f"--{option}", value]
-    return main(forwarded)
+    parser = argparse.ArgumentParser(prog="kubectl pumice explain")
+    explain.add_arguments(parser)
+    logging.basicConfig(level=logging.ERROR, format="kubectl-pumice: %(levelname)s: %(message)s")
+    return explain.run(parser.parse_args(forwarded))
 
 
 def console_main() -> None:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from pumice.commands.explain_changes import describe_change, sharing_pods
 from pumice.commands.explain_core import FailedTask, RunResult, Target, _key, target_pods
@@ -32,6 +33,8 @@ SELECTOR_REASON = "node(s) didn't match Pod's node affinity/selector"
 TAINT_PREFIX = "node(s) had untolerated taint {"
 
 Verify = Callable[[Obj], bool]
+Floats = npt.NDArray[np.float64]
+Ints = npt.NDArray[np.int64]
 
 
 def suggest(
@@ -61,17 +64,21 @@ def suggest(
             runs += 1
             if verify(change):
                 done.add(slot)
-                out.append({"change": change, "text": describe_change(change, sharing), "verified": True})
+                out.append(
+                    {"change": change, "text": describe_change(change, sharing), "verified": True}
+                )
     return out
 
 
-def _fits(idle: np.ndarray, room: np.ndarray, request: np.ndarray) -> np.ndarray:
+def _fits(idle: Floats, room: Ints, request: Floats) -> Ints:
     """How many pods of ``request`` each row's ``idle`` (rows x dims) holds, at most ``room``."""
     wanted = request > 0
+    slots: Ints = np.maximum(room, 0).astype(np.int64)
     if not wanted.any():
-        return np.maximum(room, 0)
+        return slots
     counts = np.floor((idle[:, wanted] + TOLERANCE) / request[wanted]).min(axis=1)
-    return np.minimum(np.maximum(counts, 0), np.maximum(room, 0)).astype(np.int64)
+    fitting: Ints = np.minimum(np.maximum(counts, 0), slots).astype(np.int64)
+    return fitting
 
 
 # -- request ---------------------------------------------------------------------------------
@@ -81,7 +88,9 @@ def _requests(
     objects: list[Obj], target: Target, base: RunResult, failed: FailedTask
 ) -> Iterator[tuple[Obj, int]]:
     """Per short resource: the largest request the feasible nodes hold for every pod."""
-    short = [r.removeprefix("Insufficient ") for r in base.node_reasons if r.startswith("Insufficient ")]
+    short = [
+        r.removeprefix("Insufficient ") for r in base.node_reasons if r.startswith("Insufficient ")
+    ]
     idle = failed.future_idle[failed.feasible]
     room = failed.pod_room[failed.feasible]
     for resource in sorted(short):
@@ -238,14 +247,14 @@ def _evictions(
         best: tuple[int, int, int] | None = None
         for row, victims in on_node.items():
             have, slots = idle[row].copy(), int(room[row])
-            for used, (priority, _, _, vector) in enumerate([(0, 0.0, "", None), *victims]):
-                if vector is not None:
-                    have += vector
+            for used in range(len(victims) + 1):
+                if used:
+                    have += victims[used - 1][3]
                     slots += 1
                 if slots > 0 and bool(np.all(have + TOLERANCE >= request)):
-                    key = (used, priority if used else 0, row)
-                    if best is None or key < best:
-                        best = key
+                    rank = (used, victims[used - 1][0] if used else 0, row)
+                    if best is None or rank < best:
+                        best = rank
                     break
         if best is None:
             return
@@ -286,8 +295,11 @@ def _more_nodes(objects: list[Obj], failed: FailedTask, pending: int) -> Iterato
             best = (per, name)
     if best is None:
         return
-    free = int(_fits(failed.future_idle[failed.feasible], failed.pod_room[failed.feasible], failed.request).sum())
+    free = int(
+        _fits(
+            failed.future_idle[failed.feasible], failed.pod_room[failed.feasible], failed.request
+        ).sum()
+    )
     count = max(1, math.ceil((pending - free) / best[0]))
     for extra in range(2):
         yield {"kind": "add-node", "like": best[1], "count": count + extra}, 1
-

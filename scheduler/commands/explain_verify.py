@@ -72,7 +72,9 @@ class Verifier:
         self._deliver(edits)
         try:
             recorder = CycleRecorder(0)
-            session = Session.open(self.state.snapshot(), self.config, self.host, committer=recorder)
+            session = Session.open(
+                self.state.snapshot(), self.config, self.host, committer=recorder
+            )
             recorder.session = session
             try:
                 try:

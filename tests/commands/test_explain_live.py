@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from conftest import SimHandle
+
 from support.manifests import gang_pods, node, pod, podgroup
 
 BIN = Path(sys.executable).parent
@@ -49,8 +50,17 @@ async def test_kubectl_pumice_explain_pod_writes_nothing(sim: SimHandle) -> None
     seed(sim)
     before = len(sim.writes)
     code, out, err = await run(
-        KUBECTL, "pumice", "explain", "pod", "big", "-n", "default", "-o", "json",
-        kubeconfig=sim.kubeconfig, home=sim.workdir,
+        KUBECTL,
+        "pumice",
+        "explain",
+        "pod",
+        "big",
+        "-n",
+        "default",
+        "-o",
+        "json",
+        kubeconfig=sim.kubeconfig,
+        home=sim.workdir,
     )
     assert code == 0, err
     report = json.loads(out)
@@ -72,7 +82,13 @@ async def test_pumice_explain_live_table_and_missing_target(sim: SimHandle) -> N
     assert out.splitlines()[0] == "PodGroup default/job: pending"
     assert "SUGGESTIONS" in out
     code, _, err = await run(
-        KUBECTL, "pumice", "explain", "podgroup", "nope", kubeconfig=sim.kubeconfig, home=sim.workdir
+        KUBECTL,
+        "pumice",
+        "explain",
+        "podgroup",
+        "nope",
+        kubeconfig=sim.kubeconfig,
+        home=sim.workdir,
     )
     assert code == 1 and "PodGroup default/nope does not exist" in err
     assert len(sim.writes) == before

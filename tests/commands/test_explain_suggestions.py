@@ -103,7 +103,9 @@ def test_queue_capability_raised_to_what_admits(tmp_path: Path, capsys: Capsys) 
     assert report["queue"]["capability"] == {"cpu": "2", "memory": "16Gi"}
     assert report["queue"]["request"] == {"cpu": "3", "memory": "2Gi"}
     queue_changes = [c for c in changes(report) if c["kind"] == "queue-capability"]
-    assert queue_changes == [{"kind": "queue-capability", "queue": "q1", "resource": "cpu", "to": "3"}]
+    assert queue_changes == [
+        {"kind": "queue-capability", "queue": "q1", "resource": "cpu", "to": "3"}
+    ]
     limited["spec"]["capability"]["cpu"] = "3"
     assert placed_after(tmp_path, objects, capsys) == {"default/job-0": "n1", "default/job-1": "n1"}
 
