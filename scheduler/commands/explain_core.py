@@ -30,7 +30,7 @@ from pumice.daemon.outcome import collect
 from pumice.framework.config import SchedulerConfig
 from pumice.framework.host import PluginHost
 from pumice.framework.session import Session
-from pumice.model import TaskInfo, TaskStatus, resource_list
+from pumice.model import QueueInfo, TaskInfo, TaskStatus, resource_list
 
 Obj = dict[str, Any]
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
@@ -107,8 +107,28 @@ class _ExplainSession(Session):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.seq = 0
+        self.authors: dict[str, str] = {}
+        """Message -> the plugin whose ``…_reason`` hook said it."""
         self.task_reasons = _Book(self)
         self.job_reasons = _Book(self)
+
+    def overused_reason(self, queue: QueueInfo) -> str | None:
+        return self._first("overused_reason", super().overused_reason(queue), queue)
+
+    def allocatable_reason(self, queue: QueueInfo, task: TaskInfo) -> str | None:
+        return self._first(
+            "allocatable_reason", super().allocatable_reason(queue, task), queue, task
+        )
+
+    def _first(self, hook: str, message: str | None, *args: Any) -> str | None:
+        """The session's answer, noting which plugin gave it (the first, in tier order, whose
+        ``hook`` answers that message) for the action that writes it as a reason."""
+        if message:
+            for name, call in self.hooks(hook):
+                if call(*args) == message:
+                    self.authors[message] = name
+                    break
+        return message
 
     def writer(self) -> str:
         """The plugin whose hook is on the call stack now ("" when the action itself)."""
@@ -275,6 +295,7 @@ def _read_session(
     for seq, action, plugin, message in sorted(entries):
         if message not in seen:
             seen.add(message)
+            plugin = plugin or session.authors.get(message, "")
             blockers.append(Blocker(seq, action, plugin, message))
     result.blockers = blockers
     by_uid = {t.uid: t for t in tasks}
@@ -296,6 +317,12 @@ def _read_session(
     result.node_reasons = parse_node_reasons(task_book.get(first.uid, "")) if first else {}
     if first is not None:
         result.failed = _failed_task(session, first)
+        rejecting = ",".join(
+            part.name for part in session.predicate(first).parts if not part.mask.all()
+        )
+        for blocker in blockers:
+            if not blocker.plugin and " nodes are available" in blocker.message:
+                blocker.plugin = rejecting
     if job_uids:
         job = session.jobs[sorted(job_uids)[0]]
         result.queue = queue_figures(session, job.queue, tasks)
