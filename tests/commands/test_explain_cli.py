@@ -74,7 +74,8 @@ def test_exit_codes(tmp_path: Path, capsys: Capsys) -> None:
     assert code == 2 and "NS/NAME" in err
     bad = tmp_path / "bad.yaml"
     bad.write_text(
-        "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  containers:\n  - resources: {requests: {cpu: lots}}\n"
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n"
+        "spec:\n  containers:\n  - resources: {requests: {cpu: lots}}\n"
     )
     code, _, err = run_cli(["explain", str(bad), "--pod", "default/x"], capsys)
     assert code == 2 and "cpu" in err
