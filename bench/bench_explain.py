@@ -7,8 +7,8 @@ four pods of 70 cpu, more than any node has (``--scenario oversize``).
 ``pumice explain FILE --podgroup bench/explain-me --output json`` runs in a subprocess with
 the shipped default configuration; the figure is its wall time (start-up, reading, the
 explaining run and every verifying run), which the issue wants within 10 s, and its CPU
-time. Prints the figures and the suggestions; never fails on a figure. Run with ``.venv/bin/python -P bench/bench_explain.py [--scenario
-selector|oversize] [--nodes N] [--gangs G]``.
+time. Prints the figures and the suggestions; never fails on a figure. Run with
+``.venv/bin/python -P bench/bench_explain.py [--scenario selector|oversize] [--nodes N]``.
 """
 
 from __future__ import annotations
