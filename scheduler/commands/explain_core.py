@@ -188,6 +188,8 @@ class RunResult:
     """The cluster as the run left it (the other jobs placed, statuses written): what a
     suggestion is verified on (``explain_verify``)."""
     nodes: list[Obj] = field(default_factory=list)
+    job_request: dict[str, str] = field(default_factory=dict)
+    """What the pending tasks of the target's whole job ask (a pod's gang included)."""
 
     @property
     def admitted(self) -> bool:
@@ -271,6 +273,9 @@ def run_cluster(
     result.pending = sorted(k for k in mine if k in pending)
     if not result.pending:
         result.blockers, result.node_reasons, result.failed = [], {}, None
+    # what the cache itself keeps out of every session (a PodGroup that does not exist, …)
+    held = sorted({pending[k][1] for k in result.pending if pending[k][1]})
+    result.blockers[:0] = [Blocker(0, "cache", "", why) for why in held]
     return result
 
 
@@ -326,6 +331,8 @@ def _read_session(
     if job_uids:
         job = session.jobs[sorted(job_uids)[0]]
         result.queue = queue_figures(session, job.queue, tasks)
+        waiting = [t for t in job.tasks.values() if t.status == TaskStatus.PENDING]
+        result.job_request = queue_figures(session, job.queue, waiting)["request"]
 
 
 def _book(book: dict[str, str]) -> _Book:

@@ -194,14 +194,15 @@ def _labels(
 
 
 def _capabilities(objects: list[Obj], base: RunResult) -> Iterator[tuple[Obj, int]]:
-    """Per resource the capability falls short of: allocated + the job's request."""
+    """Per resource the capability falls short of: allocated + the whole job's pending
+    request (a pod's gang included: the gang is admitted as one)."""
     queue = base.queue
     name = queue.get("name")
     if not any(o.get("kind") == "Queue" and o["metadata"]["name"] == name for o in objects):
         return
     capability = queue.get("capability") or {}
     allocated = queue.get("allocated") or {}
-    request = queue.get("request") or {}
+    request = base.job_request or queue.get("request") or {}
     for resource in sorted(request):
         if resource not in capability:
             continue

@@ -87,3 +87,21 @@ def test_table_shows_reasons_and_suggestions(capsys: Capsys) -> None:
     assert out.splitlines()[0] == "Pod default/huge: pending"
     assert "    3  Insufficient cpu" in out
     assert "1. lower the cpu request of pod default/huge to 14" in out
+
+
+def test_what_the_cache_holds_back_is_a_blocker(capsys: Capsys) -> None:
+    got = report(capsys, PENDING, "--pod", "default/orphan")
+    assert got["blockers"][0] == {
+        "action": "cache",
+        "plugin": "",
+        "message": "podgroup default/missing does not exist",
+    }
+    assert got["suggestions"] == []
+    assert got["blockers"][-1]["message"] == "no change pumice tried admits it"
+
+
+def test_a_gang_member_is_admitted_with_its_gang(capsys: Capsys) -> None:
+    got = report(capsys, PENDING, "--pod", "research/train-1")
+    assert got["queue"]["request"] == {"cpu": "1", "memory": "1Gi"}
+    change = {"kind": "queue-capability", "queue": "research", "resource": "cpu", "to": "16"}
+    assert [s["change"] for s in got["suggestions"]] == [change]
