@@ -27,7 +27,7 @@ import orjson
 
 from pumice.commands.cluster_input import CACHE_KINDS, read_cluster
 from pumice.commands.common import load_checked
-from pumice.commands.explain_core import RunResult, Target, run_cluster
+from pumice.commands.explain_core import RunResult, Target, copy_objects, run_cluster
 from pumice.commands.explain_search import suggest
 from pumice.commands.explain_verify import Verifier
 from pumice.framework.config import ConfigError, SchedulerConfig
@@ -136,6 +136,22 @@ def explain(
                 {"action": "explain", "plugin": "", "message": NOTHING_ADMITS}
             )
     return report
+
+
+class Suggestions:
+    """The daemon's suggester (``pumice.daemon.advice``): the texts of the verified changes
+    that would admit a PodGroup, found on a copy of the cluster as the cache holds it."""
+
+    def __init__(self, config: SchedulerConfig, host: PluginHost) -> None:
+        self.config = config
+        self.host = host
+
+    def __call__(self, objects: list[Obj], key: str) -> list[str]:
+        namespace, _, name = key.partition("/")
+        target = Target("PodGroup", namespace, name)
+        name_of_scheduler = self.config.scheduler.scheduler_name
+        found = explain(copy_objects(objects), target, self.config, self.host, name_of_scheduler)
+        return [str(s["text"]) for s in found["suggestions"]] if found else []
 
 
 def to_json(result: RunResult, target: Target) -> Obj:
