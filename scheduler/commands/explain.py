@@ -18,16 +18,15 @@ verified}``). Exit codes: 0 explained, 1 the target does not exist, 2 bad input.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 from typing import Any
 
 import orjson
 
-from pumice.commands.cluster_input import CACHE_KINDS, read_cluster
 from pumice.commands.common import load_checked
 from pumice.commands.explain_core import RunResult, Target, copy_objects, run_cluster
+from pumice.commands.explain_live import LiveError, read_objects
 from pumice.commands.explain_search import suggest
 from pumice.commands.explain_verify import Verifier
 from pumice.framework.config import ConfigError, SchedulerConfig
@@ -93,24 +92,6 @@ def run(args: argparse.Namespace) -> int:
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
-
-
-class LiveError(Exception):
-    """The cluster could not be found or listed."""
-
-
-def read_objects(args: argparse.Namespace) -> list[Obj]:
-    if args.cluster:
-        given = read_cluster(list(args.cluster), lambda obj: obj.get("kind") in CACHE_KINDS)
-        for note in given.notes:
-            print(note, file=sys.stderr)
-        return given.objects
-    from pumice.commands.explain_live import list_cluster  # the kube client only where used
-
-    try:
-        return asyncio.run(list_cluster(args.kubeconfig, args.context))
-    except Exception as exc:  # KubeConfigError, KubeError: one line, exit 2
-        raise LiveError(str(exc)) from None
 
 
 def explain(

@@ -2,46 +2,68 @@
 plugin's command line (``kubectl pumice explain (pod | podgroup) NAME [-n NS] [--context C]
 [-o json]``, installed as the ``kubectl-pumice`` console script).
 
-The cluster is found as kubectl finds it (``--kubeconfig``, ``$KUBECONFIG``,
-``~/.kube/config``) through ``pumice.kube``; the client is ``read_only`` so a write would be
-refused before it is sent. Volcano's kinds are listed only where the cluster serves them.
+``read_objects`` gives the command its input: the files, else the cluster, found as kubectl
+finds it (``--kubeconfig``, ``$KUBECONFIG``, ``~/.kube/config``) through ``pumice.kube``
+(loaded only then); the client is ``read_only``, so a write would be refused before it is sent. Volcano's kinds are listed only where the cluster serves them.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-from pumice.kube import (
-    NAMESPACES,
-    NODES,
-    PODGROUPS,
-    PODS,
-    PRIORITYCLASSES,
-    QUEUES,
-    Kind,
-    KubeSettings,
-    connect,
-    served,
-)
+from pumice.commands.cluster_input import CACHE_KINDS, read_cluster
 
 Obj = dict[str, Any]
-LISTED: tuple[Kind, ...] = (NAMESPACES, PRIORITYCLASSES, NODES, QUEUES, PODGROUPS, PODS)
-OPTIONAL: frozenset[Kind] = frozenset({QUEUES, PODGROUPS})
+
+
+class LiveError(Exception):
+    """The cluster could not be found or listed (one line, exit 2)."""
+
+
+def read_objects(args: argparse.Namespace) -> list[Obj]:
+    """The manifests named on the command line, else the live cluster, listed once.
+
+    Raises ``ManifestError`` for a bad file, ``LiveError`` for a cluster that cannot be
+    reached or listed."""
+    if args.cluster:
+        given = read_cluster(list(args.cluster), lambda obj: obj.get("kind") in CACHE_KINDS)
+        for note in given.notes:
+            print(note, file=sys.stderr)
+        return given.objects
+    try:
+        return asyncio.run(list_cluster(args.kubeconfig, args.context))
+    except Exception as exc:  # KubeConfigError, KubeError
+        raise LiveError(str(exc)) from None
 
 
 async def list_cluster(kubeconfig: str | None, context: str | None) -> list[Obj]:
     """Every object the scheduler's cache takes, listed once (each with its ``kind``)."""
+    # the kube client is loaded only for the live form
+    from pumice.kube import (
+        NAMESPACES,
+        NODES,
+        PODGROUPS,
+        PODS,
+        PRIORITYCLASSES,
+        QUEUES,
+        KubeSettings,
+        connect,
+        served,
+    )
+
+    optional = (QUEUES, PODGROUPS)  # Volcano's kinds, where the cluster serves them
     settings = KubeSettings(
         kubeconfig=kubeconfig, context=context, read_only=True, user_agent="pumice-explain"
     )
     objects: list[Obj] = []
     async with await connect(settings) as kube:
-        for kind in LISTED:
-            if kind in OPTIONAL and not await served(kube, kind):
+        for kind in (NAMESPACES, PRIORITYCLASSES, NODES, QUEUES, PODGROUPS, PODS):
+            if kind in optional and not await served(kube, kind):
                 continue
             listed = await kube.request("GET", kind.path())
             for item in listed.get("items") or ():
