@@ -4,7 +4,8 @@ plugin's command line (``kubectl pumice explain (pod | podgroup) NAME [-n NS] [-
 
 ``read_objects`` gives the command its input: the files, else the cluster, found as kubectl
 finds it (``--kubeconfig``, ``$KUBECONFIG``, ``~/.kube/config``) through ``pumice.kube``
-(loaded only then); the client is ``read_only``, so a write would be refused before it is sent. Volcano's kinds are listed only where the cluster serves them.
+(loaded only then); the client is ``read_only``, so a write would be refused before it is
+sent. Volcano's kinds are listed only where the cluster serves them.
 """
 
 from __future__ import annotations
