@@ -13,9 +13,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from pumice.commands.cluster_input import CACHE_KINDS, read_cluster
 
@@ -96,7 +100,7 @@ def kubectl_main(argv: Sequence[str] | None = None) -> int:
     from pumice.commands import explain  # the command imports this module where used
 
     args = kubectl_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
-    namespace = args.namespace or "default"
+    namespace = args.namespace or context_namespace(args.kubeconfig, args.context)
     flag = "--podgroup" if args.resource in ("podgroup", "podgroups", "pg") else "--pod"
     forwarded = [flag, f"{namespace}/{args.name}", "--output", args.output]
     for option in ("context", "kubeconfig", "config"):
@@ -107,6 +111,22 @@ def kubectl_main(argv: Sequence[str] | None = None) -> int:
     explain.add_arguments(parser)
     logging.basicConfig(level=logging.ERROR, format="kubectl-pumice: %(levelname)s: %(message)s")
     return explain.run(parser.parse_args(forwarded))
+
+
+def context_namespace(kubeconfig: str | None, context: str | None) -> str:
+    """The namespace of the kubeconfig's context (``--context``, else its current-context),
+    as kubectl defaults ``-n``; ``default`` when none is set or the file cannot be read."""
+    paths = kubeconfig or os.environ.get("KUBECONFIG") or str(Path("~/.kube/config").expanduser())
+    for path in paths.split(os.pathsep):
+        try:
+            loaded = yaml.safe_load(Path(path).read_text()) or {}
+        except (OSError, yaml.YAMLError):
+            continue
+        wanted = context or loaded.get("current-context")
+        for entry in loaded.get("contexts") or ():
+            if isinstance(entry, dict) and entry.get("name") == wanted:
+                return str((entry.get("context") or {}).get("namespace") or "default")
+    return "default"
 
 
 def console_main() -> None:

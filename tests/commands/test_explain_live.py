@@ -15,6 +15,7 @@ from pathlib import Path
 
 from conftest import SimHandle
 
+from pumice.commands.explain_live import context_namespace
 from support.manifests import gang_pods, node, pod, podgroup
 
 BIN = Path(sys.executable).parent
@@ -92,3 +93,15 @@ async def test_pumice_explain_live_table_and_missing_target(sim: SimHandle) -> N
     )
     assert code == 1 and "PodGroup default/nope does not exist" in err
     assert len(sim.writes) == before
+
+
+def test_kubectl_namespace_defaults_to_the_contexts(tmp_path: Path) -> None:
+    config = tmp_path / "kubeconfig"
+    config.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: a\ncontexts:\n"
+        "- {name: a, context: {cluster: c, user: u, namespace: batch}}\n"
+        "- {name: b, context: {cluster: c, user: u}}\n"
+    )
+    assert context_namespace(str(config), None) == "batch"
+    assert context_namespace(str(config), "b") == "default"
+    assert context_namespace(str(tmp_path / "missing"), None) == "default"
