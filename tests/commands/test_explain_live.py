@@ -8,15 +8,21 @@ kubeconfig from ``$KUBECONFIG``; the sim's write log must not grow.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import json
 import os
 import sys
 from pathlib import Path
 
+import yaml
 from conftest import SimHandle
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from pumice.cli import main
 from pumice.commands.explain_live import context_namespace
-from support.manifests import gang_pods, node, pod, podgroup
+from support.manifests import gang_pods, node, pod, podgroup, write_yaml
 
 BIN = Path(sys.executable).parent
 KUBECTL = "/usr/bin/kubectl"
@@ -105,3 +111,55 @@ def test_kubectl_namespace_defaults_to_the_contexts(tmp_path: Path) -> None:
     assert context_namespace(str(config), None) == "batch"
     assert context_namespace(str(config), "b") == "default"
     assert context_namespace(str(tmp_path / "missing"), None) == "default"
+
+
+@settings(
+    max_examples=8,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data())
+async def test_live_explain_of_random_jobs_writes_nothing_and_agrees_offline(
+    sim: SimHandle, tmp_path: Path, data: st.DataObject
+) -> None:
+    """Random gangs, each in a namespace of its own, added to one sim: the live answer is the
+    offline answer for the same objects, and the sim's write log does not grow."""
+    index = len(list(tmp_path.glob("seeded-*.yaml")))
+    namespace = f"ex{index}"
+    cpu = data.draw(st.sampled_from(["1", "3", "5"]))
+    size = data.draw(st.integers(1, 3))
+    objects = [node(f"{namespace}-n", data.draw(st.sampled_from(["2", "4"])))]
+    objects.append(podgroup("job", size, namespace=namespace))
+    objects += gang_pods("job", size, cpu, namespace=namespace)
+    for obj in objects:
+        sim.create(obj)
+    write_yaml(tmp_path / f"seeded-{index}.yaml", objects)
+    seeded = [o for f in sorted(tmp_path.glob("seeded-*.yaml")) for o in read_all(f)]
+    before = len(sim.writes)
+    target = ["--podgroup", f"{namespace}/job", "-o", "json"]
+    code, out, err = await asyncio.to_thread(
+        capture, ["explain", "--kubeconfig", str(sim.kubeconfig), *target]
+    )
+    assert code == 0, err
+    assert len(sim.writes) == before
+    offline = tmp_path / "offline.yaml"
+    write_yaml(offline, seeded)
+    code, expected, err = await asyncio.to_thread(capture, ["explain", str(offline), *target])
+    assert code == 0, err
+    live, wanted = json.loads(out), json.loads(expected)
+    assert (live["status"], live["node_reasons"]) == (wanted["status"], wanted["node_reasons"])
+    assert [s["change"] for s in live["suggestions"]] == [
+        s["change"] for s in wanted["suggestions"]
+    ]
+
+
+def read_all(path: Path) -> list[dict[str, object]]:
+    return [o for o in yaml.safe_load_all(path.read_text()) if o]
+
+
+def capture(args: list[str]) -> tuple[int, str, str]:
+    """``pumice ARGS`` in this process (a worker thread), its stdout and stderr captured."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(args)
+    return code, out.getvalue(), err.getvalue()
