@@ -74,9 +74,10 @@ class Advisor:
             log.exception("suggestions for podgroup %s failed", key)
             return
         if key in self.asked:
-            self.advice[key] = list(dict.fromkeys(texts))
-            if texts:
+            texts = list(dict.fromkeys(texts))
+            if texts and texts != self.advice.get(key):  # logged when it changes only
                 log.info("podgroup %s: suggestion: %s", key, "; ".join(texts))
+            self.advice[key] = texts
 
 
 def unschedulable(outcome: CycleOutcome) -> dict[str, Obj]:
