@@ -113,7 +113,7 @@ def _requests(
         if low <= 0:
             continue
         for value in (low, int(low * 0.9)):
-            if resource != "cpu" and value >= MI and resource == "memory":
+            if resource == "memory" and value >= MI:  # whole Mi, as people write memory
                 value = value // MI * MI
             if value <= 0:
                 continue
