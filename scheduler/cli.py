@@ -17,6 +17,7 @@ from types import ModuleType
 # subcommand -> (module, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "check-config": ("pumice.commands.check_config", "validate a scheduler configuration file"),
+    "explain": ("pumice.commands.explain", "why a job is pending, and what would admit it"),
     "plugins": ("pumice.commands.plugins", "list every plugin and action and its package"),
     "replay": ("pumice.commands.replay", "re-run a flight recording's cycles and compare"),
     "run": ("pumice.commands.run", "schedule a cluster (or a simulated one) through its API"),

@@ -29,6 +29,7 @@ from typing import Any
 from pumice.cache import ClusterCache
 from pumice.commands.cluster_input import read_cluster
 from pumice.commands.common import load_checked, load_validated
+from pumice.commands.explain import Suggestions
 from pumice.daemon import Daemon, DaemonOptions
 from pumice.daemon.leadership import default_identity
 from pumice.daemon.shadow import ShadowDaemon, ShadowOptions
@@ -249,6 +250,7 @@ def run(args: argparse.Namespace) -> int:
                 config_path=args.config,
                 config_loader=load_validated,
                 record=record,
+                suggester=Suggestions(config, host),
             )
             daemon = Daemon(options) if shadow is None else ShadowDaemon(options, shadow)
             with contextlib.suppress(NotImplementedError, RuntimeError):

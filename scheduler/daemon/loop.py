@@ -29,6 +29,7 @@ import structlog
 
 from pumice.cache import ClusterCache, PodState
 from pumice.cache.storage import describe as describe_storage
+from pumice.daemon.advice import Advisor, Suggester
 from pumice.daemon.binding import BackgroundWork, BoundCallback
 from pumice.daemon.collector import CollectorPolicy
 from pumice.daemon.committers import DryRunCommitter, LoopCommitter
@@ -97,6 +98,7 @@ class DaemonOptions:
     record: RecordSettings | None = None
     """Keep a flight recording (``pumice.daemon.recorder``); None: the config's
     ``scheduler.record``, if any."""
+    suggester: Suggester | None = None  # what would admit a PodGroup (pumice.daemon.advice)
 
 
 class Daemon:
@@ -208,7 +210,8 @@ class Daemon:
                     partial(nominate, status_kube),
                 )
                 self.work.on_bound_uid = self.metrics.bound
-            self.reporter = Reporter(cache, self.work, self.dry_run)
+            advisor = Advisor(self.options.suggester) if self.options.suggester else None
+            self.reporter = Reporter(cache, self.work, self.dry_run, advisor)
             await self._loop(cache)
             if self.leadership.lost.is_set():
                 # Whatever is in flight is cancelled below: the new leader decides afresh.

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 
 from pumice.cache import ClusterCache, PodState
+from pumice.daemon.advice import Advisor
 from pumice.daemon.binding import BackgroundWork
 from pumice.daemon.outcome import CycleOutcome, same_podgroup_status, same_queue_status
 
@@ -24,19 +25,32 @@ log = logging.getLogger("pumice.daemon")
 
 
 class Reporter:
-    def __init__(self, cache: ClusterCache, work: BackgroundWork | None, dry_run: bool) -> None:
+    def __init__(
+        self,
+        cache: ClusterCache,
+        work: BackgroundWork | None,
+        dry_run: bool,
+        advisor: Advisor | None = None,
+    ) -> None:
         self.cache = cache
         self.work = work
         self.dry_run = dry_run
+        self.advisor = advisor
+        """Adds suggestions to PodGroup conditions and starts the next search (outside the
+        cycle: ``pumice.daemon.advice``)."""
         self._said: dict[str, str] = {}
         self._podgroup_said: dict[str, str] = {}
 
     def report(self, outcome: CycleOutcome) -> None:
+        if self.advisor is not None:
+            self.advisor.decorate(outcome)
         self._pending(outcome)
         self.report_problems()
         if not self.dry_run:
             self._statuses(outcome)
         self._forget_gone()
+        if self.advisor is not None:
+            self.advisor.maybe_start(self.cache, outcome)
 
     def _tell_pod(self, uid: str, message: str) -> None:
         entry = self.cache.pods.get(uid)

@@ -1,0 +1,183 @@
+"""``pumice explain [CLUSTER.yaml …] (--pod | --podgroup) NS/NAME``: why a job is pending, and
+the smallest change that would admit it.
+
+With files, the manifests are read and checked as ``pumice simulate`` reads them
+(``cluster_input``); with none, the cluster is found as kubectl finds it (``--kubeconfig``,
+``$KUBECONFIG``, ``~/.kube/config``; ``--context``) and listed once through ``pumice.kube``
+with a read-only client, so nothing is ever written. Either way the objects go through the
+daemon's cache handlers and sessions (``explain_core.run_cluster``); the counterfactual
+suggestions are found and verified by ``explain_search``.
+
+The report (JSON keys): ``target``, ``kind``, ``status`` (``bound``, ``placed`` or
+``pending``), ``nodes`` (pod → node), ``blockers`` (``{action, plugin, message}``),
+``node_reasons`` (reason → nodes), ``queue`` (``{name, deserved, allocated, capability,
+guarantee, request}``, unset limits absent) and ``suggestions`` (``{change, text,
+verified}``). Exit codes: 0 explained, 1 the target does not exist, 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+import orjson
+
+from pumice.commands.common import load_checked
+from pumice.commands.explain_core import RunResult, Target, copy_objects, run_cluster
+from pumice.commands.explain_live import LiveError, read_objects
+from pumice.commands.explain_search import suggest
+from pumice.commands.explain_verify import Verifier
+from pumice.framework.config import ConfigError, SchedulerConfig
+from pumice.framework.host import PluginConflictError, PluginHost
+from pumice.manifests import ManifestError
+
+Obj = dict[str, Any]
+NOTHING_ADMITS = "no change pumice tried admits it"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("cluster", nargs="*", metavar="CLUSTER.yaml", help="manifests (else live)")
+    parser.add_argument("--config", metavar="FILE", help="scheduler configuration (default: ours)")
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--pod", metavar="NS/NAME", help="explain this pod")
+    which.add_argument("--podgroup", metavar="NS/NAME", help="explain this PodGroup")
+    parser.add_argument("--output", "-o", choices=("table", "json"), default="table")
+    parser.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig (live form)")
+    parser.add_argument("--context", metavar="NAME", help="kubeconfig context (live form)")
+    parser.add_argument("--scheduler-name", metavar="NAME", help="default: the config's")
+    parser.add_argument(
+        "--no-suggestions", action="store_true", help="explain only; search no changes"
+    )
+
+
+def parse_target(args: argparse.Namespace) -> Target:
+    kind, text = ("Pod", args.pod) if args.pod else ("PodGroup", args.podgroup)
+    namespace, slash, name = str(text).partition("/")
+    if not slash:
+        namespace, name = "default", namespace
+    if not namespace or not name or "/" in name:
+        raise ValueError(f"--{kind.lower()}: expected NS/NAME, got {text!r}")
+    return Target(kind, namespace, name)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        target = parse_target(args)
+        config, host = load_checked(args.config)
+    except (ValueError, ConfigError, PluginConflictError) as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    try:
+        objects = read_objects(args)
+    except ManifestError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    except LiveError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    name = args.scheduler_name or config.scheduler.scheduler_name
+    report = explain(objects, target, config, host, name, suggestions=not args.no_suggestions)
+    if report is None:
+        print(f"{target.kind} {target.key} does not exist", file=sys.stderr)
+        return 1
+    if args.output == "json":
+        text = orjson.dumps(report, option=orjson.OPT_INDENT_2).decode()
+    else:
+        text = render_table(report)
+    try:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
+
+
+def explain(
+    objects: list[Obj],
+    target: Target,
+    config: SchedulerConfig,
+    host: PluginHost,
+    scheduler_name: str,
+    *,
+    suggestions: bool = True,
+) -> Obj | None:
+    """The report for ``target`` (None when it does not exist)."""
+    base = run_cluster(objects, target, config, host, scheduler_name)
+    if not base.exists:
+        return None
+    report = to_json(base, target)
+    if base.pending and suggestions and base.state is not None:
+        verifier = Verifier(base.state, base.nodes, target, base.pending, config, host)
+        found = suggest(objects, target, base, verifier.admits, scheduler_name)
+        report["suggestions"] = found
+        if not found:
+            report["blockers"].append(
+                {"action": "explain", "plugin": "", "message": NOTHING_ADMITS}
+            )
+    return report
+
+
+class Suggestions:
+    """The daemon's suggester (``pumice.daemon.advice``): the texts of the verified changes
+    that would admit a PodGroup, found on a copy of the cluster as the cache holds it."""
+
+    def __init__(self, config: SchedulerConfig, host: PluginHost) -> None:
+        self.config = config
+        self.host = host
+
+    def __call__(self, objects: list[Obj], key: str) -> list[str]:
+        namespace, _, name = key.partition("/")
+        target = Target("PodGroup", namespace, name)
+        name_of_scheduler = self.config.scheduler.scheduler_name
+        found = explain(copy_objects(objects), target, self.config, self.host, name_of_scheduler)
+        return [str(s["text"]) for s in found["suggestions"]] if found else []
+
+
+def to_json(result: RunResult, target: Target) -> Obj:
+    nodes = {**result.bound, **result.placed} if not result.pending else {}
+    if result.pending:
+        nodes = dict(result.placed)
+    return {
+        "target": target.key,
+        "kind": target.kind,
+        "status": result.status,
+        "nodes": dict(sorted(nodes.items())),
+        "blockers": [
+            {"action": b.action, "plugin": b.plugin, "message": b.message} for b in result.blockers
+        ],
+        "node_reasons": dict(sorted(result.node_reasons.items())),
+        "queue": result.queue,
+        "suggestions": [],
+    }
+
+
+def render_table(report: Obj) -> str:
+    lines = [f"{report['kind']} {report['target']}: {report['status']}"]
+    for pod, node in report["nodes"].items():
+        lines.append(f"  {pod} -> {node}")
+    if report["blockers"]:
+        lines.append("")
+        lines.append(f"{'ACTION':<14} {'PLUGIN':<12} MESSAGE")
+        for b in report["blockers"]:
+            lines.append(f"{b['action'] or '-':<14} {b['plugin'] or '-':<12} {b['message']}")
+    if report["node_reasons"]:
+        lines.append("")
+        lines.append(f"{'NODES':>5}  REASON")
+        for reason, count in report["node_reasons"].items():
+            lines.append(f"{count:>5}  {reason}")
+    queue = report.get("queue") or {}
+    if queue:
+        lines.append("")
+        lines.append(f"queue {queue.get('name')}:")
+        for key in ("deserved", "allocated", "capability", "guarantee", "request"):
+            if key in queue:
+                figures = ", ".join(f"{r}={q}" for r, q in queue[key].items()) or "-"
+                lines.append(f"  {key:<10} {figures}")
+    if report["suggestions"]:
+        lines.append("")
+        lines.append("SUGGESTIONS")
+        for index, suggestion in enumerate(report["suggestions"], 1):
+            lines.append(f"{index}. {suggestion['text']}")
+    return "\n".join(lines)

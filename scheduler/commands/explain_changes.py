@@ -1,0 +1,143 @@
+"""The changes ``pumice explain`` suggests, applied to a copy of the cluster's objects.
+
+A change is the JSON object the report lists (``{"kind": "request", …}``); ``apply_change``
+makes it on a copy of the objects, exactly as a user would make it on the manifests, so that
+the run that verifies a suggestion and the user's own ``pumice simulate`` see the same input.
+``describe_change`` is the sentence for people.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pumice.commands.explain_core import Target, _key, copy_objects, target_pods
+from pumice.model import canonical_amount
+from pumice.model.resource import format_amount
+
+Obj = dict[str, Any]
+HOSTNAME = "kubernetes.io/hostname"
+
+
+def pod_request(pod: Obj, resource: str) -> float:
+    """The pod's request of ``resource`` over its containers, in canonical units."""
+    total = 0.0
+    for container in (pod.get("spec") or {}).get("containers") or ():
+        requests = ((container or {}).get("resources") or {}).get("requests") or {}
+        if resource in requests:
+            total += canonical_amount(resource, requests[resource])
+    return total
+
+
+def sharing_pods(objects: list[Obj], target: Target, pod_key: str, resource: str) -> list[Obj]:
+    """The target's pending pods whose request of ``resource`` equals that of ``pod_key``."""
+    pods = [p for p in target_pods(objects, target) if not (p.get("spec") or {}).get("nodeName")]
+    first = next((p for p in pods if _key(p) == pod_key), None)
+    if first is None:
+        return []
+    amount = pod_request(first, resource)
+    return [p for p in pods if pod_request(p, resource) == amount]
+
+
+def _set_request(pod: Obj, resource: str, to: float) -> None:
+    containers = [c for c in (pod.get("spec") or {}).get("containers") or () if c]
+    holders = [
+        c for c in containers if resource in ((c.get("resources") or {}).get("requests") or {})
+    ]
+    if not holders:
+        return
+    rest = sum(
+        canonical_amount(resource, c["resources"]["requests"][resource]) for c in holders[1:]
+    )
+    resources = holders[0]["resources"]
+    amount = max(to - rest, 0.0)
+    resources["requests"][resource] = format_amount(resource, amount)
+    limits = resources.get("limits") or {}
+    if resource in limits and canonical_amount(resource, limits[resource]) < amount:
+        limits[resource] = format_amount(resource, amount)
+
+
+def apply_change(objects: list[Obj], change: Obj, target: Target) -> list[Obj]:
+    """A copy of ``objects`` with ``change`` made."""
+    out = copy_objects(objects)
+    kind = change["kind"]
+    if kind == "request":
+        resource = change["resource"]
+        to = canonical_amount(resource, change["to"])
+        for pod in sharing_pods(out, target, change["pod"], resource):
+            _set_request(pod, resource, to)
+    elif kind == "toleration":
+        toleration: Obj = {"key": change["key"], "effect": change["effect"]}
+        if change.get("value"):
+            toleration.update(operator="Equal", value=change["value"])
+        else:
+            toleration["operator"] = "Exists"
+        for pod in target_pods(out, target):
+            spec = pod.setdefault("spec", {})
+            spec["tolerations"] = [*(spec.get("tolerations") or []), toleration]
+    elif kind == "node-label":
+        key, _, value = change["label"].partition("=")
+        wanted = set(change["nodes"])
+        for node in out:
+            if node.get("kind") == "Node" and node["metadata"]["name"] in wanted:
+                node["metadata"].setdefault("labels", {})[key] = value
+    elif kind == "queue-capability":
+        for queue in out:
+            if queue.get("kind") == "Queue" and queue["metadata"]["name"] == change["queue"]:
+                spec = queue.setdefault("spec", {})
+                spec["capability"] = {
+                    **(spec.get("capability") or {}),
+                    change["resource"]: change["to"],
+                }
+    elif kind == "evict":
+        gone = set(change["pods"])
+        out = [o for o in out if not (o.get("kind") == "Pod" and _key(o) in gone)]
+    elif kind == "add-node":
+        like = next(
+            o for o in out if o.get("kind") == "Node" and o["metadata"]["name"] == change["like"]
+        )
+        taken = {o["metadata"]["name"] for o in out if o.get("kind") == "Node"}
+        index = 0
+        for _ in range(int(change["count"])):
+            index += 1
+            while f"{change['like']}-{index}" in taken:
+                index += 1
+            out.append(clone_node(like, f"{change['like']}-{index}"))
+    else:
+        raise ValueError(f"unknown change kind {kind!r}")
+    return out
+
+
+def clone_node(node: Obj, name: str) -> Obj:
+    """A new node like ``node``: its labels (hostname changed), taints and allocatable."""
+    new = copy_objects([node])[0]
+    labels: dict[str, str] = dict((new.get("metadata") or {}).get("labels") or {})
+    if HOSTNAME in labels:
+        labels[HOSTNAME] = name
+    new["metadata"] = {"name": name, "labels": labels}
+    status = new.get("status") or {}
+    new["status"] = {k: v for k, v in status.items() if k in ("allocatable", "capacity")}
+    return new
+
+
+def describe_change(change: Obj, sharing: int = 1) -> str:
+    kind = change["kind"]
+    if kind == "request":
+        others = (
+            f" (and of the {sharing - 1} other pod(s) with the same request)" if sharing > 1 else ""
+        )
+        what = f"the {change['resource']} request of pod {change['pod']}"
+        return f"lower {what} to {change['to']}{others}"
+    if kind == "toleration":
+        value = f"={change['value']}" if change.get("value") else ""
+        return f"add the toleration {change['key']}{value}:{change['effect']} to the job's pods"
+    if kind == "node-label":
+        nodes = ", ".join(change["nodes"])
+        return f"label node(s) {nodes} with {change['label']}"
+    if kind == "queue-capability":
+        what = f"the {change['resource']} capability of queue {change['queue']}"
+        return f"raise {what} to {change['to']}"
+    if kind == "evict":
+        return f"evict {len(change['pods'])} pod(s): {', '.join(change['pods'])}"
+    if kind == "add-node":
+        return f"add {change['count']} node(s) like {change['like']}"
+    raise ValueError(f"unknown change kind {kind!r}")
