@@ -158,43 +158,55 @@ def shape_error(obj: dict[str, Any]) -> tuple[str, str] | None:
         return "metadata", f"expected a mapping, got {_type(obj.get('metadata'))}"
     if not isinstance(obj["metadata"].get("name"), str) or not obj["metadata"]["name"]:
         return "metadata.name", "expected a name"
-    return _check(obj, shape, "")
-
-
-def _check(value: Any, shape: Shape, path: str) -> tuple[str, str] | None:
-    if value is None:
+    found = _check(obj, shape)
+    if found is None:
         return None
+    parts, message = found
+    path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in reversed(parts))
+    return path.lstrip("."), message
+
+
+Found = tuple[list[str | int], str]
+"""The path to the wrong field, innermost first (built only when there is one), and what is
+wrong."""
+
+
+def _check(value: Any, shape: Shape) -> Found | None:
     if isinstance(shape, dict):
         if not isinstance(value, dict):
-            return path, f"expected a mapping, got {_type(value)}"
-        for name, inner in shape.items():
-            found = _check(value.get(name), inner, f"{path}.{name}" if path else name)
-            if found:
-                return found
+            return [], f"expected a mapping, got {_type(value)}"
+        for name, item in value.items():  # the fields set, mostly few of those known
+            inner = shape.get(name)
+            if inner is not None and item is not None:
+                found = _check(item, inner)
+                if found:
+                    found[0].append(str(name))
+                    return found
         return None
     if isinstance(shape, list):
         if not isinstance(value, list):
-            return path, f"expected a list, got {_type(value)}"
+            return [], f"expected a list, got {_type(value)}"
         for i, item in enumerate(value):
-            if item is None:
-                return f"{path}[{i}]", "expected a value, got null"
-            found = _check(item, shape[0], f"{path}[{i}]")
+            found = (
+                _check(item, shape[0]) if item is not None else ([], "expected a value, got null")
+            )
             if found:
+                found[0].append(i)
                 return found
         return None
     if shape == MAP_OF_SCALARS:
         if not isinstance(value, dict):
-            return path, f"expected a mapping, got {_type(value)}"
+            return [], f"expected a mapping, got {_type(value)}"
         for key, item in value.items():
             if isinstance(item, (dict, list)):
-                return f"{path}.{key}", f"expected text, got {_type(item)}"
+                return [str(key)], f"expected text, got {_type(item)}"
         return None
     if shape is int and (not isinstance(value, int) or isinstance(value, bool)):
-        return path, f"expected an integer, got {_type(value)}"
+        return [], f"expected an integer, got {_type(value)}"
     if shape is bool and not isinstance(value, bool):
-        return path, f"expected true or false, got {_type(value)}"
+        return [], f"expected true or false, got {_type(value)}"
     if shape is str and isinstance(value, (dict, list)):
-        return path, f"expected text, got {_type(value)}"
+        return [], f"expected text, got {_type(value)}"
     return None
 
 
