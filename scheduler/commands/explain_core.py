@@ -227,13 +227,16 @@ def parse_node_reasons(message: str) -> dict[str, int]:
 
 
 def feed(state: SimulatedCluster, objects: list[Obj], pace: Pace | None = None) -> None:
-    """Every object as an ADDED event, in ``SimulatedCluster.add``'s order, in chunks (with a
-    pause between them when paced)."""
-    ordered = sorted(objects, key=lambda o: FEED_ORDER.get(str(o.get("kind")), 5))
+    """Every object as an ADDED event, as ``pumice simulate`` feeds them — the API server's
+    defaults filled in in input order (uids made for objects without one follow it), then
+    delivered in ``SimulatedCluster.add``'s order of kinds — in chunks, with a pause between
+    them when paced."""
+    defaulted = [api_defaults(obj) for obj in objects]
+    ordered = sorted(defaulted, key=lambda o: FEED_ORDER.get(str(o.get("kind")), 5))
     for start in range(0, len(ordered), FEED_CHUNK):
         if pace is not None:
             pace()
-        state.add(api_defaults(obj) for obj in ordered[start : start + FEED_CHUNK])
+        state.add(ordered[start : start + FEED_CHUNK])
 
 
 def run_cluster(
@@ -267,8 +270,8 @@ def run_cluster(
     for cycle in range(1, MAX_CYCLES + 1):
         if pace is not None:
             pace()
-        waiting = (mine - set(result.placed)) if until_placed and mine else None
-        recorder = _PacedRecorder(cycle, pace=pace, waiting=waiting)
+        unplaced = (mine - set(result.placed)) if until_placed and mine else None
+        recorder = _PacedRecorder(cycle, pace=pace, waiting=unplaced)
         # a run that only verifies needs no reason books: the plain session, as simulate's
         kind = _ExplainSession if detail else Session
         session = kind.open(state.snapshot(), config, host, committer=recorder)
