@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from pumice.cache import ClusterCache
+from pumice.cache import ClusterCache, PodState
 from pumice.daemon.outcome import UNSCHEDULABLE, CycleOutcome
 from pumice.framework.config import SchedulerConfig
 from pumice.framework.host import PluginHost
@@ -259,6 +259,8 @@ def cluster_objects(cache: ClusterCache) -> list[Obj]:
     objects += [{**q, "kind": "Queue"} for q in cache.queue_objects.values()]
     objects += [{**g.obj, "kind": "PodGroup"} for g in cache.podgroups.values()]
     for entry in cache.pods.values():
+        if entry.state is PodState.LEFT:  # gone from the API server (or about to show up bound)
+            continue
         pod = {**entry.pod, "kind": "Pod"}
         spec = pod.get("spec") or {}
         if entry.node and not spec.get("nodeName"):
