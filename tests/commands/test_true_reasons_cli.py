@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from support.manifests import node, pending, pod, run_cli, simulate, write_yaml
+from support.manifests import node, pending, pod, podgroup, run_cli, simulate, write_yaml
 
 Capsys = pytest.CaptureFixture[str]
 
@@ -120,3 +120,15 @@ def test_simulate_tells_a_pod_bigger_than_every_node_about_the_nodes(
     objects = [node("small", "8", "32Gi"), node("large", "16", "64Gi"), pod("huge", cpu="100")]
     result = simulate(tmp_path, objects, capsys)
     assert pending(result) == {"default/huge": "0/2 nodes are available: 2 Insufficient cpu."}
+
+
+def test_simulate_tells_a_gang_whose_minimum_no_node_holds_about_the_nodes(
+    tmp_path: Path, capsys: Capsys
+) -> None:
+    # enqueue turns the gang down (its minResources exceed the cluster); the nodes come first
+    group = podgroup("big", 1, min_resources={"cpu": "100"})
+    objects = [node("small", "8", "32Gi"), node("large", "16", "64Gi"), group]
+    objects.append(pod("big-0", cpu="100", group="big"))
+    result = simulate(tmp_path, objects, capsys)
+    assert pending(result) == {"default/big-0": "0/2 nodes are available: 2 Insufficient cpu."}
+    assert result["podgroups"]["default/big"]["phase"] == "Pending"
