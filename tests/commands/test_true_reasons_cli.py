@@ -132,3 +132,34 @@ def test_simulate_tells_a_gang_whose_minimum_no_node_holds_about_the_nodes(
     result = simulate(tmp_path, objects, capsys)
     assert pending(result) == {"default/big-0": "0/2 nodes are available: 2 Insufficient cpu."}
     assert result["podgroups"]["default/big"]["phase"] == "Pending"
+
+
+RESERVATION_WARNED = """\
+actions: "enqueue, allocate"
+tiers:
+- plugins:
+  - name: node-reservation
+    arguments:
+      maxReservedFraction: 2         # line 6
+      relockPeriod: -5               # line 7
+"""
+
+
+def test_check_config_shows_node_reservations_bad_values_as_warnings(
+    tmp_path: Path, capsys: Capsys
+) -> None:
+    path = tmp_path / "scheduler.yaml"
+    path.write_text(RESERVATION_WARNED)
+    code, out, err = run_cli(["check-config", str(path)], capsys)
+    assert code == 0 and out.startswith(f"{path}: ok: ")
+    where = "tiers[0].plugins[0].arguments"
+    assert err.splitlines() == [
+        f"{path}:6: {where}.maxReservedFraction: warning: must be a number in [0, 1], got 2; "
+        "using 0.5",
+        f"{path}:7: {where}.relockPeriod: warning: must not be negative, got -5; using 10s",
+    ]
+    # and the sessions that build the plugin later do not say it again
+    cluster = write_yaml(tmp_path / "cluster.yaml", [node("n1"), pod("p")])
+    code, _, err = run_cli(["simulate", str(cluster), "--config", str(path)], capsys)
+    assert code == 0
+    assert err.count("maxReservedFraction") == 1 and err.count("relockPeriod") == 1
