@@ -1,0 +1,326 @@
+"""The flight recorder's own process: it rebuilds the daemon's cache from the journal and
+writes the recorded cycles into a bounded ring of files.
+
+The daemon (``pumice.daemon.recorder``) starts it as ``python -m pumice.daemon.recordwriter DIR
+KEEP_CYCLES MAX_BYTES`` and sends it frames on its stdin (one type byte, a 4-byte length, the
+bytes): ``J`` journal lines (``pumice.daemon.journal``), ``C`` the config in force (pickled),
+``D`` a cycle's decisions (``{"cycle", "decisions", "failed"}``) and ``S`` a request to answer
+once everything before it is on disk. It answers on its stdout with JSON lines: ``{"ack": N,
+"written", "dropped", "bytes", "run"}`` and ``{"log": LEVEL, "message": …}``, which the daemon
+logs as its own. End of input ends it, after the last file; it ignores SIGINT and SIGTERM, so
+that the daemon's shutdown (a terminal's Ctrl-C, systemd's stop) never cuts a recording short.
+It runs at a lower CPU priority than the daemon (``NICE``): when the cores are busy, sessions
+come first and the recorder catches up later (the journal waits in the pipe and, up to
+``BACKLOG_BYTES``, in the daemon).
+
+Everything costly happens here, on another core, never in the daemon: applying the journal to
+a copy of the cache (``Replica``), taking its snapshots, pickling and compressing. Lines that
+arrive after a cycle's mark wait until its decisions do, so that a full file holds the cache as
+the cycle's session saw it. A cycle that decided nothing writes no file; its journal goes into
+the next file that is written.
+
+**The ring** (``Ring``) spans every run in ``DIR``: this run's directory ``DIR/run-<UTC time>``
+and the runs before it (a restart keeps the recording of what happened before it), all counted
+against ``keepCycles`` and ``maxBytes``; what a crash left half-written (``*.partial``) is
+deleted at start. A full file and the deltas after it form a group; before a file is written the
+oldest groups are deleted until it fits (a delta is of no use without its chain). A group is
+closed — the next file is full — once it holds an eighth of ``maxBytes`` or of ``keepCycles``, or
+when a delta would be no smaller than its full file: deleting the oldest group then never takes
+more than about an eighth of the history. A cycle that alone exceeds ``maxBytes`` is skipped
+with a warning.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from pumice.daemon.journal import JournalError, Replica, Tag, fingerprint
+from pumice.daemon.recordfile import (
+    FRAME,
+    PARTIAL,
+    RUN_PREFIX,
+    Payload,
+    encode_payload,
+    file_name,
+    header_of,
+    recordings,
+    runs,
+)
+
+NICE = 10
+"""How much lower than the daemon's this process's CPU priority is."""
+GROUP_SHARE = 8
+"""A group holds at most 1/GROUP_SHARE of ``maxBytes`` and of ``keepCycles``."""
+
+
+@dataclass(frozen=True)
+class Kept:
+    path: Path
+    size: int
+    group: int
+    """A number shared by a full file and the deltas built on it."""
+
+
+class Ring:
+    """The recordings of every run in a directory, oldest first, within the two bounds."""
+
+    def __init__(self, directory: Path, keep_cycles: int, max_bytes: int) -> None:
+        self.directory = directory
+        self.keep_cycles = keep_cycles
+        self.max_bytes = max_bytes
+        self.files: deque[Kept] = deque()
+        self.bytes = 0
+        self._groups = 0
+        directory.mkdir(parents=True, exist_ok=True)
+        for partial in [*directory.glob(f"*{PARTIAL}"), *directory.glob(f"*/*{PARTIAL}")]:
+            partial.unlink(missing_ok=True)
+        for run in [directory, *runs(directory)]:  # files directly in DIR: the oldest "run"
+            for _, path in recordings(run):
+                header = header_of(path)
+                if header is None or header.get("base") is None:
+                    self._groups += 1
+                self._add(path, path.stat().st_size)
+        self.run = self._new_run()
+
+    def _new_run(self) -> Path:
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        run = self.directory / f"{RUN_PREFIX}{stamp}"
+        n = 1
+        while run.exists():
+            n += 1
+            run = self.directory / f"{RUN_PREFIX}{stamp}-{n}"
+        run.mkdir()
+        return run
+
+    def _add(self, path: Path, size: int) -> None:
+        self.files.append(Kept(path, size, self._groups))
+        self.bytes += size
+
+    def current_group(self) -> tuple[int, int]:
+        """Files and bytes in the group the next delta would join."""
+        files = [k for k in self.files if k.group == self._groups]
+        return len(files), sum(k.size for k in files)
+
+    def make_room(self, size: int) -> bool:
+        """Delete the oldest groups until ``size`` more bytes and one more file fit; False if
+        the group of this run's last file had to go (the next file must be full)."""
+        chain_kept = True
+        while self.files and (
+            len(self.files) >= self.keep_cycles or self.bytes + size > self.max_bytes
+        ):
+            group = self.files[0].group
+            while self.files and self.files[0].group == group:  # its deltas go with it
+                gone = self.files.popleft()
+                gone.path.unlink(missing_ok=True)
+                self.bytes -= gone.size
+                if gone.path.parent != self.run:
+                    with contextlib.suppress(OSError):
+                        gone.path.parent.rmdir()  # a run whose last recording went
+            if group == self._groups:
+                chain_kept = False
+        return chain_kept
+
+    def write(self, cycle: int, data: bytes, full: bool) -> None:
+        path = self.run / file_name(cycle)
+        partial = path.with_name(path.name + PARTIAL)
+        partial.write_bytes(data)
+        partial.replace(path)
+        if full:
+            self._groups += 1
+        self._add(path, len(data))
+
+
+class Writer:
+    """Follows the journal and writes each cycle that decided something (see the docstring)."""
+
+    def __init__(self, ring: Ring, out: IO[bytes]) -> None:
+        self.ring = ring
+        self.out = out
+        self.replica = Replica()
+        self.config = b""
+        self.pending: list[bytes] = []
+        """Journal lines applied since the last file written (a delta's content)."""
+        self.open: Tag | None = None
+        """The cycle whose mark was read and whose decisions were not yet."""
+        self.waiting: list[bytes] = []
+        """Lines read after the open cycle's mark, applied once its decisions come."""
+        self.chained = False
+        """May the next file be a delta (its base is the last file written, still kept)?"""
+        self.full_size = 0
+        self.base = 0
+        """The cycle of the last file written."""
+        self.written = 0
+        self.dropped = 0
+        self.broken: str | None = None
+        self.warned_divergence = False
+
+    def say(self, message: dict[str, Any]) -> None:
+        self.out.write(orjson.dumps(message, option=orjson.OPT_APPEND_NEWLINE))
+        self.out.flush()
+
+    def log(self, level: str, message: str) -> None:
+        self.say({"log": level, "message": message})
+
+    def journal(self, data: bytes) -> None:
+        for line in data.splitlines(keepends=True):
+            if self.broken is not None:
+                return
+            if self.open is not None:
+                if line.startswith(b'["cycle",'):  # its decisions never came: it decided nothing
+                    self._close_open()
+                else:
+                    self.waiting.append(line)
+                    continue
+            self._apply(line)
+
+    def _apply(self, line: bytes) -> None:
+        try:
+            tag = self.replica.apply(line)
+        except JournalError as exc:
+            self.broken = str(exc)
+            self.log("error", f"recorder: the journal cannot be followed ({exc}); recording stops")
+            return
+        self.pending.append(line)
+        if tag is not None:
+            self.open = tag
+            if fingerprint(tag.snapshot) != tag.fingerprint and not self.warned_divergence:
+                self.warned_divergence = True
+                self.log(
+                    "error",
+                    f"recorder: its copy of the cache differs from the daemon's at cycle "
+                    f"{tag.cycle}; the recordings from here on will not replay",
+                )
+
+    def decided(self, cycle: int, decisions: list[list[str]], failed: bool) -> None:
+        tag = self.open
+        if tag is None or tag.cycle != cycle or self.broken is not None:
+            return
+        if decisions:
+            meta = {
+                "cycle": cycle,
+                "seed": tag.seed,
+                "taken_at": tag.taken_at,
+                "fingerprint": tag.fingerprint,
+                "decisions": decisions,
+                "failed": failed,
+            }
+            self._store(meta)
+        self._close_open()
+
+    def _close_open(self) -> None:
+        self.open = None
+        waiting, self.waiting = self.waiting, []
+        for line in waiting:
+            self.journal(line)
+
+    def _store(self, meta: dict[str, Any]) -> None:
+        cycle = meta["cycle"]
+        files, group_bytes = self.ring.current_group()
+        ring = self.ring
+        delta: bytes | None = None
+        if (
+            self.chained
+            and files < max(1, ring.keep_cycles // GROUP_SHARE)
+            and group_bytes < ring.max_bytes // GROUP_SHARE
+        ):
+            journal = b"".join(self.pending)
+            delta = encode_payload(cycle, self.base, Payload(meta, self.config, journal))
+            if len(delta) >= self.full_size:
+                delta = None  # so much changed that a fresh full file pays
+        if delta is not None and len(delta) <= ring.max_bytes and ring.make_room(len(delta)):
+            self._written(cycle, delta, full=False)
+            return
+        full = encode_payload(cycle, None, Payload(meta, self.config, replica=self.replica))
+        if len(full) > ring.max_bytes:
+            self.dropped += 1
+            self.chained = False
+            self.pending = []
+            self.log(
+                "warning",
+                f"recorder: cycle {cycle} takes {len(full)} bytes, more than maxBytes "
+                f"({ring.max_bytes}); not recorded",
+            )
+            return
+        ring.make_room(len(full))
+        self.full_size = len(full)
+        self._written(cycle, full, full=True)
+
+    def _written(self, cycle: int, data: bytes, full: bool) -> None:
+        self.ring.write(cycle, data, full)
+        self.written += 1
+        self.chained = True
+        self.base = cycle
+        self.pending = []
+
+    def ack(self, token: int) -> None:
+        self.say(
+            {
+                "ack": token,
+                "written": self.written,
+                "dropped": self.dropped,
+                "bytes": self.ring.bytes,
+                "run": str(self.ring.run),
+            }
+        )
+
+
+def frames(source: IO[bytes]) -> Any:
+    """(type, bytes) per frame, until the end of input."""
+    while True:
+        head = source.read(FRAME.size)
+        if len(head) < FRAME.size:
+            return
+        kind, size = FRAME.unpack(head)
+        data = source.read(size)
+        if len(data) < size:
+            return
+        yield kind, data
+
+
+def main(argv: list[str]) -> int:
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
+    with contextlib.suppress(OSError):
+        os.nice(NICE)  # on a busy machine the daemon's sessions come first; this catches up
+    logging.getLogger("pumice.cache").disabled = True  # the daemon has said it already
+    out = sys.stdout.buffer
+    directory, keep, max_bytes = Path(argv[0]), int(argv[1]), int(argv[2])
+    try:
+        ring = Ring(directory, keep, max_bytes)
+    except OSError as exc:
+        out.write(orjson.dumps({"log": "error", "message": f"recorder: {directory}: {exc}"}))
+        out.write(b"\n")
+        return 1
+    writer = Writer(ring, out)
+    for kind, data in frames(sys.stdin.buffer):
+        try:
+            if kind == b"J":
+                writer.journal(data)
+            elif kind == b"C":
+                writer.config = data
+            elif kind == b"D":
+                message = orjson.loads(data)
+                writer.decided(message["cycle"], message["decisions"], message["failed"])
+            elif kind == b"S":
+                writer.ack(int(data))
+        except OSError as exc:  # a full disk, say: this cycle is lost, the next may fit
+            writer.dropped += 1
+            writer.chained = False
+            writer.log("error", f"recorder: {exc}")
+    writer.ack(-1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
