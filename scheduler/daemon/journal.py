@@ -98,7 +98,7 @@ class Journal:
         make = storage.handler
 
         def storage_handler(kind: str) -> JournaledHandler:
-            inner = self.call("sh", [kind], make, kind)
+            inner = self.call(["sh", kind, None], make, kind)
             return JournaledHandler(self, f"storage:{kind}", inner)
 
         setattr(storage, _STORAGE_HANDLER, storage_handler)
@@ -114,23 +114,27 @@ class Journal:
             return
         self._sink(line)
 
-    def call(self, kind: str, head: list[Any], apply: Callable[..., Any], *args: Any) -> Any:
-        """``apply(*args)``, journaled as ``[kind, *head, readings]`` once it returned or
-        raised; a call made inside another journaled call is part of that one."""
+    def call(self, entry: list[Any], apply: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``apply(*args, **kwargs)``, journaled as ``entry`` (its last item replaced by the clock's
+        readings) once it returned or raised; a call made inside another journaled call is part
+        of that one. (On every event and call of the cache: kept lean.)"""
         if self._depth:
-            return apply(*args)
+            return apply(*args, **kwargs)
         self._depth = 1
         readings: list[float] = []
         self._readings = readings
         try:
-            return apply(*args)
+            return apply(*args, **kwargs)
         finally:
             self._depth = 0
-            self.write([kind, *head, readings])
+            entry[-1] = readings
+            self.write(entry)
 
     def _method(self, name: str, method: Callable[..., Any]) -> Callable[..., Any]:
         def journaled(*args: Any, **kwargs: Any) -> Any:
-            return self.call("call", [name, args, kwargs], lambda: method(*args, **kwargs))
+            if self._depth:
+                return method(*args, **kwargs)
+            return self.call(["call", name, args, kwargs, None], method, *args, **kwargs)
 
         journaled.__name__ = name
         return journaled
@@ -145,13 +149,14 @@ class JournaledHandler:
         self._inner = inner
 
     def on_add(self, obj: Obj) -> None:
-        self._journal.call("ev", [self._target, "add", obj], self._inner.on_add, obj)
+        self._journal.call(["ev", self._target, "add", obj, None], self._inner.on_add, obj)
 
     def on_update(self, old: Obj, new: Obj) -> None:
-        self._journal.call("ev", [self._target, "update", new], self._inner.on_update, old, new)
+        entry = ["ev", self._target, "update", new, None]
+        self._journal.call(entry, self._inner.on_update, old, new)
 
     def on_delete(self, obj: Obj) -> None:
-        self._journal.call("ev", [self._target, "delete", obj], self._inner.on_delete, obj)
+        self._journal.call(["ev", self._target, "delete", obj, None], self._inner.on_delete, obj)
 
 
 def mutators() -> list[str]:

@@ -38,7 +38,7 @@ from pumice.daemon.leadership import Leadership, default_identity
 from pumice.daemon.metrics import DaemonMetrics
 from pumice.daemon.notify import Notifier, run_watchdog
 from pumice.daemon.outcome import CycleOutcome, collect
-from pumice.daemon.recorder import LiveCycle, Recorder, tee
+from pumice.daemon.recorder import ANSWER_TIMEOUT, STOP_WAIT, LiveCycle, Recorder, tee
 from pumice.daemon.reload import ConfigReloader, Loader
 from pumice.daemon.reporting import Reporter
 from pumice.daemon.storage import storage_served
@@ -168,7 +168,10 @@ class Daemon:
             return await self._run()
         finally:
             if self.recorder is not None:
-                await asyncio.to_thread(self.recorder.close)
+                # A one-shot run's recording is complete when it returns; a stopping daemon
+                # leaves a recorder that is behind to finish on its own.
+                wait = ANSWER_TIMEOUT if self.options.until_idle else STOP_WAIT
+                await asyncio.to_thread(self.recorder.close, wait)
             if self.health is not None:
                 await self.health.stop()
 

@@ -55,7 +55,10 @@ BACKLOG_BYTES = 256 << 20
 BATCH_BYTES = 256 << 10
 """Journal bytes gathered before they are handed to the feeding thread (and at every cycle)."""
 ANSWER_TIMEOUT = 600.0
-"""Seconds ``flush`` and ``close`` wait for the recorder's process."""
+"""Seconds ``flush`` and ``close`` wait for the recorder's process, by default."""
+STOP_WAIT = 20.0
+"""Seconds the daemon, stopping, waits for the recorder's process to write what it was sent;
+then it leaves the process to finish on its own (it ends at the end of its input)."""
 
 
 @dataclass
@@ -95,10 +98,12 @@ class Recorder:
         )
         assert self._process.stdin is not None and self._process.stdout is not None
         self.journal = Journal(self._gather)
-        self._batch: list[bytes] = []
-        self._batched = 0
+        self._batch = bytearray()
+        """Journal lines not yet handed to the feeding thread (one buffer, not a list of
+        lines: a line kept on its own costs several times what it costs to encode)."""
         self._config: SchedulerConfig | None = None
         self._open: LiveCycle | None = None
+        self._closed = False
         self._frames: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         self._backlog = 0
         self._lock = threading.Lock()
@@ -150,32 +155,36 @@ class Recorder:
         """Wait until everything sent so far is on disk."""
         self._ask()
 
-    def close(self) -> None:
-        """Send what is left, let the recorder's process finish, and stop (once the cache no
-        longer changes)."""
-        self._send_batch()
-        self._frames.put(None)
-        self._feeder.join(ANSWER_TIMEOUT)
+    def close(self, wait: float = ANSWER_TIMEOUT) -> bool:
+        """Send what is left and end the recorder's input (once the cache no longer changes);
+        wait up to ``wait`` seconds for it to write everything. False if it is still writing:
+        it finishes on its own (calling ``close`` again waits again)."""
+        if not self._closed:
+            self._closed = True
+            self._send_batch()
+            self._frames.put(None)
+        self._feeder.join(wait)
         try:
-            self._process.wait(ANSWER_TIMEOUT)
+            self._process.wait(wait)
         except subprocess.TimeoutExpired:
-            log.error("recorder: its process did not finish; killing it")
-            self._process.kill()
-            self._process.wait()
-        self._listener.join(ANSWER_TIMEOUT)
+            log.warning(
+                "recorder: its process is still writing after %gs; it finishes on its own", wait
+            )
+            return False
+        self._listener.join(wait)
+        return True
 
     # -- plumbing ------------------------------------------------------------------------------
 
     def _gather(self, line: bytes) -> None:
-        self._batch.append(line)
-        self._batched += len(line)
-        if self._batched >= BATCH_BYTES:
+        self._batch += line
+        if len(self._batch) >= BATCH_BYTES:
             self._send_batch()
 
     def _send_batch(self) -> None:
         if self._batch:
-            data = b"".join(self._batch)
-            self._batch, self._batched = [], 0
+            data = bytes(self._batch)
+            self._batch.clear()
             self._put(b"J", data)
 
     def _send(self, kind: bytes, data: bytes) -> None:

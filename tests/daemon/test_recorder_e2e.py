@@ -83,8 +83,9 @@ async def test_a_run_under_churn_and_failing_binds_replays_identical(
         await wait_for(lambda: daemon.work is not None and daemon.work.in_flight == 0)
         recorder = daemon.recorder
     ledger.close()
+    assert recorder is not None and recorder.close()  # everything it was sent is on disk
     assert sim.writes.select(resource="pods/binding", code=500), "no bind ever failed"
-    assert recorder is not None and recorder.written >= 3
+    assert recorder.written >= 3
     cycles = [c for c, _ in recordings(last_run(record))]
     assert len(cycles) == recorder.written
     # numbered as the daemon numbers (and logs) its cycles: exactly those that bound pods
@@ -105,9 +106,10 @@ async def test_an_altered_snapshot_replays_with_the_difference_named(
     seed(sim, [node("n1", cpu="4"), node("n2", cpu="4"), pod("solo", cpu="1")])
     record = tmp_path / "rec"
     ledger = Ledger(sim)
-    async with running_daemon(sim.kubeconfig, record_config(tmp_path, record)):
+    async with running_daemon(sim.kubeconfig, record_config(tmp_path, record)) as daemon:
         await wait_for(lambda: len(ledger.bound("pumice")) == 1)
     ledger.close()
+    assert daemon.recorder is not None and daemon.recorder.close()
     [(cycle, path)] = recordings(last_run(record))
     recorded = decode(path)
     [(kind, _, key, chosen)] = recorded.decisions
@@ -150,8 +152,9 @@ async def test_another_binpack_weight_names_exactly_the_pods_that_move(
     other = tmp_path / "binpack0.yaml"
     other.write_text(BINPACK_ONLY.format(weight=0))
     ledger = Ledger(sim)
-    async with running_daemon(sim.kubeconfig, config):
+    async with running_daemon(sim.kubeconfig, config) as daemon:
         await wait_for(lambda: len(ledger.bound("pumice")) == 4)
+    assert daemon.recorder is not None and daemon.recorder.close()
     placed = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in ledger.bound("pumice")}
     ledger.close()
     assert set(placed.values()) == {"b-node"}
