@@ -127,7 +127,7 @@ class Recorder:
 
     def begin(self, snapshot: ClusterSnapshot, cycle: int, config: SchedulerConfig) -> LiveCycle:
         """The session about to open on ``snapshot`` (the last ``cache.snapshot()``)."""
-        if self._open is not None:  # never finished (cancelled): it decided nothing
+        if self._open is not None:  # never finished (its session was cancelled)
             self.finish(self._open)
         if config is not self._config:
             self._config = config

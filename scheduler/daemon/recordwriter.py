@@ -50,6 +50,7 @@ from pumice.daemon.recordfile import (
     FRAME,
     PARTIAL,
     RUN_PREFIX,
+    SUFFIX,
     Payload,
     encode_payload,
     file_name,
@@ -83,7 +84,8 @@ class Ring:
         self.bytes = 0
         self._groups = 0
         directory.mkdir(parents=True, exist_ok=True)
-        for partial in [*directory.glob(f"*{PARTIAL}"), *directory.glob(f"*/*{PARTIAL}")]:
+        left = f"cycle-*{SUFFIX}{PARTIAL}"  # what a crash left half-written
+        for partial in [*directory.glob(left), *directory.glob(f"{RUN_PREFIX}*/{left}")]:
             partial.unlink(missing_ok=True)
         for run in [directory, *runs(directory)]:  # files directly in DIR: the oldest "run"
             for _, path in recordings(run):
