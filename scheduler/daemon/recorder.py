@@ -19,9 +19,8 @@ hooks, for each cycle (``pumice.daemon.loop``):
 All of it goes, in order, to the recorder's own process (``pumice.daemon.recordwriter``), through
 a pipe that a thread of ours feeds: that process rebuilds the cache from the journal, takes the
 same snapshots and writes the cycles that decided something into the ring. The daemon never
-pickles, compresses or writes a recording itself. If that process cannot keep up (more than
-``BACKLOG_BYTES`` waiting) or ends, recording stops with an error in the log; scheduling goes
-on.
+pickles, compresses or writes a recording itself. If that process falls too far behind or ends,
+recording stops with an error in the log; scheduling goes on.
 """
 
 from __future__ import annotations
@@ -51,7 +50,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("pumice.recorder")
 
 BACKLOG_BYTES = 256 << 20
-"""Bytes waiting for the recorder's process beyond which recording stops."""
+"""Bytes waiting to go into the pipe beyond which recording stops (the recorder's process reads
+as they come: only a process that hangs leaves them waiting)."""
 BATCH_BYTES = 256 << 10
 """Journal bytes gathered before they are handed to the feeding thread (and at every cycle)."""
 ANSWER_TIMEOUT = 600.0

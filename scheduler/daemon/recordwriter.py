@@ -9,9 +9,10 @@ once everything before it is on disk. It answers on its stdout with JSON lines: 
 "written", "dropped", "bytes", "run"}`` and ``{"log": LEVEL, "message": …}``, which the daemon
 logs as its own. End of input ends it, after the last file; it ignores SIGINT and SIGTERM, so
 that the daemon's shutdown (a terminal's Ctrl-C, systemd's stop) never cuts a recording short.
-It runs at a lower CPU priority than the daemon (``NICE``): when the cores are busy, sessions
-come first and the recorder catches up later (the journal waits in the pipe and, up to
-``BACKLOG_BYTES``, in the daemon).
+It reads its input as soon as it comes (``Inbox``), so the daemon never waits on it and what the
+daemon sent is here even if the daemon exits first; it runs at a lower CPU priority than the
+daemon (``NICE``): when the cores are busy, sessions come first and the recorder catches up
+later, with up to ``BACKLOG_BYTES`` waiting.
 
 Everything costly happens here, on another core, never in the daemon: applying the journal to
 a copy of the cache (``Replica``), taking its snapshots, pickling and compressing. Lines that
@@ -35,10 +36,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import queue
 import signal
 import sys
+import threading
 import time
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -61,6 +65,8 @@ from pumice.daemon.recordfile import (
 
 NICE = 10
 """How much lower than the daemon's this process's CPU priority is."""
+BACKLOG_BYTES = 512 << 20
+"""Frames waiting in this process beyond which the journal is given up."""
 GROUP_SHARE = 8
 """A group holds at most 1/GROUP_SHARE of ``maxBytes`` and of ``keepCycles``."""
 
@@ -277,7 +283,7 @@ class Writer:
         )
 
 
-def frames(source: IO[bytes]) -> Any:
+def frames(source: IO[bytes]) -> Iterator[tuple[bytes, bytes]]:
     """(type, bytes) per frame, until the end of input."""
     while True:
         head = source.read(FRAME.size)
@@ -290,10 +296,39 @@ def frames(source: IO[bytes]) -> Any:
         yield kind, data
 
 
+class Inbox:
+    """Frames read from the daemon as soon as they come (a thread of their own), so that the
+    daemon never waits on this process and what it sent is here even if it exits first; past
+    ``BACKLOG_BYTES`` waiting, the journal is given up (one hole spoils every later cycle)."""
+
+    def __init__(self, source: IO[bytes]) -> None:
+        self._frames: queue.SimpleQueue[tuple[bytes, bytes] | None] = queue.SimpleQueue()
+        self._waiting = 0
+        self._lock = threading.Lock()
+        self.overflowed = False
+        threading.Thread(target=self._read, args=(source,), daemon=True).start()
+
+    def _read(self, source: IO[bytes]) -> None:
+        for kind, data in frames(source):
+            with self._lock:
+                if self._waiting > BACKLOG_BYTES and kind == b"J":
+                    self.overflowed = True
+                    continue
+                self._waiting += len(data)
+            self._frames.put((kind, data))
+        self._frames.put(None)
+
+    def __iter__(self) -> Iterator[tuple[bytes, bytes]]:
+        while (frame := self._frames.get()) is not None:
+            with self._lock:
+                self._waiting -= len(frame[1])
+            yield frame
+
+
 def main(argv: list[str]) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
-    with contextlib.suppress(OSError):
+    with contextlib.suppress(OSError):  # not where setpriority is forbidden (systemd's filter)
         os.nice(NICE)  # on a busy machine the daemon's sessions come first; this catches up
     logging.getLogger("pumice.cache").disabled = True  # the daemon has said it already
     out = sys.stdout.buffer
@@ -305,7 +340,11 @@ def main(argv: list[str]) -> int:
         out.write(b"\n")
         return 1
     writer = Writer(ring, out)
-    for kind, data in frames(sys.stdin.buffer):
+    inbox = Inbox(sys.stdin.buffer)
+    for kind, data in inbox:
+        if inbox.overflowed and writer.broken is None:
+            writer.broken = "fell behind"
+            writer.log("error", "recorder: it fell behind the daemon's journal; recording stops")
         try:
             if kind == b"J":
                 writer.journal(data)

@@ -53,6 +53,7 @@ from pumice.model import TaskInfo
 
 log = logging.getLogger("pumice.shadow")
 
+
 @dataclass(frozen=True)
 class ShadowOptions:
     of: str | None = None
