@@ -227,6 +227,18 @@ def child_pids(pid: int) -> list[int]:
     return found
 
 
+def thread_cpu(pid: int) -> dict[int, float]:
+    """CPU seconds of each of the process's threads so far (thread id -> seconds)."""
+    out = {}
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out[int(task.name)] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return out
+
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU the process used so far (the machine's other load does not count)."""
     try:
@@ -418,10 +430,12 @@ async def daemon(
         cpu = cpu_seconds(proc.pid)
         kids = child_pids(proc.pid)
         kids_start = kids_cpu = sum(cpu_seconds(k) for k in kids)
+        threads = thread_cpu(proc.pid)
         created = await create_pods(kubeconfig, "pumice", namespace, pods, width)
         await wait_bound(writes, namespace, pods, limit, proc)
         cpu = cpu_seconds(proc.pid) - cpu
         kids_cpu = sum(cpu_seconds(k) for k in kids) - kids_cpu
+        threads = {t: c - threads.get(t, 0.0) for t, c in thread_cpu(proc.pid).items()}
         rss = peak_rss_mib(proc.pid)
         if spy is not None:
             spy.send_signal(signal.SIGINT)  # py-spy writes its profile on SIGINT
@@ -434,6 +448,12 @@ async def daemon(
     print_cycles(log)
     print(f"  peak RSS {rss:,.0f} MiB")
     bound = max(1, writes.binds(namespace))
+    loop_cpu = threads.get(proc.pid, 0.0)
+    others = sorted((c for t, c in threads.items() if t != proc.pid and c > 0), reverse=True)
+    print(
+        f"  its CPU by thread: event loop {loop_cpu / bound * 1e3:.3f} ms per pod, the others"
+        f" {', '.join(f'{c / bound * 1e3:.3f}' for c in others[:4]) or '0'} ms per pod"
+    )
     if kids:
         print(
             f"  its recorder process meanwhile {kids_cpu:.1f} s"

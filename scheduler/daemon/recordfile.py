@@ -11,9 +11,10 @@ clock (``taken_at``), the config, the seed of its random source (``tieBreak: ran
 the binds and evictions it committed, in commit order (``CycleRecord``, what replay reads).
 
 A file is **full** (``base`` null) or a **delta** against the file recorded just before it
-(``base``: that cycle). A full one holds the recorder's copy of the daemon's cache as it was
-when the cycle's snapshot was taken (``pumice.daemon.journal.Replica``, pickled as the model
-objects it holds), that snapshot among them. A delta holds the cache's journal since its base:
+(``base``: that cycle). A full one holds either the recorder's copy of the daemon's cache as it
+was when the cycle's snapshot was taken (``pumice.daemon.journal.Replica``, pickled as the model
+objects it holds), that snapshot among them, or — a run's first file — the cache's journal from
+its creation, which rebuilds it. A delta holds the cache's journal since its base:
 every informer event and every call the daemon made on the cache, up to and including the
 cycle's own ``snapshot()`` and its mark. Reading a delta reads its base first (back along the
 chain to a full file; a ``Reader`` keeps the last cache it rebuilt, so reading cycles in order
@@ -95,7 +96,8 @@ class Payload:
     config: bytes
     """The config the session ran with (``encode_config``)."""
     journal: bytes | None = None
-    """A delta: the journal lines since its base."""
+    """A delta: the journal lines since its base; a full file without ``replica``: the journal
+    from the cache's creation."""
     replica: Replica | None = None
     """A full file: the cache as of the cycle's snapshot (the snapshot included)."""
     snapshot: ClusterSnapshot | None = None
@@ -270,6 +272,8 @@ class Reader:
             raise RecordingError(f"{path}: damaged recording (bad cycle data)") from None
 
     def _full(self, path: Path, payload: Payload) -> ClusterSnapshot:
+        if payload.journal is not None:  # the journal from the cache's creation
+            return self._journaled(path, payload, Replica())
         replica = payload.replica
         if replica is not None and replica.snapshot is not None:
             self._last = (path, payload.meta["cycle"], replica)
@@ -292,7 +296,10 @@ class Reader:
             last = self._last
             if last is None:
                 raise RecordingError(f"{path}: its base ({base_path.name}) holds no cache")
-        replica = last[2]
+        return self._journaled(path, payload, last[2])
+
+    def _journaled(self, path: Path, payload: Payload, replica: Replica) -> ClusterSnapshot:
+        """Apply the file's journal to ``replica``: the snapshot of the file's cycle."""
         self._last = None  # the cache changes from here: it is this file's once it is read
         tag: Tag | None = None
         try:

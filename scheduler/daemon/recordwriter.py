@@ -14,11 +14,12 @@ daemon sent is here even if the daemon exits first; it runs at a lower CPU prior
 daemon (``NICE``): when the cores are busy, sessions come first and the recorder catches up
 later, with up to ``BACKLOG_BYTES`` waiting.
 
-Everything costly happens here, on another core, never in the daemon: applying the journal to
-a copy of the cache (``Replica``), taking its snapshots, pickling and compressing. Lines that
-arrive after a cycle's mark wait until its decisions do, so that a full file holds the cache as
-the cycle's session saw it. A cycle that decided nothing writes no file; its journal goes into
-the next file that is written.
+Everything costly happens here, on another core, never in the daemon: compressing and writing
+the journal, and keeping a copy of the cache (``Replica``) fed with it — lazily: the copy is
+brought up to date only when a full file needs it (or when much journal waits), and then checks
+each snapshot it takes against the fingerprint the daemon noted. A run's first file needs no copy
+at all: it is the journal from the cache's creation, which replay rebuilds the cache from. A
+cycle that decided nothing writes no file; its journal goes into the next file that is written.
 
 **The ring** (``Ring``) spans every run in ``DIR``: this run's directory ``DIR/run-<UTC time>``
 and the runs before it (a restart keeps the recording of what happened before it), all counted
@@ -49,7 +50,7 @@ from typing import IO, Any
 
 import orjson
 
-from pumice.daemon.journal import JournalError, Replica, Tag, fingerprint
+from pumice.daemon.journal import JournalError, Replica, fingerprint
 from pumice.daemon.recordfile import (
     FRAME,
     PARTIAL,
@@ -65,6 +66,8 @@ from pumice.daemon.recordfile import (
 
 NICE = 10
 """How much lower than the daemon's this process's CPU priority is."""
+APPLY_AT = 256 << 20
+"""Journal bytes waiting to be applied to the copy of the cache that make it catch up."""
 BACKLOG_BYTES = 512 << 20
 """Frames waiting in this process beyond which the journal is given up."""
 GROUP_SHARE = 8
@@ -149,20 +152,44 @@ class Ring:
         self._add(path, len(data))
 
 
+@dataclass(frozen=True)
+class Mark:
+    """A cycle's mark, as read from the journal (``["cycle", …]``)."""
+
+    cycle: int
+    seed: int
+    taken_at: float
+    fingerprint: int
+    line: bytes
+
+
 class Writer:
-    """Follows the journal and writes each cycle that decided something (see the docstring)."""
+    """Follows the journal and writes each cycle that decided something (see the docstring).
+
+    The copy of the cache (``replica``) is brought up to date only when it is needed — for a
+    full file, or when ``APPLY_AT`` bytes of journal wait — so a short run, or the first group
+    of a long one, costs little more than compressing the journal: its first file is the
+    journal from the cache's creation (``genesis``), which replay rebuilds the cache from.
+    """
 
     def __init__(self, ring: Ring, out: IO[bytes]) -> None:
         self.ring = ring
         self.out = out
         self.replica = Replica()
+        self.unapplied: deque[bytes] = deque()
+        """Journal lines the replica has not applied yet, in order."""
+        self.unapplied_bytes = 0
         self.config = b""
         self.pending: list[bytes] = []
-        """Journal lines applied since the last file written (a delta's content)."""
-        self.open: Tag | None = None
+        """Journal lines since the last file written, up to the open cycle's mark: a delta."""
+        self.genesis = True
+        """``pending`` starts with the cache's creation (no file has been written yet)."""
+        self.open: Mark | None = None
         """The cycle whose mark was read and whose decisions were not yet."""
+        self.open_applied = False
+        """Has the replica applied the open cycle's mark (and must stop there)?"""
         self.waiting: list[bytes] = []
-        """Lines read after the open cycle's mark, applied once its decisions come."""
+        """Lines read after the open cycle's mark (the next file's)."""
         self.chained = False
         """May the next file be a delta (its base is the last file written, still kept)?"""
         self.full_size = 0
@@ -184,42 +211,65 @@ class Writer:
         for line in data.splitlines(keepends=True):
             if self.broken is not None:
                 return
+            is_mark = line.startswith(b'["cycle",')
             if self.open is not None:
-                if line.startswith(b'["cycle",'):  # its decisions never came: it decided nothing
-                    self._close_open()
-                else:
+                if not is_mark:
                     self.waiting.append(line)
+                    self._unapplied(line)
                     continue
-            self._apply(line)
+                self._close_open()  # its decisions never came: it decided nothing
+            self.pending.append(line)
+            self._unapplied(line)
+            if is_mark:
+                _, cycle, seed, taken_at, mark = orjson.loads(line)
+                self.open, self.open_applied = Mark(cycle, seed, taken_at, mark, line), False
+        if self.unapplied_bytes > APPLY_AT:
+            self._catch_up()
 
-    def _apply(self, line: bytes) -> None:
-        try:
-            tag = self.replica.apply(line)
-        except JournalError as exc:
-            self.broken = str(exc)
-            self.log("error", f"recorder: the journal cannot be followed ({exc}); recording stops")
+    def _unapplied(self, line: bytes) -> None:
+        self.unapplied.append(line)
+        self.unapplied_bytes += len(line)
+
+    def _catch_up(self) -> None:
+        """Apply the journal to the replica: up to the open cycle's mark (a full file of that
+        cycle holds the cache as its session saw it), or all of it when no cycle is open."""
+        stop = self.open.line if self.open is not None else None
+        if stop is not None and self.open_applied:
             return
-        self.pending.append(line)
-        if tag is not None:
-            self.open = tag
-            if fingerprint(tag.snapshot) != tag.fingerprint and not self.warned_divergence:
-                self.warned_divergence = True
-                self.log(
-                    "error",
-                    f"recorder: its copy of the cache differs from the daemon's at cycle "
-                    f"{tag.cycle}; the recordings from here on will not replay",
-                )
+        while self.unapplied and self.broken is None:
+            line = self.unapplied.popleft()
+            self.unapplied_bytes -= len(line)
+            try:
+                tag = self.replica.apply(line)
+            except JournalError as exc:
+                self.broken = str(exc)
+                self.log("error", f"recorder: the journal cannot be followed ({exc}); stopping")
+                return
+            if tag is not None and fingerprint(tag.snapshot) != tag.fingerprint:
+                self._diverged(tag.cycle)
+            if line is stop:
+                self.open_applied = True
+                return
+
+    def _diverged(self, cycle: int) -> None:
+        if not self.warned_divergence:
+            self.warned_divergence = True
+            self.log(
+                "error",
+                f"recorder: its copy of the cache differs from the daemon's at cycle {cycle}; "
+                "the recordings from there on will not replay",
+            )
 
     def decided(self, cycle: int, decisions: list[list[str]], failed: bool) -> None:
-        tag = self.open
-        if tag is None or tag.cycle != cycle or self.broken is not None:
+        mark = self.open
+        if mark is None or mark.cycle != cycle or self.broken is not None:
             return
         if decisions:
             meta = {
                 "cycle": cycle,
-                "seed": tag.seed,
-                "taken_at": tag.taken_at,
-                "fingerprint": tag.fingerprint,
+                "seed": mark.seed,
+                "taken_at": mark.taken_at,
+                "fingerprint": mark.fingerprint,
                 "decisions": decisions,
                 "failed": failed,
             }
@@ -228,9 +278,8 @@ class Writer:
 
     def _close_open(self) -> None:
         self.open = None
-        waiting, self.waiting = self.waiting, []
-        for line in waiting:
-            self.journal(line)
+        self.pending.extend(self.waiting)
+        self.waiting = []
 
     def _store(self, meta: dict[str, Any]) -> None:
         cycle = meta["cycle"]
@@ -249,10 +298,18 @@ class Writer:
         if delta is not None and len(delta) <= ring.max_bytes and ring.make_room(len(delta)):
             self._written(cycle, delta, full=False)
             return
-        full = encode_payload(cycle, None, Payload(meta, self.config, replica=self.replica))
+        full: bytes | None = None
+        if self.genesis:  # the journal from the cache's creation: nothing to pickle
+            journal = b"".join(self.pending)
+            full = encode_payload(cycle, None, Payload(meta, self.config, journal))
+            if len(full) > ring.max_bytes:
+                full = None
+        if full is None:
+            self._catch_up()
+            full = encode_payload(cycle, None, Payload(meta, self.config, replica=self.replica))
         if len(full) > ring.max_bytes:
             self.dropped += 1
-            self.chained = False
+            self.chained = self.genesis = False
             self.pending = []
             self.log(
                 "warning",
@@ -268,6 +325,7 @@ class Writer:
         self.ring.write(cycle, data, full)
         self.written += 1
         self.chained = True
+        self.genesis = False
         self.base = cycle
         self.pending = []
 

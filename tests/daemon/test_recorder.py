@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import pickle
 import zlib
 from collections.abc import Iterator
@@ -193,7 +192,7 @@ def test_a_new_run_keeps_the_last_runs_recordings_and_counts_them(
     (this_run(first) / "cycle-000000004.rec.partial").write_bytes(b"half")
     (tmp_path / "cycle-000000009.rec.partial").write_bytes(b"half")
     size = sum(len(b) for b in kept.values())
-    second = recorder_in(recorders, tmp_path, max_bytes=size + 3_000)
+    second = recorder_in(recorders, tmp_path, max_bytes=size + 500)
     run_cycles(second, cluster(second), 1)
     assert this_run(second) != this_run(first)
     assert [r.name for r in runs(tmp_path)] == [this_run(first).name, this_run(second).name]
@@ -203,7 +202,7 @@ def test_a_new_run_keeps_the_last_runs_recordings_and_counts_them(
     left = [p.name for p in sorted(on_disk(tmp_path)) if p.parent == this_run(first)]
     assert left == ["cycle-000000003.rec"] and len(kept) == 3
     assert second.bytes == sum(p.stat().st_size for p in on_disk(tmp_path) if p.suffix == ".rec")
-    assert second.bytes <= size + 3_000
+    assert second.bytes <= size + 500
     assert main(["replay", str(this_run(first))]) == 0  # what is left of it still replays
 
 
@@ -236,7 +235,9 @@ def test_between_full_recordings_each_cycle_is_a_delta_on_the_one_before(
     bases = [header(path)["base"] for _, path in found]
     assert bases == [None, 1, 2, 3, None, 5, 6]
     sizes = [path.stat().st_size for _, path in found]
-    assert max(sizes[1:group]) < sizes[0] * 0.1  # a delta holds what changed: 5 pods
+    # a delta holds what changed (5 pods), a fraction of the journal from the cache's creation
+    # and of a full file that holds the cache
+    assert max(sizes[1:group]) < sizes[0] * 0.5 and max(sizes[1:group]) < sizes[group] * 0.1
     # read on its own, a delta reads its chain; in order, a Reader reads each file once
     alone = decode(found[group - 1][1])
     reader = Reader()
@@ -392,10 +393,27 @@ def test_an_unknown_cycle_and_a_missing_directory_are_exit_2(
     assert capsys.readouterr().err.count("\n") == 2
 
 
-def test_the_payload_is_what_the_header_says(recording: Path) -> None:
-    path = recordings(recording)[0][1]
+def payload_of(path: Path) -> tuple[dict[str, object], Payload]:
     head, body = read_header(path, path.read_bytes())
     payload = pickle.loads(zlib.decompress(body))
-    assert isinstance(payload, Payload) and payload.meta["cycle"] == head["cycle"] == 1
-    assert payload.replica is not None and payload.journal is None
-    assert json.loads(path.read_bytes()[len(MAGIC) :].split(b"\n", 1)[0]) == head
+    assert isinstance(payload, Payload) and payload.meta["cycle"] == head["cycle"]
+    return head, payload
+
+
+def test_a_runs_first_file_is_its_journal_and_later_full_files_hold_the_cache(
+    tmp_path: Path, recorders: list[Recorder], capsys: pytest.CaptureFixture[str]
+) -> None:
+    recorder = recorder_in(recorders, tmp_path, keep_cycles=2 * GROUP_SHARE)  # groups of two
+    run_cycles(recorder, cluster(recorder, running=30), 3)
+    first, second, third = (payload_of(path) for _, path in recordings(this_run(recorder)))
+    # the first: the journal from the cache's creation, nothing pickled but the config
+    assert first[0]["base"] is None and first[1].replica is None and first[1].journal
+    assert first[1].journal.startswith(b'["init","pumice",true,"default"')
+    assert second[0]["base"] == 1 and second[1].replica is None
+    # a later group starts with the recorder's copy of the cache, as the session saw it
+    assert third[0]["base"] is None and third[1].replica is not None and not third[1].journal
+    assert third[1].replica.snapshot is not None
+    capsys.readouterr()
+    assert main(["replay", str(this_run(recorder))]) == 0
+    assert main(["replay", str(this_run(recorder)), "--cycle", "3"]) == 0
+    assert capsys.readouterr().out.count("identical") == 2
