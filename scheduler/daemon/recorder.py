@@ -17,8 +17,9 @@ hooks, for each cycle (``pumice.daemon.loop``):
   committed some: its binds went out).
 
 All of it goes, in order, to the recorder's own process (``pumice.daemon.recordwriter``), through
-a pipe that a thread of ours feeds: that process rebuilds the cache from the journal, takes the
-same snapshots and writes the cycles that decided something into the ring. The daemon never
+a pipe that a thread of ours feeds: that process writes the cycles that decided something into
+the ring (the journal, compressed, and now and then its own copy of the cache, rebuilt from the
+journal through the same handlers). The daemon never
 pickles, compresses or writes a recording itself. If that process falls too far behind or ends,
 recording stops with an error in the log; scheduling goes on.
 """

@@ -1,5 +1,5 @@
-"""The flight recorder's own process: it rebuilds the daemon's cache from the journal and
-writes the recorded cycles into a bounded ring of files.
+"""The flight recorder's own process: it writes the daemon's journal and recorded cycles into a
+bounded ring of files.
 
 The daemon (``pumice.daemon.recorder``) starts it as ``python -m pumice.daemon.recordwriter DIR
 KEEP_CYCLES MAX_BYTES`` and sends it frames on its stdin (one type byte, a 4-byte length, the
@@ -418,6 +418,8 @@ def main(argv: list[str]) -> int:
             writer.chained = False
             writer.log("error", f"recorder: {exc}")
     writer.ack(-1)
+    with contextlib.suppress(OSError):
+        ring.run.rmdir()  # only if this run recorded nothing
     return 0
 
 
