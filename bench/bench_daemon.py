@@ -430,11 +430,13 @@ async def daemon(
         cpu = cpu_seconds(proc.pid)
         kids = child_pids(proc.pid)
         kids_start = kids_cpu = sum(cpu_seconds(k) for k in kids)
+        kids_end: dict[int, float] = {}
         threads = thread_cpu(proc.pid)
         created = await create_pods(kubeconfig, "pumice", namespace, pods, width)
         await wait_bound(writes, namespace, pods, limit, proc)
         cpu = cpu_seconds(proc.pid) - cpu
-        kids_cpu = sum(cpu_seconds(k) for k in kids) - kids_cpu
+        kids_end = {k: cpu_seconds(k) for k in kids}
+        kids_cpu = sum(kids_end.values()) - kids_cpu
         threads = {t: c - threads.get(t, 0.0) for t, c in thread_cpu(proc.pid).items()}
         rss = peak_rss_mib(proc.pid)
         if spy is not None:
@@ -442,7 +444,7 @@ async def daemon(
             await spy.wait()
     finally:
         await stop(proc)
-    kids_total, lingered = await outlived(kids, limit)
+    kids_total, lingered = await outlived(kids_end if kids else {}, limit)
     who = "pumice daemon" + (" " + " ".join(extra) if extra else "")
     rate = report(who, writes, namespace, pods, created, cpu)
     print_cycles(log)
@@ -466,9 +468,10 @@ async def daemon(
     return rate
 
 
-async def outlived(pids: list[int], limit: float) -> tuple[float, float]:
-    """Wait for ``pids`` to end: their CPU seconds at the end, and how long they ran on."""
-    last = {pid: cpu_seconds(pid) for pid in pids}
+async def outlived(last: dict[int, float], limit: float) -> tuple[float, float]:
+    """Wait for the processes ``last`` names (pid -> CPU seconds so far) to end: their CPU
+    seconds at the end, and how long they ran on."""
+    pids = list(last)
     start = time.perf_counter()
     while time.perf_counter() - start < limit:
         alive = False

@@ -18,7 +18,6 @@ Run: ``.venv/bin/python -P bench/bench_recorder.py [--nodes 2000] [--running 500
 from __future__ import annotations
 
 import argparse
-import gc
 import resource
 import statistics
 import sys
@@ -29,6 +28,7 @@ from typing import Any
 
 from pumice.cache import ClusterCache
 from pumice.commands.common import load_checked
+from pumice.daemon.collector import CollectorPolicy
 from pumice.daemon.recorder import Recorder, tee
 from pumice.framework.committer import RecordingCommitter
 from pumice.framework.config import RecordSettings
@@ -65,37 +65,45 @@ def pod(name: str, namespace: str, scheduler: str, node_name: str | None = None)
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
 
 
-def run(args: argparse.Namespace, recorded: bool, directory: Path) -> tuple[float, int]:
-    """One run: the driving thread's CPU seconds over the cycles, and the pods placed."""
-    config, host = load_checked(None)
-    recorder = Recorder(RecordSettings(str(directory))) if recorded else None
-    make = recorder.cache if recorder is not None else ClusterCache
-    cache = make("pumice", volcano=True, default_queue="default")
-    for i in range(args.nodes):
-        cache.nodes.on_add(node(f"node-{i:05d}"))
-    for i in range(args.running):
-        other = pod(f"running-{i}", "other", "default-scheduler", f"node-{i % args.nodes:05d}")
-        cache.assigned_pods.on_add(cache.slim_pod(other))
-    gc.collect()
-    gc.freeze()  # as the daemon does once its cache is synced
-    placed: list[tuple[str, str]] = []
-    bound = 0
-    started = time.thread_time()
-    for cycle in range(args.cycles):
-        for name, node_name in placed:  # last cycle's binds: accepted, then seen on the watch
-            uid = f"pumice-{name}"
-            cache.finish_binding(uid)
+class Driver:
+    """One cache driven as the daemon drives it: ``step`` runs one cycle."""
+
+    def __init__(self, args: argparse.Namespace, directory: Path | None) -> None:
+        self.args = args
+        self.config, self.host = load_checked(None)
+        self.recorder = Recorder(RecordSettings(str(directory))) if directory else None
+        make = self.recorder.cache if self.recorder is not None else ClusterCache
+        self.cache = make("pumice", volcano=True, default_queue="default")
+        for i in range(args.nodes):
+            self.cache.nodes.on_add(node(f"node-{i:05d}"))
+        for i in range(args.running):
+            other = pod(f"running-{i}", "other", "default-scheduler", f"node-{i % args.nodes:05d}")
+            self.cache.assigned_pods.on_add(self.cache.slim_pod(other))
+        self.placed: list[tuple[str, str]] = []
+        self.bound = 0
+        self.seconds = 0.0
+        """The driving thread's CPU time over the cycles."""
+
+    def step(self, cycle: int) -> None:
+        cache, recorder, started = self.cache, self.recorder, time.thread_time()
+        for name, node_name in self.placed:  # last cycle's binds: accepted, seen on the watch
+            cache.finish_binding(f"pumice-{name}")
             cache.pending_pods.on_delete(cache.slim_pod(pod(name, "pumice", "pumice")))
             cache.assigned_pods.on_add(cache.slim_pod(pod(name, "pumice", "pumice", node_name)))
-        for i in range(args.pods):
+        for i in range(self.args.pods):
             cache.pending_pods.on_add(cache.slim_pod(pod(f"p{cycle}-{i}", "pumice", "pumice")))
         cache.tidy()
         snapshot = cache.snapshot()
-        record = recorder.begin(snapshot, cycle + 1, config) if recorder is not None else None
+        record = recorder.begin(snapshot, cycle + 1, self.config) if recorder else None
         committer = RecordingCommitter(quiet=True)
         rng = record.rng() if record is not None else None
         session = Session.open(
-            snapshot, config, host, committer=tee(committer, record), rng=rng, time_hooks=True
+            snapshot,
+            self.config,
+            self.host,
+            committer=tee(committer, record),
+            rng=rng,
+            time_hooks=True,
         )
         try:
             session.run_actions()
@@ -104,15 +112,11 @@ def run(args: argparse.Namespace, recorded: bool, directory: Path) -> tuple[floa
             session.dispose()
         if recorder is not None and record is not None:
             recorder.finish(record)
-        placed = [(d.task.name, d.node) for d in committer.of_kind("bind")]
+        self.placed = [(d.task.name, d.node) for d in committer.of_kind("bind")]
         for d in committer.of_kind("bind"):
             cache.assume(d.task.uid, d.node)
-        bound += len(placed)
-    used = time.thread_time() - started
-    gc.unfreeze()
-    if recorder is not None:
-        recorder.close()
-    return used, bound
+        self.bound += len(self.placed)
+        self.seconds += time.thread_time() - started
 
 
 def main() -> int:
@@ -121,39 +125,42 @@ def main() -> int:
     parser.add_argument("--running", type=int, default=5000)
     parser.add_argument("--pods", type=int, default=200, help="pods arriving per cycle")
     parser.add_argument("--cycles", type=int, default=25)
-    parser.add_argument("--rounds", type=int, default=3, help="plain and recorded, alternating")
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     print(
         f"cache: {args.nodes} nodes, {args.running} pods of another scheduler running;"
-        f" {args.cycles} cycles of {args.pods} pods arriving (bundled config)"
+        f" {args.cycles} cycles of {args.pods} pods arriving (bundled config); the plain and the"
+        " recorded cache driven cycle by cycle in turn (the machine's load hits both alike)"
     )
-    plain: list[float] = []
-    recorded: list[float] = []
+    ratios = []
     with tempfile.TemporaryDirectory(prefix="pumice-bench-recorder-") as tmp:
         for r in range(args.rounds):
-            order = (False, True) if r % 2 == 0 else (True, False)
-            for with_recorder in order:
-                children = resource.getrusage(resource.RUSAGE_CHILDREN)
-                used, bound = run(args, with_recorder, Path(tmp) / f"rec-{r}")
-                after = resource.getrusage(resource.RUSAGE_CHILDREN)
-                per_pod = used / max(1, bound) * 1e3
-                (recorded if with_recorder else plain).append(per_pod)
-                extra = ""
-                if with_recorder:
-                    child = after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime
-                    extra = f"; the recorder's process {child:.1f} s in all (start-up included)"
-                print(
-                    f"round {r + 1}, {'recorded' if with_recorder else 'plain   '}: {bound} pods,"
-                    f" {used:.2f} s of the driving thread's CPU = {per_pod:.3f} ms per pod{extra}"
-                )
-    if plain and recorded:
-        ratios = [b / a - 1 for a, b in zip(plain, recorded, strict=True)]
-        median = statistics.median(ratios) * 100
-        print(
-            f"recorder's cost to the daemon's thread: median {median:+.1f} %"
-            f" (rounds: {', '.join(f'{x * 100:+.1f}' for x in ratios)});"
-            f" {statistics.median(plain):.3f} -> {statistics.median(recorded):.3f} ms per pod"
-        )
+            children = resource.getrusage(resource.RUSAGE_CHILDREN)
+            plain, recorded = Driver(args, None), Driver(args, Path(tmp) / f"rec-{r}")
+            collector = CollectorPolicy()  # as the daemon: the heap frozen, collections at turns
+            collector.synced()
+            for cycle in range(args.cycles):
+                collector.turn()
+                for driver in (plain, recorded) if cycle % 2 == 0 else (recorded, plain):
+                    driver.step(cycle)
+            collector.stop()
+            assert recorded.recorder is not None
+            recorded.recorder.close()
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            child = after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime
+            a = plain.seconds / max(1, plain.bound) * 1e3
+            b = recorded.seconds / max(1, recorded.bound) * 1e3
+            ratios.append(b / a - 1)
+            print(
+                f"round {r + 1}: plain {a:.3f}, recorded {b:.3f} ms of the driving thread's CPU"
+                f" per pod ({plain.bound} and {recorded.bound} pods) = {ratios[-1] * 100:+.1f} %;"
+                f" the recorder's process {child / max(1, recorded.bound) * 1e3:.3f} ms per pod"
+                " (its start-up included)"
+            )
+    print(
+        f"recorder's cost to the daemon's thread: median {statistics.median(ratios) * 100:+.1f} %"
+        f" over {len(ratios)} rounds"
+    )
     return 0
 
 
