@@ -530,6 +530,14 @@ def overhead_summary(pairs: list[tuple[dict[str, float], dict[str, float]]]) -> 
         f" {median(cpu):+.1f} % (rounds: {', '.join(f'{v:+.1f}' for v in cpu)});"
         f" recorder process {median([r['children'] for _, r in pairs]):.3f} ms per pod"
     )
+    # Each run meets a cluster larger by one run's pods: an odd round (recorded after plain)
+    # and the even one after it (recorded first) err in opposite directions; their mean does not.
+    twos = [(cpu[i] + cpu[i + 1]) / 2 for i in range(0, len(cpu) - 1, 2)]
+    if twos:
+        print(
+            f"  daemon CPU per pod, mean of each odd and even round: "
+            f"{', '.join(f'{v:+.1f}' for v in twos)} %"
+        )
 
 
 async def daemon_backlog(
