@@ -19,15 +19,18 @@ its peak RSS (VmHWM).
 
 Run: ``.venv/bin/python -P bench/bench_daemon.py [--nodes 5000] [--pods 10000] [--limit 600]``.
 ``--record`` measures the daemon a second time with its flight recorder on (``pumice run
---record DIR``) after each plain run and prints the recorder's overhead. It prints figures and
-never fails; a phase that is not done within ``--limit`` seconds reports
-how far it got.
+--record DIR``) in each round — after the plain run in odd rounds, before it in even ones, since
+the cluster grows by M bound pods with every run — and prints the recorder's overhead: pods/s
+and the daemon's CPU per pod, with and without, per round and over the rounds; the recorder's
+own process (``pumice.daemon.recordwriter``) is measured apart. It prints figures and never
+fails; a phase that is not done within ``--limit`` seconds reports how far it got.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -215,6 +218,27 @@ def peak_rss_mib(pid: int) -> float:
     return float("nan")
 
 
+def child_pids(pid: int) -> list[int]:
+    """The processes ``pid`` started (the daemon's recorder process)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        with contextlib.suppress(OSError):
+            found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+def thread_cpu(pid: int) -> dict[int, float]:
+    """CPU seconds of each of the process's threads so far (thread id -> seconds)."""
+    out = {}
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out[int(task.name)] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return out
+
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU the process used so far (the machine's other load does not count)."""
     try:
@@ -388,8 +412,10 @@ async def daemon(
     namespace: str,
     profile: str | None = None,
     extra: tuple[str, ...] = (),
+    figures: dict[str, float] | None = None,
 ) -> float:
-    """``pumice run`` synced and idle, then the pods are created: creation → bound, pods/s."""
+    """``pumice run`` synced and idle, then the pods are created: creation → bound, pods/s
+    (and into ``figures``: the daemon's and its children's CPU ms per pod)."""
     log = config.parent / f"daemon-{namespace}.log"
     proc, started = await start_daemon(kubeconfig, config, log, extra)
     created = 0.0
@@ -402,44 +428,115 @@ async def daemon(
         await asyncio.sleep(1.0)  # idle: its first cycles found nothing to do
         spy = await start_py_spy(proc.pid, profile)
         cpu = cpu_seconds(proc.pid)
+        kids = child_pids(proc.pid)
+        kids_start = kids_cpu = sum(cpu_seconds(k) for k in kids)
+        kids_end: dict[int, float] = {}
+        threads = thread_cpu(proc.pid)
         created = await create_pods(kubeconfig, "pumice", namespace, pods, width)
         await wait_bound(writes, namespace, pods, limit, proc)
         cpu = cpu_seconds(proc.pid) - cpu
+        kids_end = {k: cpu_seconds(k) for k in kids}
+        kids_cpu = sum(kids_end.values()) - kids_cpu
+        threads = {t: c - threads.get(t, 0.0) for t, c in thread_cpu(proc.pid).items()}
         rss = peak_rss_mib(proc.pid)
         if spy is not None:
             spy.send_signal(signal.SIGINT)  # py-spy writes its profile on SIGINT
             await spy.wait()
     finally:
         await stop(proc)
+    kids_total, lingered = await outlived(kids_end if kids else {}, limit)
     who = "pumice daemon" + (" " + " ".join(extra) if extra else "")
     rate = report(who, writes, namespace, pods, created, cpu)
     print_cycles(log)
     print(f"  peak RSS {rss:,.0f} MiB")
+    bound = max(1, writes.binds(namespace))
+    loop_cpu = threads.get(proc.pid, 0.0)
+    others = sorted((c for t, c in threads.items() if t != proc.pid and c > 0), reverse=True)
+    print(
+        f"  its CPU by thread: event loop {loop_cpu / bound * 1e3:.3f} ms per pod, the others"
+        f" {', '.join(f'{c / bound * 1e3:.3f}' for c in others[:4]) or '0'} ms per pod"
+    )
+    if kids:
+        print(
+            f"  its recorder process meanwhile {kids_cpu:.1f} s"
+            f" = {kids_cpu / bound * 1e3:.2f} ms per pod; in all (it wrote on for"
+            f" {lingered:.1f} s after the daemon stopped) {(kids_total - kids_start):.1f} s"
+            f" = {(kids_total - kids_start) / bound * 1e3:.2f} ms per pod"
+        )
+    if figures is not None:
+        figures.update(rate=rate, cpu=cpu / bound * 1e3, children=kids_cpu / bound * 1e3)
     return rate
 
 
+async def outlived(last: dict[int, float], limit: float) -> tuple[float, float]:
+    """Wait for the processes ``last`` names (pid -> CPU seconds so far) to end: their CPU
+    seconds at the end, and how long they ran on."""
+    pids = list(last)
+    start = time.perf_counter()
+    while time.perf_counter() - start < limit:
+        alive = False
+        for pid in pids:
+            used = cpu_seconds(pid)
+            if used == used:  # not NaN: still there
+                last[pid], alive = used, True
+        if not alive:
+            break
+        await asyncio.sleep(0.1)
+    return sum(v for v in last.values() if v == v), time.perf_counter() - start
+
+
 async def recorded(
-    kubeconfig: Path,
-    config: Path,
-    writes: WriteLog,
-    args: argparse.Namespace,
-    suffix: str,
-    plain: float,
-) -> None:
-    """The daemon again with ``--record``: the recorder's cost on creation → bound."""
+    kubeconfig: Path, config: Path, writes: WriteLog, args: argparse.Namespace, suffix: str
+) -> dict[str, float]:
+    """The daemon with ``--record``: creation → bound and CPU per pod, and the recording."""
     directory = config.parent / f"recording{suffix}"
-    extra = ("--record", str(directory))
-    rate = await daemon(
+    figures: dict[str, float] = {}
+    await daemon(
         kubeconfig, config, writes, args.pods, args.limit, args.create_concurrency,
-        f"recorded{suffix}", extra=extra,
+        f"recorded{suffix}", extra=("--record", str(directory)), figures=figures,
     )  # fmt: skip
-    files = [p for p in directory.iterdir() if p.suffix == ".rec"] if directory.is_dir() else []
+    files = list(directory.rglob("*.rec")) if directory.is_dir() else []
     size = sum(p.stat().st_size for p in files)
     print(f"  recording: {len(files)} cycles, {size / 2**20:,.1f} MiB")
-    if plain and rate:
+    return figures
+
+
+def overhead(who: str, plain: dict[str, float], rec: dict[str, float]) -> None:
+    if plain.get("rate") and rec.get("rate"):
         print(
-            f"recorder overhead: {plain:,.0f} -> {rate:,.0f} pods/s = "
-            f"{(1 - rate / plain) * 100:+.1f} % slower (creation -> bound)"
+            f"{who}: {plain['rate']:,.0f} -> {rec['rate']:,.0f} pods/s"
+            f" = {(1 - rec['rate'] / plain['rate']) * 100:+.1f} % slower (creation -> bound);"
+            f" daemon CPU {plain['cpu']:.3f} -> {rec['cpu']:.3f} ms per pod"
+            f" = {(rec['cpu'] / plain['cpu'] - 1) * 100:+.1f} %;"
+            f" recorder process {rec['children']:.3f} ms per pod"
+        )
+
+
+def median(values: list[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def overhead_summary(pairs: list[tuple[dict[str, float], dict[str, float]]]) -> None:
+    pairs = [(p, r) for p, r in pairs if p.get("rate") and r.get("rate")]
+    if len(pairs) < 2:
+        return
+    slower = [(1 - r["rate"] / p["rate"]) * 100 for p, r in pairs]
+    cpu = [(r["cpu"] / p["cpu"] - 1) * 100 for p, r in pairs]
+    print(
+        f"recorder overhead over {len(pairs)} rounds (median): {median(slower):+.1f} % pods/s"
+        f" (rounds: {', '.join(f'{v:+.1f}' for v in slower)}); daemon CPU per pod"
+        f" {median(cpu):+.1f} % (rounds: {', '.join(f'{v:+.1f}' for v in cpu)});"
+        f" recorder process {median([r['children'] for _, r in pairs]):.3f} ms per pod"
+    )
+    # Each run meets a cluster larger by one run's pods: an odd round (recorded after plain)
+    # and the even one after it (recorded first) err in opposite directions; their mean does not.
+    twos = [(cpu[i] + cpu[i + 1]) / 2 for i in range(0, len(cpu) - 1, 2)]
+    if twos:
+        print(
+            f"  daemon CPU per pod, mean of each odd and even round: "
+            f"{', '.join(f'{v:+.1f}' for v in twos)} %"
         )
 
 
@@ -602,6 +699,7 @@ async def main() -> int:
                 writes = WriteLog(http, url)
                 width = args.create_concurrency
                 rates: list[tuple[float, float]] = []
+                recorded_pairs: list[tuple[dict[str, float], dict[str, float]]] = []
                 for r in range(args.rounds):
                     suffix = f"-{r + 1}" if args.rounds > 1 else ""
                     if suffix:
@@ -609,6 +707,12 @@ async def main() -> int:
                     bare = await greedy(
                         kubeconfig, writes, args.pods, args.limit, width, f"greedy{suffix}"
                     )
+                    # the cluster grows with every run: the recorded run goes first every
+                    # other round, so that neither side always meets the larger cluster
+                    rec: dict[str, float] = {}
+                    if args.record and r % 2:
+                        rec = await recorded(kubeconfig, config, writes, args, suffix)
+                    plain: dict[str, float] = {}
                     ours = await daemon(
                         kubeconfig,
                         config,
@@ -618,12 +722,17 @@ async def main() -> int:
                         width,
                         f"pumice{suffix}",
                         args.py_spy,
+                        figures=plain,
                     )
                     rates.append((bare, ours))
                     if bare:
                         print(f"daemon / bare binder: {ours / bare:.2f}x (creation -> bound)")
+                    if args.record and not r % 2:
+                        rec = await recorded(kubeconfig, config, writes, args, suffix)
                     if args.record:
-                        await recorded(kubeconfig, config, writes, args, suffix, ours)
+                        overhead("recorder overhead", plain, rec)
+                        recorded_pairs.append((plain, rec))
+                overhead_summary(recorded_pairs)
                 if len(rates) > 1:
                     bare, ours = max(b for b, _ in rates), max(o for _, o in rates)
                     print(

@@ -33,7 +33,6 @@ from pumice.commands.explain import daemon_suggestions
 from pumice.daemon import Daemon, DaemonOptions
 from pumice.daemon.leadership import default_identity
 from pumice.daemon.shadow import ShadowDaemon, ShadowOptions
-from pumice.durations import DurationError, parse_duration
 from pumice.framework.config import ConfigError, RecordSettings
 from pumice.framework.configparse import split_host_port
 from pumice.framework.host import PluginConflictError
@@ -115,12 +114,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--report", metavar="FILE", help="with --shadow: append the report there (default: stdout)"
-    )
-    parser.add_argument(
-        "--shadow-grace",
-        metavar="DURATION",
-        help="with --shadow: how long a decision waits for the live bind before it counts as "
-        "only the shadow's (default: two periods, at least 1s)",
     )
     parser.add_argument(
         "--record",
@@ -311,20 +304,11 @@ def shadow_options(args: argparse.Namespace) -> ShadowOptions | str | None:
         for f, v in (
             ("--shadow-of", args.shadow_of),
             ("--report", args.report),
-            ("--shadow-grace", args.shadow_grace),
         )
         if v is not None
     ]
     if not args.shadow:
         return f"{given[0]} needs --shadow" if given else None
-    grace: float | None = None
-    if args.shadow_grace is not None:
-        try:
-            grace = parse_duration(args.shadow_grace)
-        except DurationError as exc:
-            return f"--shadow-grace: {exc}"
-        if grace <= 0:
-            return f"--shadow-grace {args.shadow_grace!r}: must be positive"
     if args.shadow_of is not None and not args.shadow_of.strip():
         return "--shadow-of: a scheduler name is needed"
     report = Path(args.report) if args.report is not None else None
@@ -333,7 +317,7 @@ def shadow_options(args: argparse.Namespace) -> ShadowOptions | str | None:
             report.open("a").close()  # appended to: an unwritable place is a bad flag, now
         except OSError as exc:
             return f"--report {args.report!r}: {exc.strerror or exc}"
-    return ShadowOptions(of=args.shadow_of, report=report, grace=grace)
+    return ShadowOptions(of=args.shadow_of, report=report)
 
 
 def sim_summary(server: SimServer, scheduler_name: str) -> str:

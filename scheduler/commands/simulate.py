@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from dataclasses import dataclass, field
 
 import orjson
 
@@ -39,6 +38,7 @@ from pumice.commands.whatif_command import add_arguments as add_whatif_arguments
 from pumice.commands.whatif_command import run as run_whatif
 from pumice.commands.whatif_command import wanted as whatif_wanted
 from pumice.daemon.outcome import collect
+from pumice.framework.committer import RecordingCommitter
 from pumice.framework.config import ConfigError, SchedulerConfig
 from pumice.framework.host import PluginConflictError, PluginHost
 from pumice.framework.session import Session
@@ -109,32 +109,35 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-@dataclass
-class CycleRecorder:
-    """The committer of one simulated cycle: keeps binds, evictions and nominations."""
+class CycleRecorder(RecordingCommitter):
+    """The committer of one simulated cycle: the one decision recorder
+    (``pumice.framework.committer``), read as the report wants it — each bind with the action
+    that made it, each eviction with the preemptor it made room for."""
 
-    cycle: int
-    session: Session | None = None
-    binds: list[tuple[TaskInfo, str, str]] = field(default_factory=list)
-    evictions: list[tuple[TaskInfo, Eviction]] = field(default_factory=list)
-    nominations: list[tuple[TaskInfo, str]] = field(default_factory=list)
+    def __init__(self, cycle: int) -> None:
+        super().__init__(quiet=True)
+        self.cycle = cycle
 
-    def _action(self) -> str:
-        return self.session.action if self.session is not None else ""
+    @property
+    def binds(self) -> list[tuple[TaskInfo, str, str]]:
+        return [(d.task, d.node, d.action) for d in self.of_kind("bind")]
 
-    def bind(self, task: TaskInfo, node: str) -> None:
-        self.binds.append((task, node, self._action()))
+    @property
+    def evictions(self) -> list[tuple[TaskInfo, Eviction]]:
+        evictions: list[tuple[TaskInfo, Eviction]] = []
+        for d in self.made:
+            if d.kind == "evict":
+                evictions.append((d.task, Eviction(d.task.key, d.node, d.action, self.cycle)))
+            elif d.kind == "nominate":
+                # the victims a statement evicted on this node were evicted for this task
+                for _, eviction in evictions:
+                    if eviction.preemptor is None and eviction.node == d.node:
+                        eviction.preemptor = d.task.key
+        return evictions
 
-    def evict(self, task: TaskInfo, reason: str) -> None:
-        eviction = Eviction(task.key, task.node_name or "", self._action(), self.cycle)
-        self.evictions.append((task, eviction))
-
-    def nominate(self, task: TaskInfo, node: str) -> None:
-        # the victims a statement evicted on this node were evicted for this task
-        for _, eviction in self.evictions:
-            if eviction.preemptor is None and eviction.node == node:
-                eviction.preemptor = task.key
-        self.nominations.append((task, node))
+    @property
+    def nominations(self) -> list[tuple[TaskInfo, str]]:
+        return [(d.task, d.node) for d in self.of_kind("nominate")]
 
 
 def simulate(

@@ -33,7 +33,7 @@ import heapq
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pumice.cache import ClusterCache
@@ -54,10 +54,10 @@ from pumice.commands.whatif_status import (
     write_status,
 )
 from pumice.daemon.collector import CollectorPolicy
+from pumice.framework.committer import RecordingCommitter
 from pumice.framework.config import SchedulerConfig
 from pumice.framework.host import PluginHost
 from pumice.framework.session import Session
-from pumice.model import TaskInfo
 from pumice.model.objects import GROUP_NAME_ANNOTATION
 
 Obj = dict[str, Any]
@@ -84,28 +84,6 @@ class PodRun:
     @property
     def bound(self) -> bool:
         return not self.done and self.obj is not self.pending
-
-
-@dataclass
-class _Recorder:
-    """The committer of one cycle: the decisions, applied once the session is over."""
-
-    binds: list[tuple[str, str]] = field(default_factory=list)
-    evictions: list[str] = field(default_factory=list)
-    nominations: list[tuple[str, str]] = field(default_factory=list)
-    jobs: set[str] = field(default_factory=set)
-    """The jobs with a decision."""
-
-    def bind(self, task: TaskInfo, node: str) -> None:
-        self.binds.append((task.uid, node))
-        self.jobs.add(task.job)
-
-    def evict(self, task: TaskInfo, reason: str) -> None:
-        self.evictions.append(task.uid)
-        self.jobs.add(task.job)
-
-    def nominate(self, task: TaskInfo, node: str) -> None:
-        self.nominations.append((task.uid, node))
 
 
 class VirtualRun:
@@ -347,35 +325,38 @@ class VirtualRun:
         self.timeline.sessions += 1
         snapshot = self.cache.snapshot()
         snapshot.taken_at = self.base + self.now
-        recorder = _Recorder()
+        recorder = RecordingCommitter(quiet=True)
         session = Session.open(snapshot, self.config, self.host, committer=recorder)
         try:
             try:
                 session.run_actions()
             finally:
                 session.close()
-            statuses = podgroup_statuses(self.cache, session, recorder.jobs)
+            decided = {d.task.job for d in recorder.made if d.kind != "nominate"}
+            statuses = podgroup_statuses(self.cache, session, decided)
             shares, reservations = plugin_figures(session)
         finally:
             session.dispose()
         restarted: set[str] = set()
-        for uid in recorder.evictions:
-            self._evict(uid, restarted)
-        for uid, node in recorder.binds:
-            self._bind(uid, node)
-        for uid, node in recorder.nominations:
-            self._nominate(uid, node)
+        for d in recorder.of_kind("evict"):
+            self._evict(d.task.uid, restarted)
+        for d in recorder.of_kind("bind"):
+            self._bind(d.task.uid, d.node)
+        for d in recorder.of_kind("nominate"):
+            self._nominate(d.task.uid, d.node)
         write_status(self.cache, statuses, reservations)
         self._sample_shares(shares)
         self._finished_since_sample = False
         self._sample_use()
-        if (recorder.binds or recorder.evictions) and self.waiting:
+        if (recorder.of_kind("bind") or recorder.of_kind("evict")) and self.waiting:
             self._cycle_at(self.now + max(self.period, EPSILON))
 
     def _closing_figures(self) -> None:
         """The shares as they stand, from a session that runs no action: at the end of the run,
         and at a cycle where nothing waits but pods finished (no session would sample them)."""
-        session = Session.open(self.cache.snapshot(), self.config, self.host, committer=_Recorder())
+        session = Session.open(
+            self.cache.snapshot(), self.config, self.host, committer=RecordingCommitter(quiet=True)
+        )
         try:
             session.close()
             shares, _ = plugin_figures(session)

@@ -38,8 +38,7 @@ from pumice.daemon.leadership import Leadership, default_identity
 from pumice.daemon.metrics import DaemonMetrics
 from pumice.daemon.notify import Notifier, run_watchdog
 from pumice.daemon.outcome import CycleOutcome, collect
-from pumice.daemon.recorder import Recorder, tee
-from pumice.daemon.recordfile import CycleRecord
+from pumice.daemon.recorder import ANSWER_TIMEOUT, STOP_WAIT, LiveCycle, Recorder, tee
 from pumice.daemon.reload import ConfigReloader, Loader
 from pumice.daemon.reporting import Reporter
 from pumice.daemon.storage import storage_served
@@ -174,7 +173,10 @@ class Daemon:
             return await self._run(kube)
         finally:
             if self.recorder is not None:
-                await asyncio.to_thread(self.recorder.close)
+                # A one-shot run's recording is complete when it returns; a stopping daemon
+                # leaves a recorder that is behind to finish on its own.
+                wait = ANSWER_TIMEOUT if self.options.until_idle else STOP_WAIT
+                await asyncio.to_thread(self.recorder.close, wait)
             if self.health is not None:
                 await self.health.stop()
             await kube.close()
@@ -261,7 +263,9 @@ class Daemon:
                 "its own in the queue %r",
                 self.options.config.scheduler.default_queue,
             )
-        self.cache = ClusterCache(
+        # With the flight recorder on, every input of the cache is journaled (recorder.py).
+        make = self.recorder.cache if self.recorder is not None else ClusterCache
+        self.cache = make(
             self.scheduler_name,
             volcano=volcano,
             default_queue=self.options.config.scheduler.default_queue,
@@ -518,7 +522,7 @@ class Daemon:
     def _decided(self, committer: LoopCommitter | DryRunCommitter, outcome: CycleOutcome) -> None:
         """After each cycle, on the event loop: a shadow run compares its decisions here."""
 
-    def _record_begin(self, snapshot: ClusterSnapshot) -> CycleRecord | None:
+    def _record_begin(self, snapshot: ClusterSnapshot) -> LiveCycle | None:
         """With the flight recorder on: what this cycle's session is about to see."""
         if self.recorder is None:
             return None
@@ -528,7 +532,7 @@ class Daemon:
         self,
         snapshot: ClusterSnapshot,
         committer: LoopCommitter | DryRunCommitter,
-        record: CycleRecord | None = None,
+        record: LiveCycle | None = None,
     ) -> CycleOutcome:
         """Runs in the worker thread: it touches only the snapshot and the committer (and the
         flight recorder's record of this cycle, which takes the seed of its random source)."""

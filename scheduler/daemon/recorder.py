@@ -1,214 +1,266 @@
-"""The daemon's flight recorder: what each session saw and decided, in a bounded ring of files.
+"""The daemon's flight recorder: what each session saw and decided, kept for ``pumice replay``.
 
-The daemon's hooks (``pumice.daemon.loop``), in order, for each cycle:
+The daemon records its cache's inputs, not its snapshots: the cache is made by ``Recorder.cache``,
+which journals every informer event and every call the daemon makes on it
+(``pumice.daemon.journal``) — one ``orjson.dumps`` of an object the informer already holds per
+change, so the cost grows with what changes, not with the size of the cluster. The daemon's
+hooks, for each cycle (``pumice.daemon.loop``):
 
-* ``begin`` — on the event loop, before the session: a clone of the session's snapshot (cheap:
-  arrays copied, jobs shared copy-on-write, so neither the session nor the cache's watch events
-  can change it), the session's clock (``taken_at``) and config, and a fresh seed for the
-  session's random source (``tieBreak: random``), which the session then uses.
-* ``tee`` — the session's committer is wrapped so that every bind and eviction is noted, in
-  commit order, as well as carried out.
-* ``finish`` — back on the event loop: a cycle that decided something is handed to one
-  background thread, which pickles, compresses and writes it (``pumice.daemon.recordfile``)
-  once no session runs (between ``finish`` and the next ``begin``: pickling holds the GIL, so it
-  would slow a session down); the session never waits for the disk. A cycle that decided
-  nothing is dropped.
+* ``begin`` — on the event loop, right after ``cache.snapshot()``: a fresh seed for the
+  session's random source (``tieBreak: random``), which the session then uses, and the cycle's
+  mark in the journal (its number, the seed, the snapshot's clock ``taken_at`` and its
+  ``fingerprint``); the config, when it is not the one sent last;
+* ``tee`` — the session's committer is wrapped in the one decision recorder
+  (``pumice.framework.committer.RecordingCommitter``), which notes every bind and eviction, in
+  commit order, as the daemon's committer carries it out;
+* ``finish`` — back on the event loop: the decisions (also of a session that raised after it
+  committed some: its binds went out).
 
-Every ``FULL_EVERY`` recorded cycles (and whenever a delta is no smaller than the last full one)
-the snapshot is written whole; each cycle between is a delta against the one recorded before it.
-A full recording and the deltas that follow it form a group, and the ring deletes whole groups,
-oldest first (a delta is of no use without the chain before it).
-
-The ring keeps at most ``keep_cycles`` files and never more than ``max_bytes`` on disk: before a
-file is written, the oldest groups are deleted until it fits (a single cycle larger than
-``max_bytes`` is skipped with a warning; a delta whose base had to go is written whole). Files
-are written under a temporary name and renamed, so a reader never sees half a file. A new
-recorder clears the recordings a previous run left in its directory: a ring holds one run. If
-the writer falls behind by ``BACKLOG`` cycles, further cycles are dropped (and counted in
-``dropped``) rather than held in memory.
+All of it goes, in order, to the recorder's own process (``pumice.daemon.recordwriter``), through
+a pipe that a thread of ours feeds: that process writes the cycles that decided something into
+the ring (the journal, compressed, and now and then its own copy of the cache, rebuilt from the
+journal through the same handlers). The daemon never
+pickles, compresses or writes a recording itself. If that process falls too far behind or ends,
+recording stops with an error in the log; scheduling goes on.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import queue
 import random
+import subprocess
+import sys
 import threading
-from collections import deque
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
-from pumice.daemon.recordfile import Base, CycleRecord, encode, file_name, recordings
+import orjson
+
+from pumice.cache import ClusterCache
+from pumice.daemon.journal import Journal, fingerprint
+from pumice.daemon.recordfile import FRAME, encode_config
+from pumice.framework.committer import RecordingCommitter
 from pumice.framework.config import RecordSettings, SchedulerConfig
-from pumice.model import ClusterSnapshot, TaskInfo
+from pumice.model import ClusterSnapshot
 
 if TYPE_CHECKING:
-    from pumice.framework.session import Committer
+    from pumice.framework.committer import Committer
 
 log = logging.getLogger("pumice.recorder")
 
-BACKLOG = 8
-"""Cycles waiting for the writer beyond which further cycles are dropped."""
-FULL_EVERY = 50
-"""Recorded cycles from one full snapshot to the next (the others are deltas)."""
+BACKLOG_BYTES = 256 << 20
+"""Bytes waiting to go into the pipe beyond which recording stops (the recorder's process reads
+as they come: only a process that hangs leaves them waiting)."""
+BATCH_BYTES = 256 << 10
+"""Journal bytes gathered before they are handed to the feeding thread (and at every cycle)."""
+ANSWER_TIMEOUT = 600.0
+"""Seconds ``flush`` and ``close`` wait for the recorder's process, by default."""
+STOP_WAIT = 20.0
+"""Seconds the daemon, stopping, waits for the recorder's process to write what it was sent;
+then it leaves the process to finish on its own (it ends at the end of its input)."""
 
 
-@dataclass(frozen=True)
-class _Kept:
-    path: Path
-    size: int
+@dataclass
+class LiveCycle:
+    """One cycle being recorded: its number, its session's seed and decision recorder."""
+
     cycle: int
-    group: int
-    """The cycle of the full recording this one builds on (its own, if full)."""
+    seed: int
+    committer: RecordingCommitter | None = None
 
-
-class TeeCommitter:
-    """Notes each decision in the cycle's record, then passes it on to the real committer."""
-
-    def __init__(self, inner: Committer, record: CycleRecord) -> None:
-        self.inner = inner
-        self.record = record
-
-    def bind(self, task: TaskInfo, node: str) -> None:
-        self.record.decisions.append(("bind", task.uid, task.key, node))
-        self.inner.bind(task, node)
-
-    def evict(self, task: TaskInfo, reason: str) -> None:
-        self.record.decisions.append(("evict", task.uid, task.key, task.node_name or ""))
-        self.inner.evict(task, reason)
-
-    def nominate(self, task: TaskInfo, node: str) -> None:
-        nominate = getattr(self.inner, "nominate", None)
-        if nominate is not None:
-            nominate(task, node)
+    def rng(self) -> random.Random:
+        return random.Random(self.seed)
 
 
 class Recorder:
     def __init__(self, settings: RecordSettings) -> None:
         self.settings = settings
-        self.directory = Path(settings.dir)
-        self.directory.mkdir(parents=True, exist_ok=True)
-        for _, old in recordings(self.directory):
-            old.unlink()
-        self._ring: deque[_Kept] = deque()
-        self._base: Base | None = None
-        """The last cycle written, for the next delta; None: the next is written whole."""
-        self._group = 0
-        self._full_size = 0
-        self._since_full = 0
-        self.bytes = 0
-        """What the ring holds on disk now."""
         self.written = 0
         self.dropped = 0
-        self._waiting = 0
+        self.bytes = 0
+        """What the ring holds on disk (as of the last answer from the recorder's process)."""
+        self.run = ""
+        """This run's directory (as of the last answer)."""
+        self.stopped: str | None = None
+        """Why recording stopped, if it did."""
+        self._process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "pumice.daemon.recordwriter",
+                settings.dir,
+                str(settings.keep_cycles),
+                str(settings.max_bytes),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        assert self._process.stdin is not None and self._process.stdout is not None
+        self.journal = Journal(self._gather)
+        self._batch = bytearray()
+        """Journal lines not yet handed to the feeding thread (one buffer, not a list of
+        lines: a line kept on its own costs several times what it costs to encode)."""
+        self._config: SchedulerConfig | None = None
+        self._open: LiveCycle | None = None
+        self._closed = False
+        self._frames: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._backlog = 0
         self._lock = threading.Lock()
-        self._idle = threading.Event()
-        """Set while no session runs (between ``finish`` and the next ``begin``)."""
-        self._idle.set()
-        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pumice-recorder")
+        self._tokens = 0
+        self._answers: dict[int, threading.Event] = {}
+        self._feeder = threading.Thread(
+            target=self._feed, args=(self._process.stdin,), name="pumice-recorder", daemon=True
+        )
+        self._listener = threading.Thread(
+            target=self._listen, args=(self._process.stdout,), name="pumice-recorder-answers"
+        )
+        self._listener.daemon = True
+        self._feeder.start()
+        self._listener.start()
 
-    def begin(self, snapshot: ClusterSnapshot, cycle: int, config: SchedulerConfig) -> CycleRecord:
-        """Keep what the session about to open on ``snapshot`` will see (event loop)."""
-        kept = snapshot.clone()
-        kept.taken_at = snapshot.taken_at
-        seed = random.getrandbits(63)
-        self._idle.clear()
-        return CycleRecord(cycle, kept, config, seed, snapshot.taken_at)
+    # -- the daemon's hooks (event-loop thread) ------------------------------------------------
 
-    def finish(self, record: CycleRecord, failed: bool = False) -> None:
-        """The session is over: write the cycle in the background if it decided something."""
-        self._idle.set()
-        if failed or not record.decisions:
-            return
-        with self._lock:
-            if self._waiting >= BACKLOG:
-                self.dropped += 1
-                log.warning("recorder: the writer is behind; cycle %d not recorded", record.cycle)
-                return
-            self._waiting += 1
-        self._writer.submit(self._write, record)
+    def cache(self, scheduler_name: str, *, volcano: bool, default_queue: str) -> ClusterCache:
+        """The daemon's cache, every input of it journaled."""
+        return self.journal.cache(scheduler_name, volcano=volcano, default_queue=default_queue)
+
+    def begin(self, snapshot: ClusterSnapshot, cycle: int, config: SchedulerConfig) -> LiveCycle:
+        """The session about to open on ``snapshot`` (the last ``cache.snapshot()``)."""
+        if self._open is not None:  # never finished (its session was cancelled)
+            self.finish(self._open)
+        if config is not self._config:
+            self._config = config
+            self._send(b"C", encode_config(config))
+        record = LiveCycle(cycle, random.getrandbits(63))
+        mark = fingerprint(snapshot)
+        self.journal.write(["cycle", cycle, record.seed, snapshot.taken_at, mark])
+        self._open = record
+        return record
+
+    def finish(self, record: LiveCycle, failed: bool = False) -> None:
+        """The session is over (``failed``: it raised): its decisions, if any."""
+        if record is self._open:
+            self._open = None
+        made = record.committer.made if record.committer is not None else []
+        decisions = [
+            [d.kind, d.task.uid, d.task.key, d.node] for d in made if d.kind in ("bind", "evict")
+        ]
+        message = {"cycle": record.cycle, "decisions": decisions, "failed": failed}
+        self._send(b"D", orjson.dumps(message))
+
+    # -- waiting for the recorder's process (any thread but the event loop's) --------------------
 
     def flush(self) -> None:
-        """Wait until every cycle handed over so far is on disk (or given up)."""
-        self._writer.submit(lambda: None).result()
+        """Wait until everything sent so far is on disk."""
+        self._ask()
 
-    def close(self) -> None:
-        """Write what is queued, then stop the writer."""
-        self._idle.set()
-        self._writer.shutdown(wait=True)
-
-    def _write(self, record: CycleRecord) -> None:
-        # Pickling holds the GIL: it waits while a session runs, rather than slow it down.
-        self._idle.wait()
+    def close(self, wait: float = ANSWER_TIMEOUT) -> bool:
+        """Send what is left and end the recorder's input (once the cache no longer changes);
+        wait up to ``wait`` seconds for it to write everything. False if it is still writing:
+        it finishes on its own (calling ``close`` again waits again)."""
+        if not self._closed:
+            self._closed = True
+            self._send_batch()
+            self._frames.put(None)
+        self._feeder.join(wait)
         try:
-            self._store(record)
-            record.snapshot.dispose()
-        except Exception:
-            log.exception("recorder: cycle %d could not be recorded", record.cycle)
-        finally:
-            with self._lock:
-                self._waiting -= 1
+            self._process.wait(wait)
+        except subprocess.TimeoutExpired:
+            log.warning(
+                "recorder: its process is still writing after %gs; it finishes on its own", wait
+            )
+            return False
+        self._listener.join(wait)
+        return True
 
-    def _store(self, record: CycleRecord) -> None:
-        base = self._base
-        if base is not None and self._since_full >= FULL_EVERY:
-            base = None
-        data = encode(record, base)
-        if base is not None and len(data) >= self._full_size:
-            base = None  # so much changed that a fresh base pays
-            data = encode(record)
-        if len(data) > self.settings.max_bytes:
-            self._skip(record.cycle, len(data))
+    # -- plumbing ------------------------------------------------------------------------------
+
+    def _gather(self, line: bytes) -> None:
+        self._batch += line
+        if len(self._batch) >= BATCH_BYTES:
+            self._send_batch()
+
+    def _send_batch(self) -> None:
+        if self._batch:
+            data = bytes(self._batch)
+            self._batch.clear()
+            self._put(b"J", data)
+
+    def _send(self, kind: bytes, data: bytes) -> None:
+        self._send_batch()  # the journal up to now goes first
+        self._put(kind, data)
+
+    def _put(self, kind: bytes, data: bytes) -> None:
+        if self.stopped is not None:
             return
-        self._make_room(len(data))
-        if base is not None and self._base is None:  # its base had to go: write it whole
-            base, data = None, encode(record)
-            if len(data) > self.settings.max_bytes:
-                self._skip(record.cycle, len(data))
+        if self.journal.broken is not None:
+            self._stop(self.journal.broken)
+            return
+        with self._lock:
+            if self._backlog > BACKLOG_BYTES:
+                self._stop("its process fell behind")
                 return
-            self._make_room(len(data))
-        path = self.directory / file_name(record.cycle)
-        partial = path.with_name(path.name + ".partial")
-        partial.write_bytes(data)
-        partial.replace(path)
-        if base is None:
-            self._group, self._full_size, self._since_full = record.cycle, len(data), 0
-        else:
-            self._since_full += 1
-        self._ring.append(_Kept(path, len(data), record.cycle, self._group))
-        self.bytes += len(data)
-        self.written += 1
-        self._base = Base(record.cycle, record.snapshot.jobs, record.snapshot.nodes)
+            self._backlog += len(data) + FRAME.size
+        self._frames.put(FRAME.pack(kind, len(data)) + data)
 
-    def _skip(self, cycle: int, size: int) -> None:
-        self.dropped += 1
-        log.warning(
-            "recorder: cycle %d takes %d bytes, more than maxBytes (%d); not recorded",
-            cycle,
-            size,
-            self.settings.max_bytes,
-        )
+    def _stop(self, why: str) -> None:
+        self.stopped = why
+        self.journal.broken = why
+        log.error("recorder: %s; recording stops (scheduling goes on)", why)
 
-    def _make_room(self, size: int) -> None:
-        """Delete the oldest groups until ``size`` more bytes and one more file fit."""
-        while self._ring and (
-            len(self._ring) >= self.settings.keep_cycles
-            or self.bytes + size > self.settings.max_bytes
-        ):
-            group = self._drop_oldest().group
-            while self._ring and self._ring[0].group == group:  # its deltas go with it
-                self._drop_oldest()
-            if group == self._group:
-                self._base = None
+    def _feed(self, pipe: IO[bytes]) -> None:
+        while (frame := self._frames.get()) is not None:
+            try:
+                pipe.write(frame)
+                pipe.flush()
+            except (BrokenPipeError, OSError, ValueError):
+                if self.stopped is None:
+                    self.stopped = "its process ended"
+                    log.error("recorder: its process ended; recording stops")
+            with self._lock:
+                self._backlog -= len(frame)
+        with contextlib.suppress(OSError):
+            pipe.close()
 
-    def _drop_oldest(self) -> _Kept:
-        gone = self._ring.popleft()
-        gone.path.unlink(missing_ok=True)
-        self.bytes -= gone.size
-        return gone
+    def _ask(self) -> None:
+        with self._lock:
+            self._tokens += 1
+            token = self._tokens
+            answered = self._answers[token] = threading.Event()
+        self._send(b"S", str(token).encode())
+        if self.stopped is None and not answered.wait(ANSWER_TIMEOUT):
+            log.error("recorder: no answer from its process")
+
+    def _listen(self, pipe: IO[bytes]) -> None:
+        for line in pipe:
+            try:
+                message = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if "log" in message:
+                level = logging.ERROR if message["log"] == "error" else logging.WARNING
+                log.log(level, "%s", message.get("message"))
+                continue
+            self.written = message.get("written", self.written)
+            self.dropped = message.get("dropped", self.dropped)
+            self.bytes = message.get("bytes", self.bytes)
+            self.run = message.get("run", self.run)
+            with self._lock:
+                answered = self._answers.pop(message.get("ack"), None)
+            if answered is not None:
+                answered.set()
+        with self._lock:  # the process is gone: nobody waits for it any longer
+            for answered in self._answers.values():
+                answered.set()
+            self._answers.clear()
 
 
-def tee(committer: Committer, record: CycleRecord | None) -> Committer:
-    """The committer a session gets: ``committer`` itself, or a tee into ``record``."""
-    return committer if record is None else TeeCommitter(committer, record)
+def tee(committer: Committer, record: LiveCycle | None) -> Committer:
+    """The committer a session gets: ``committer`` itself, or the decision recorder in front
+    of it."""
+    if record is None:
+        return committer
+    record.committer = RecordingCommitter(committer, quiet=True)
+    return record.committer

@@ -33,7 +33,6 @@ from __future__ import annotations
 import logging
 import math
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -54,13 +53,6 @@ from pumice.model import TaskInfo
 
 log = logging.getLogger("pumice.shadow")
 
-GRACE_PERIODS = 2
-"""By default a prediction waits this many periods for the live bind (and at least a second)."""
-
-
-def default_grace(period: float) -> float:
-    return max(GRACE_PERIODS * period, 1.0)
-
 
 @dataclass(frozen=True)
 class ShadowOptions:
@@ -68,9 +60,6 @@ class ShadowOptions:
     """The scheduler whose pods are watched as the shadow's own; None: the config's name."""
     report: Path | None = None
     """The report's JSON lines are appended there; None: stdout."""
-    grace: float | None = None
-    """Seconds a prediction waits for the live bind before it is ``only_shadow`` (checked at
-    the end of each cycle); None: ``default_grace(period)``."""
 
 
 class ShadowCommitter(DryRunCommitter):
@@ -170,16 +159,15 @@ class ShadowDaemon(Daemon):
         super().__init__(replace(options, dry_run=True, kube=kube))
         self.shadow = shadow
         self.scheduler_name = shadow.of or self.scheduler_name
-        grace = shadow.grace if shadow.grace is not None else default_grace(self.period)
-        self.book = ShadowBook(grace)
+        self.book = ShadowBook()
         self.report = ReportWriter(shadow.report)
         self.metrics.registry.register(ShadowCollector(self.book))
 
     async def run(self) -> int:
         log.info(
-            "shadow of %r: deciding beside it, writing nothing; predictions wait %gs",
+            "shadow of %r: deciding beside it, writing nothing; a pod it would bind that is not "
+            "bound by the end of its next cycle is only_shadow",
             self.scheduler_name,
-            self.book.grace,
         )
         try:
             return await super().run()
@@ -203,11 +191,10 @@ class ShadowDaemon(Daemon):
         def where(uid: str) -> tuple[Live, str | None]:
             return live_state(cache, uid)
 
-        now = time.monotonic()
         pods = 0
         if isinstance(committer, ShadowCommitter) and not outcome.failed:
-            pods = self.book.decide(committer.seen, committer.placed, now, where)
-        self.book.expire(now, where)
+            pods = self.book.decide(committer.seen, committer.placed, self.cycles, where)
+        self.book.expire(self.cycles, where)
         if pods or self.book.unreported:
             self.report.write(self.book.line(self.cycles, pods))
 

@@ -8,23 +8,28 @@ resolved once into exactly one outcome, or into none:
     The shadow chose a node and the live scheduler's bind arrived (through the assigned-pods
     watch): the same node, or another one.
 ``only_shadow``
-    The shadow chose a node and no bind had arrived by the end of the first shadow cycle that
-    ends ``grace`` seconds or more after the choice (the live scheduler had its chance).
+    The shadow chose a node in its cycle N and, at the end of its next cycle (N + 1), the pod
+    was still pending: the live scheduler had not bound it.
 ``only_live``
     The shadow's last session left the pod pending and the live scheduler bound it.
 nothing
     A pod first seen already bound (the live scheduler was quicker than any shadow session: the
-    shadow never decided it), a pod deleted before either bound it, and a pod that left the
-    pending watch without a bind showing up in time.
+    shadow never decided it) and a pod deleted before either bound it.
+
+A pod that left the pending watch is waited for, however long that takes: it left because it
+was bound (then the assigned-pods watch brings its node, and it is ``same`` or ``different``:
+the bind happened, in time) or because it was deleted (then it counts nothing, once the cache
+lets it go).
 
 The shadow's latest opinion counts: a pod re-decided by a later session (the live scheduler has
 not bound it yet) keeps its newest node, and a pod it placed and then left pending (or the
-other way round) counts as what it last decided. The ``grace`` clock starts when the shadow
-first chose a node for the pod. A pod is resolved once: once it has an outcome, later sessions'
+other way round) counts as what it last decided. The deadline counts from the cycle in which the
+shadow chose a node for the pod. A pod is resolved once: once it has an outcome, later sessions'
 opinions about it are ignored.
 
 Nothing here does I/O or reads the clock: the daemon (``pumice.daemon.shadow``) feeds it
-decisions, the binds the watch delivered and the time, and asks where the cluster has a pod.
+decisions, the binds the watch delivered and its cycle numbers, and asks where the cluster has
+a pod.
 """
 
 from __future__ import annotations
@@ -62,8 +67,8 @@ class Record:
     """``namespace/name``."""
     node: str | None
     """The node the shadow would bind it to; None: the shadow leaves it pending."""
-    since: float
-    """When the shadow first chose a node (monotonic seconds); for a pending one, when seen."""
+    chosen_in: int
+    """The shadow's cycle that chose that node (for a pending one: that first saw it)."""
 
 
 @dataclass
@@ -80,10 +85,7 @@ class Tally:
 
 
 class ShadowBook:
-    def __init__(self, grace: float) -> None:
-        if grace <= 0:
-            raise ValueError("the shadow's grace must be positive")
-        self.grace = grace
+    def __init__(self) -> None:
         self.records: dict[str, Record] = {}
         self.settled: set[str] = set()
         """Uids already resolved (into an outcome or into nothing): later opinions are ignored."""
@@ -114,11 +116,12 @@ class ShadowBook:
     # -- what happened -----------------------------------------------------------------------
 
     def decide(
-        self, seen: Mapping[str, str], placed: Mapping[str, str], now: float, where: Where
+        self, seen: Mapping[str, str], placed: Mapping[str, str], cycle: int, where: Where
     ) -> int:
-        """A session saw the pending pods ``seen`` (uid -> key) and would bind ``placed``
-        (uid -> node); the others it leaves pending. Pods the live scheduler bound while the
-        session ran are resolved at once. Returns how many pods it decided for the first time."""
+        """The session of the shadow's cycle ``cycle`` saw the pending pods ``seen`` (uid ->
+        key) and would bind ``placed`` (uid -> node); the others it leaves pending. Pods the live
+        scheduler bound while the session ran are resolved at once. Returns how many pods it
+        decided for the first time."""
         new = 0
         for uid, key in seen.items():
             if uid in self.settled:
@@ -128,11 +131,11 @@ class ShadowBook:
             if node is not None and (record is None or record.node != node):
                 log.info("shadow: would bind %s to %s", key, node)
             if record is None:
-                self.records[uid] = Record(key, node, now)
+                self.records[uid] = Record(key, node, cycle)
                 new += 1
             else:
                 if record.node is None and node is not None:
-                    record.since = now
+                    record.chosen_in = cycle
                 record.node = node
         for uid in seen:
             if uid in self.records:
@@ -160,33 +163,29 @@ class ShadowBook:
             self._tally.different.append({"pod": record.key, "shadow": record.node, "live": node})
             log.info("shadow: %s bound to %s; the shadow chose %s", record.key, node, record.node)
 
-    def expire(self, now: float, where: Where) -> None:
-        """At the end of a cycle: predictions older than ``grace`` that no bind answered are
-        ``only_shadow``; records and settled uids of pods that are gone are dropped."""
+    def expire(self, cycle: int, where: Where) -> None:
+        """At the end of the shadow's cycle ``cycle``: predictions made in an earlier cycle
+        whose pod is still pending are ``only_shadow``; records and settled uids of pods that
+        are gone are dropped."""
         for uid, record in list(self.records.items()):
             state, node = where(uid)
             if state is Live.BOUND and node is not None:
                 self.bound(uid, node)  # a bind whose watch event was not seen on its own
             elif state is Live.GONE:
                 del self.records[uid]
-            elif record.node is None or now - record.since < self.grace:
-                continue
-            elif state is Live.LEFT:
-                # A bind on its way through the watch, or a deletion: wait one grace more.
-                if now - record.since >= 2 * self.grace:
-                    del self.records[uid]
-                    self.settled.add(uid)
-            else:
+            elif state is Live.PENDING and record.node is not None and cycle > record.chosen_in:
                 del self.records[uid]
                 self.settled.add(uid)
                 self._count("only_shadow")
                 self._tally.only_shadow += 1
                 log.info(
-                    "shadow: %s not bound %.3gs after the shadow chose %s",
+                    "shadow: %s not bound by the end of cycle %d; the shadow chose %s in cycle %d",
                     record.key,
-                    now - record.since,
+                    cycle,
                     record.node,
+                    record.chosen_in,
                 )
+            # else: pending, not yet due; or left the pending watch (bound or deleted): wait
         self.settled = {uid for uid in self.settled if where(uid)[0] is not Live.GONE}
 
     def _count(self, outcome: str) -> None:

@@ -1,14 +1,17 @@
-"""Where a session's committed decisions go.
+"""Where a session's committed decisions go, and the one recorder of them.
 
-The daemon's committer hands binds and evictions to its binder and evictor; ``pumice
-simulate`` and the tests record them; dry-run logs them. A session always gets one
-explicitly (``Session.open(..., committer=...)``).
+The daemon's committer hands binds and evictions to its binder and evictor; dry-run logs them.
+Everything that needs to know what a session decided records them with ``RecordingCommitter``
+— the tests, ``pumice simulate``, ``pumice explain``'s what-if runs, the daemon's flight recorder
+(a recorder in front of the daemon's committer: ``inner``) and ``pumice replay`` — so they all
+see the same decisions in the same order. A session always gets a committer explicitly
+(``Session.open(..., committer=...)``).
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from pumice.model.objects import TaskInfo
 
@@ -29,20 +32,71 @@ class Committer(Protocol):
     def evict(self, task: TaskInfo, reason: str) -> None: ...
 
 
-class RecordingCommitter:
-    """Keeps every committed decision in ``decisions`` and logs it; writes nothing."""
+class Acting(Protocol):
+    """What a recorder reads of its session: the action running now."""
 
-    def __init__(self) -> None:
-        self.decisions: list[tuple[str, str, str]] = []
+    @property
+    def action(self) -> str: ...
+
+
+class Decision(NamedTuple):
+    """One committed decision."""
+
+    kind: str
+    """``bind``, ``evict`` or ``nominate``."""
+    task: TaskInfo
+    node: str
+    """Bind and nominate: the chosen node; evict: the node the victim ran on."""
+    reason: str
+    """Evict: why (empty otherwise)."""
+    action: str
+    """The action that made it ("" when the recorder knows no session)."""
+
+
+class RecordingCommitter:
+    """Keeps every committed decision, in commit order, in ``made``.
+
+    With ``inner``, each decision is first passed on to that committer (the daemon's, behind its
+    flight recorder) and kept only once it took it. Each is logged at info unless ``quiet``.
+    Set ``session`` after opening the session to note which action made each decision.
+    """
+
+    def __init__(self, inner: Committer | None = None, *, quiet: bool = False) -> None:
+        self.inner = inner
+        self.quiet = quiet
+        self.session: Acting | None = None
+        self.made: list[Decision] = []
+
+    @property
+    def decisions(self) -> list[tuple[str, str, str]]:
+        """``(kind, namespace/name, node)`` per decision — for an eviction, its reason instead
+        of the node: what the tests and benchmarks compare."""
+        return [(d.kind, d.task.key, d.reason if d.kind == "evict" else d.node) for d in self.made]
+
+    def of_kind(self, kind: str) -> list[Decision]:
+        return [d for d in self.made if d.kind == kind]
 
     def bind(self, task: TaskInfo, node: str) -> None:
-        self.decisions.append(("bind", task.key, node))
-        log.info("decision: bind %s to %s", task.key, node)
+        if self.inner is not None:
+            self.inner.bind(task, node)
+        self.made.append(Decision("bind", task, node, "", self._action()))
+        if not self.quiet:
+            log.info("decision: bind %s to %s", task.key, node)
 
     def evict(self, task: TaskInfo, reason: str) -> None:
-        self.decisions.append(("evict", task.key, reason))
-        log.info("decision: evict %s (%s)", task.key, reason)
+        if self.inner is not None:
+            self.inner.evict(task, reason)
+        self.made.append(Decision("evict", task, task.node_name or "", reason, self._action()))
+        if not self.quiet:
+            log.info("decision: evict %s (%s)", task.key, reason)
 
     def nominate(self, task: TaskInfo, node: str) -> None:
-        self.decisions.append(("nominate", task.key, node))
-        log.info("decision: nominate %s for %s", task.key, node)
+        nominate = getattr(self.inner, "nominate", None)
+        if nominate is not None:
+            nominate(task, node)
+        self.made.append(Decision("nominate", task, node, "", self._action()))
+        if not self.quiet:
+            log.info("decision: nominate %s for %s", task.key, node)
+
+    def _action(self) -> str:
+        return self.session.action if self.session is not None else ""

@@ -1,32 +1,30 @@
 """Shadow runs on the sim: pumice decides beside a live scheduler and reports where they differ.
 
-The live scheduler's binds are slowed by the sim's ``latency`` fault, so that the shadow sees
-every pod pending before it is bound (a pod first seen bound would count nothing). Every test
-also reads the sim's write log: the shadow, told apart by the identity in its User-Agent, never
-wrote anything.
+Each shadow is ``pumice run --shadow`` in a process of its own, as a user runs it. The live
+scheduler's binds are slowed by the sim's ``latency`` fault, so that the shadow sees every pod
+pending before it is bound (a pod first seen bound would count nothing); the shadow's period
+(``SHADOW_PERIOD``) is longer than those binds take, since a pod the live scheduler has not
+bound by the end of the shadow's next cycle is ``only_shadow``. Every test also reads the sim's
+write log: the shadow, told apart by the identity in its User-Agent, never wrote anything.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 from sim.simkit import bind
 
 from daemon.workload import gang, node, pod, seed
-from pumice.commands.common import load_checked
-from pumice.daemon import DaemonOptions
-from pumice.daemon.shadow import ShadowDaemon, ShadowOptions
-from pumice.kube import KubeSettings
 from support.daemonrun import Ledger, kill_hard, running_daemon, wait_for, write_config
 
 pytestmark = pytest.mark.slow
@@ -34,6 +32,8 @@ pytestmark = pytest.mark.slow
 KEYS = ["cycle", "pods", "same", "different", "only_shadow", "only_live"]
 LIVE_BIND_LATENCY = 0.3
 """Seconds the sim waits before handling each request once the pods come (binds included)."""
+SHADOW_PERIOD = "3s"
+"""The shadow's period: its next cycle ends well after the live scheduler's binds arrive."""
 
 
 def report_lines(path: Path) -> list[dict[str, Any]]:
@@ -59,10 +59,12 @@ def settled(lines: list[dict[str, Any]]) -> int:
     return int(t["same"] + len(t["different"]) + t["only_shadow"] + t["only_live"])
 
 
-def config_dir(tmp_path: Path, name: str, binpack_weight: int | None = None) -> Path:
+def config_dir(
+    tmp_path: Path, name: str, binpack_weight: int | None = None, period: str = "100ms"
+) -> Path:
     directory = tmp_path / name
     directory.mkdir()
-    path = write_config(directory)
+    path = write_config(directory, period=period)
     if binpack_weight is not None:
         text = path.read_text()
         binpack = "  - name: binpack\n"
@@ -70,25 +72,6 @@ def config_dir(tmp_path: Path, name: str, binpack_weight: int | None = None) -> 
         weighted = f"{binpack}    arguments:\n      binpack.weight: {binpack_weight}\n"
         path.write_text(text.replace(binpack, weighted))
     return path
-
-
-@contextlib.asynccontextmanager
-async def running_shadow(
-    kubeconfig: Path, config: Path, agent: str, **options: Any
-) -> AsyncIterator[ShadowDaemon]:
-    """A shadow in this process, its requests signed ``agent`` in the User-Agent."""
-    cfg, host = load_checked(str(config))
-    stop = asyncio.Event()
-    kube = KubeSettings(kubeconfig=str(kubeconfig), user_agent=f"pumice ({agent})")
-    daemon = ShadowDaemon(
-        DaemonOptions(config=cfg, host=host, kube=kube, stop=stop), ShadowOptions(**options)
-    )
-    task = asyncio.get_running_loop().create_task(daemon.run())
-    try:
-        yield daemon
-    finally:
-        stop.set()
-        await asyncio.wait_for(task, 60)
 
 
 def shadow_process(
@@ -107,6 +90,15 @@ def shadow_process(
     )
 
 
+async def scrape_metrics(log: Path) -> str:
+    """The /metrics exposition of the process that wrote ``log`` (its address is logged)."""
+    found = re.search(r"health and metrics on (http://[0-9.:]+)", log.read_text())
+    assert found, log.read_text()[-2000:]
+    async with aiohttp.ClientSession() as http, http.get(f"{found.group(1)}/metrics") as resp:
+        assert resp.status == 200
+        return await resp.text()
+
+
 def in_log(log: Path, *words: str) -> bool:
     text = log.read_text() if log.exists() else ""
     return all(w in text for w in words)
@@ -123,8 +115,8 @@ async def test_beside_a_live_pumice_with_the_same_config_the_shadow_agrees_fully
     batches = [("g0", 3, "1"), ("g1", 2, "500m"), ("g2", 4, "250m"), ("g3", 2, "2")]
     proc = shadow_process(
         sim.kubeconfig,
-        config_dir(tmp_path, "shadow"),
-        *("--identity", "shadow-a", "--report", str(report), "--shadow-grace", "10s"),
+        config_dir(tmp_path, "shadow", period=SHADOW_PERIOD),
+        *("--identity", "shadow-a", "--report", str(report)),
         "--leader-elect",  # a shadow never campaigns: no Lease written either
         log=log,
     )
@@ -160,25 +152,31 @@ async def test_beside_a_live_pumice_with_another_binpack_weight_the_movers_are_n
     # the live scheduler (binpack off) spreads them to the emptier n2. Pinned pods agree.
     seed(sim, [pod("base", cpu="2", node_name="n1")])
     ledger = Ledger(sim)
-    report = tmp_path / "report.jsonl"
+    report, log = tmp_path / "report.jsonl", tmp_path / "shadow.log"
     live_config = config_dir(tmp_path, "live", binpack_weight=0)
-    shadow_config = config_dir(tmp_path, "shadow", binpack_weight=10)
-    async with (
-        running_daemon(sim.kubeconfig, live_config),
-        running_shadow(
-            sim.kubeconfig, shadow_config, "shadow-b", report=report, grace=10.0
-        ) as shadow,
-    ):
-        await wait_for(lambda: shadow.synced, timeout=60)
-        sim.faults.set_latency(LIVE_BIND_LATENCY)
-        for i in range(3):
-            pinned = pod(f"pinned-{i}")
-            pinned["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "n1"}
-            seed(sim, [pinned, pod(f"free-{i}")])
-            await wait_for(lambda n=i: len(ledger.bound()) == 2 * (n + 1) + 1, timeout=60)  # type: ignore[misc]
-            await wait_for(lambda n=i: sum(shadow.book.totals.values()) == 2 * (n + 1))  # type: ignore[misc]
-        sim.faults.set_latency(0)
-        metrics = shadow.metrics.exposition().decode()
+    shadow_config = config_dir(tmp_path, "shadow", binpack_weight=10, period=SHADOW_PERIOD)
+    proc = shadow_process(
+        sim.kubeconfig,
+        shadow_config,
+        *("--identity", "shadow-b", "--report", str(report)),
+        log=log,
+    )
+    try:
+        async with running_daemon(sim.kubeconfig, live_config):
+            await wait_for(lambda: in_log(log, "cache synced"), timeout=120)
+            sim.faults.set_latency(LIVE_BIND_LATENCY)
+            for i in range(3):
+                pinned = pod(f"pinned-{i}")
+                pinned["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "n1"}
+                seed(sim, [pinned, pod(f"free-{i}")])
+                await wait_for(lambda n=i: len(ledger.bound()) == 2 * (n + 1) + 1, timeout=60)  # type: ignore[misc]
+                await wait_for(lambda n=i: settled(report_lines(report)) == 2 * (n + 1))  # type: ignore[misc]
+            sim.faults.set_latency(0)
+            metrics = await scrape_metrics(log)
+        os.kill(proc.pid, signal.SIGTERM)
+        assert await asyncio.to_thread(proc.wait, 60) == 0, log.read_text()[-3000:]
+    finally:
+        kill_hard(proc)
     lines = report_lines(report)
     assert totals(lines) == {
         "same": 3,
@@ -217,9 +215,8 @@ async def test_beside_a_scheduler_of_another_name_on_pods_the_test_binds(
     log, out = tmp_path / "shadow.log", tmp_path / "report.jsonl"
     proc = shadow_process(
         sim.kubeconfig,
-        config_dir(tmp_path, "shadow"),
+        config_dir(tmp_path, "shadow", period=SHADOW_PERIOD),
         *("--shadow-of", "other", "--identity", "shadow-c", "--until-idle"),
-        *("--shadow-grace", "5s"),
         log=log,
         stdout=out,  # without --report the report is the process's stdout
     )

@@ -19,9 +19,7 @@ from pumice.kube import KubeSettings
     [
         (["--shadow-of", "kube-scheduler"], "--shadow-of needs --shadow"),
         (["--report", "r.jsonl"], "--report needs --shadow"),
-        (["--shadow-grace", "5s"], "--shadow-grace needs --shadow"),
-        (["--shadow", "--shadow-grace", "soon"], "--shadow-grace"),
-        (["--shadow", "--shadow-grace", "0s"], "must be positive"),
+        (["--shadow", "--shadow-grace", "5s"], "unrecognized arguments: --shadow-grace"),
         (["--shadow", "--shadow-of", " "], "--shadow-of"),
         (["--shadow", "--report", "/nonexistent/dir/r.jsonl"], "--report"),
     ],
@@ -47,7 +45,6 @@ def test_a_shadow_is_a_dry_run_with_a_read_only_client_watching_the_named_schedu
     assert shadow.options.kube.read_only
     assert not options.kube.read_only and not options.dry_run  # the caller's are untouched
     assert shadow.scheduler_name == "kube-scheduler"
-    assert shadow.book.grace == 2.0  # two periods of the bundled config's 1s
     plain = ShadowDaemon(options, ShadowOptions())
     assert plain.scheduler_name == config.scheduler.scheduler_name
     shadow.report.close()
