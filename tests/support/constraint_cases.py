@@ -231,6 +231,7 @@ def pod(
     spreads: Sequence[Obj] = (),
     node_selector: Mapping[str, str] | None = None,
     node_affinity: Obj | None = None,
+    tolerations: Sequence[Obj] = (),
     terminating: bool = False,
     group: str | None = None,
     scheduler: str | None = None,
@@ -262,6 +263,8 @@ def pod(
         spec["topologySpreadConstraints"] = [dict(s) for s in spreads]
     if node_selector is not None:
         spec["nodeSelector"] = dict(node_selector)
+    if tolerations:
+        spec["tolerations"] = [dict(t) for t in tolerations]
     meta: Obj = {
         "name": name,
         "namespace": ns,
