@@ -25,6 +25,10 @@ Not re-expressed, and why (the API server refuses these pods, so no scheduler se
   selector value ``{{.bad-value.}}`` that is not a label value);
 * TestInterPodAffinity "validates that a pod with an invalid podAffinity is rejected because of
   the LabelSelectorRequirement is invalid" (the table expects the create to fail).
+
+TestGetTPMapMatchingIncomingAffinityAntiAffinity checks an internal map of kube-scheduler's
+(topology pair -> matching pods) and has no verdict of its own to re-express; the filter rows
+above decide on the same counts.
 """
 
 from __future__ import annotations
