@@ -26,9 +26,9 @@ Not re-expressed, and why (the API server refuses these pods, so no scheduler se
 * TestInterPodAffinity "validates that a pod with an invalid podAffinity is rejected because of
   the LabelSelectorRequirement is invalid" (the table expects the create to fail).
 
-TestGetTPMapMatchingIncomingAffinityAntiAffinity checks an internal map of kube-scheduler's
-(topology pair -> matching pods) and has no verdict of its own to re-express; the filter rows
-above decide on the same counts.
+TestGetTPMapMatchingIncomingAffinityAntiAffinity checks kube-scheduler's internal counts (per
+topology pair, the pods matching the incoming pod's terms); each row is re-expressed as the
+verdict those counts imply on its one node.
 """
 
 from __future__ import annotations
@@ -582,6 +582,86 @@ MULTIPLE_NODES = [
 ]
 
 
+def exists_terms(*keys: str) -> list[dict[str, object]]:
+    """One term per key, ``key Exists`` over the node's hostname label."""
+    return [term(sel(exists(k)), "hostname") for k in keys]
+
+
+def tp_map(
+    name: str,
+    existing_labels: tuple[str, ...] | None,
+    affinity: tuple[str, ...] = (),
+    anti: tuple[str, ...] = (),
+    reason: str | None = None,
+) -> FilterCase:
+    """A TestGetTPMapMatchingIncomingAffinityAntiAffinity row: nodeA (hostname nodeA), one
+    existing pod with the given label keys (None: no pod), an incoming pod without labels."""
+    existing = []
+    if existing_labels is not None:
+        existing = [pod("normal", dict.fromkeys(existing_labels, ""), on="nodeA")]
+    return FilterCase(
+        source=f"{FILTERING}: TestGetTPMapMatchingIncomingAffinityAntiAffinity: '{name}'",
+        nodes=[node("nodeA", {"hostname": "nodeA"})],
+        existing=existing,
+        incoming=pod("p", affinity=exists_terms(*affinity), anti=exists_terms(*anti)),
+        feasible=frozenset() if reason else frozenset({"nodeA"}),
+        reasons={reason: 1} if reason else {},
+    )
+
+
+TP_MAP = [
+    tp_map("nil test", None),
+    tp_map("incoming pod without affinity/anti-affinity causes a no-op", ("aaa",)),
+    tp_map(
+        "no pod has label that violates incoming pod's affinity and anti-affinity",
+        ("bbb",),
+        ("aaa",),
+        ("aaa",),
+        AFFINITY,
+    ),
+    tp_map(
+        "existing pod matches incoming pod's affinity and anti-affinity - single term case",
+        ("aaa",),
+        ("aaa",),
+        ("aaa",),
+        ANTI_AFFINITY,
+    ),
+    tp_map(
+        "existing pod matches incoming pod's affinity and anti-affinity - multiple terms case",
+        ("aaa", "bbb"),
+        ("aaa", "bbb"),
+        ("aaa",),
+        ANTI_AFFINITY,
+    ),
+    tp_map(
+        "existing pod not match incoming pod's affinity but matches anti-affinity",
+        ("aaa",),
+        ("aaa", "bbb"),
+        ("aaa", "bbb"),
+        AFFINITY,
+    ),
+    tp_map(
+        "incoming pod's anti-affinity has more than one term - existing pod violates partial "
+        "term - case 1",
+        ("aaa", "bbb"),
+        ("aaa", "ccc"),
+        ("aaa", "ccc"),
+        AFFINITY,
+    ),
+    tp_map(
+        "incoming pod's anti-affinity has more than one term - existing pod violates partial "
+        "term - case 2",
+        ("bbb",),
+        ("aaa", "bbb"),
+        ("aaa", "bbb"),
+        AFFINITY,
+    ),
+]
+"""The counts decide: affinity counts only a pod every term selects, and an incoming pod with
+no labels never selects itself, so a pod missing one of the affinity keys leaves the node
+without affinity (checked before anti-affinity); anti-affinity counts each term on its own."""
+
+
 # TestInterPodAffinity: two nodes testnode-0 and anothernode-0, both region r1 / zone z11, told
 # apart by their "node" label; namespaces ns1 and ns2 are team1, ns3 is team2; pods default to
 # ns1. The table runs its rows one by one in a fresh cluster; each row is its own scenario here.
@@ -946,7 +1026,7 @@ SPEC_CASES = [
     ),
 ]
 
-FILTER_CASES = [*SINGLE_NODE, *MULTIPLE_NODES, *INTEGRATION_CASES, *SPEC_CASES]
+FILTER_CASES = [*SINGLE_NODE, *MULTIPLE_NODES, *TP_MAP, *INTEGRATION_CASES, *SPEC_CASES]
 
 
 @pytest.mark.parametrize("case", params(FILTER_CASES))
