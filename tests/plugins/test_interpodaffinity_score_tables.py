@@ -8,6 +8,9 @@ nodeorder scorer at weight 0 but ``podaffinity.weight`` 1, so a node's total is
 kube-scheduler's normalised InterPodAffinity score; ``check_score_values`` compares every
 node's, ``check_score_winner`` checks that the pod goes to the best node when there is one.
 
+The tables' namespaces subteam1.team1 … are spelled subteam1-team1 … (a namespace name is a DNS
+label), so that the sim can hold every cluster (``test_simulate_matches_the_daemon.py``).
+
 Not re-expressed, and why:
 
 * TestPreferredAffinity "invalid Affinity fails PreScore", "invalid AntiAffinity fails
@@ -54,10 +57,10 @@ CHINA = {"region": "China"}
 CHINA_AZ1 = {"region": "China", "az": "az1"}
 INDIA = {"region": "India"}
 TEAMS = (
-    namespace("subteam1.team1", {"team": "team1"}),
-    namespace("subteam2.team1", {"team": "team1"}),
-    namespace("subteam1.team2", {"team": "team2"}),
-    namespace("subteam2.team2", {"team": "team2"}),
+    namespace("subteam1-team1", {"team": "team1"}),
+    namespace("subteam2-team1", {"team": "team1"}),
+    namespace("subteam1-team2", {"team": "team2"}),
+    namespace("subteam2-team2", {"team": "team2"}),
 )
 TEAM1 = sel(in_("team", "team1"))
 
@@ -76,7 +79,7 @@ HARD_AFFINITY = [
 S1_REGION_8 = [weighted(8, term(sel(in_("security", "S1")), "region"))]
 S2_AZ_5 = [weighted(5, term(sel(in_("security", "S2")), "az"))]
 NS_SELECTED = term(
-    sel(in_("security", "S1")), "region", namespaces=["subteam2.team2"], ns_selector=TEAM1
+    sel(in_("security", "S1")), "region", namespaces=["subteam2-team2"], ns_selector=TEAM1
 )
 
 AZ1 = {"az": "az1"}
@@ -146,7 +149,7 @@ PREFERRED_CASES = [
             pod("e1", S1, on="node1", preferred=[weighted(5, NS_SELECTED)]),
             pod("e2", S2, on="node2", preferred=STAY_WITH_S2_IN_REGION),
         ],
-        pod("p", S1, ns="subteam1.team1"),
+        pod("p", S1, ns="subteam1-team1"),
         {"node1": 100, "node2": 0, "node3": 0},
     ),
     preferred(
@@ -156,7 +159,7 @@ PREFERRED_CASES = [
             pod("e1", S1, on="node1", preferred_anti=[weighted(5, NS_SELECTED)]),
             pod("e2", S2, on="node2", preferred=STAY_WITH_S2_IN_REGION),
         ],
-        pod("p", S1, ns="subteam1.team1"),
+        pod("p", S1, ns="subteam1-team1"),
         {"node1": 0, "node2": 100, "node3": 100},
     ),
     preferred(
@@ -230,48 +233,48 @@ PREFERRED_CASES = [
         "Affinity with pods matching NamespaceSelector",
         [node("node1", CHINA), node("node2", INDIA)],
         [
-            pod("e1", S1, ns="subteam1.team1", on="node1"),
-            pod("e2", S1, ns="subteam1.team1", on="node1"),
-            pod("e3", S1, ns="subteam1.team2", on="node1"),
-            pod("e4", S1, ns="subteam2.team1", on="node2"),
+            pod("e1", S1, ns="subteam1-team1", on="node1"),
+            pod("e2", S1, ns="subteam1-team1", on="node1"),
+            pod("e3", S1, ns="subteam1-team2", on="node1"),
+            pod("e4", S1, ns="subteam2-team1", on="node2"),
         ],
-        pod("p", S1, ns="subteam1.team1", preferred=[weighted(5, NS_SELECTED)]),
+        pod("p", S1, ns="subteam1-team1", preferred=[weighted(5, NS_SELECTED)]),
         {"node1": 100, "node2": 0},
     ),
     preferred(
         "Affinity with pods matching both NamespaceSelector and Namespaces fields",
         [node("node1", CHINA), node("node2", INDIA)],
         [
-            pod("e1", S1, ns="subteam1.team1", on="node1"),
-            pod("e2", S1, ns="subteam1.team1", on="node1"),
-            pod("e3", S1, ns="subteam2.team2", on="node1"),
-            pod("e4", S1, ns="subteam2.team1", on="node2"),
+            pod("e1", S1, ns="subteam1-team1", on="node1"),
+            pod("e2", S1, ns="subteam1-team1", on="node1"),
+            pod("e3", S1, ns="subteam2-team2", on="node1"),
+            pod("e4", S1, ns="subteam2-team1", on="node2"),
         ],
-        pod("p", S1, ns="subteam1.team1", preferred=[weighted(5, NS_SELECTED)]),
+        pod("p", S1, ns="subteam1-team1", preferred=[weighted(5, NS_SELECTED)]),
         {"node1": 100, "node2": 0},
     ),
     preferred(
         "Affinity with pods matching NamespaceSelector [anti-affinity]",
         [node("node1", CHINA), node("node2", INDIA)],
         [
-            pod("e1", S1, ns="subteam1.team1", on="node1"),
-            pod("e2", S1, ns="subteam1.team1", on="node1"),
-            pod("e3", S1, ns="subteam1.team2", on="node1"),
-            pod("e4", S1, ns="subteam2.team1", on="node2"),
+            pod("e1", S1, ns="subteam1-team1", on="node1"),
+            pod("e2", S1, ns="subteam1-team1", on="node1"),
+            pod("e3", S1, ns="subteam1-team2", on="node1"),
+            pod("e4", S1, ns="subteam2-team1", on="node2"),
         ],
-        pod("p", S1, ns="subteam1.team1", preferred_anti=[weighted(5, NS_SELECTED)]),
+        pod("p", S1, ns="subteam1-team1", preferred_anti=[weighted(5, NS_SELECTED)]),
         {"node1": 0, "node2": 100},
     ),
     preferred(
         "Affinity with pods matching both NamespaceSelector and Namespaces fields [anti-affinity]",
         [node("node1", CHINA), node("node2", INDIA)],
         [
-            pod("e1", S1, ns="subteam1.team1", on="node1"),
-            pod("e2", S1, ns="subteam1.team1", on="node1"),
-            pod("e3", S1, ns="subteam2.team2", on="node1"),
-            pod("e4", S1, ns="subteam2.team1", on="node2"),
+            pod("e1", S1, ns="subteam1-team1", on="node1"),
+            pod("e2", S1, ns="subteam1-team1", on="node1"),
+            pod("e3", S1, ns="subteam2-team2", on="node1"),
+            pod("e4", S1, ns="subteam2-team1", on="node2"),
         ],
-        pod("p", S1, ns="subteam1.team1", preferred_anti=[weighted(5, NS_SELECTED)]),
+        pod("p", S1, ns="subteam1-team1", preferred_anti=[weighted(5, NS_SELECTED)]),
         {"node1": 0, "node2": 100},
     ),
     preferred(
@@ -358,7 +361,7 @@ SERVICE_S1_FROM_TEAM1 = [
     term(
         sel(in_("service", "S1")),
         "region",
-        namespaces=["default", "subteam2.team2"],
+        namespaces=["default", "subteam2-team2"],
         ns_selector=TEAM1,
     )
 ]
@@ -386,9 +389,9 @@ NOTHING = {"node1": 0, "node2": 0, "node3": 0}
 HARD_WEIGHT_CASES = [
     hard("with default weight", "default", BOTH_REGIONS),
     hard("with zero weight", "default", NOTHING, weight=0),
-    hard("with no matching namespace", "subteam1.team2", NOTHING),
-    hard("with matching NamespaceSelector", "subteam1.team1", BOTH_REGIONS),
-    hard("with matching Namespaces", "subteam2.team2", BOTH_REGIONS),
+    hard("with no matching namespace", "subteam1-team2", NOTHING),
+    hard("with matching NamespaceSelector", "subteam1-team1", BOTH_REGIONS),
+    hard("with matching Namespaces", "subteam2-team2", BOTH_REGIONS),
 ]
 """The default weight (1) is left unset in the configuration; zero is set explicitly."""
 

@@ -18,6 +18,11 @@ and says so in ``note``. The expected verdicts were worked out from kube-constra
 1 and 3 and are checked against the independent checker of ``support/constraint_checker.py``
 (``test_tables_agree_with_the_checker``), which runs without pumice.
 
+Names an API server would refuse are spelled as it accepts them, so that the sim can hold every
+cluster (``tests/commands/test_simulate_matches_the_daemon.py``): the tables' nodes nodeA,
+nodeB, nodeC are node-a, node-b, node-c, and their namespaces subteam1.team1 … are
+subteam1-team1 …; the case names keep the tables' spelling.
+
 Not re-expressed, and why (the API server refuses these pods, so no scheduler sees them):
 
 * TestRequiredAffinitySingleNode "PodAffinity fails PreFilter with an invalid affinity label
@@ -96,10 +101,10 @@ def single(
 
 
 TEAMS = (
-    namespace("subteam1.team1", {"team": "team1"}),
-    namespace("subteam2.team1", {"team": "team1"}),
-    namespace("subteam1.team2", {"team": "team2"}),
-    namespace("subteam2.team2", {"team": "team2"}),
+    namespace("subteam1-team1", {"team": "team1"}),
+    namespace("subteam2-team1", {"team": "team1"}),
+    namespace("subteam1-team2", {"team": "team2"}),
+    namespace("subteam2-team2", {"team": "team2"}),
 )
 TEAM1 = sel(in_("team", "team1"))
 
@@ -290,34 +295,34 @@ SINGLE_NODE = [
     single(
         "affinity with NamespaceSelector",
         pod("p", S1, affinity=[term(SCAN_IN, "region", ns_selector=TEAM1)]),
-        existing=[pod("scan", SCAN, ns="subteam1.team1", on="node1")],
+        existing=[pod("scan", SCAN, ns="subteam1-team1", on="node1")],
         namespaces=TEAMS,
     ),
     single(
         "affinity with non-matching NamespaceSelector",
         pod("p", S1, affinity=[term(SCAN_IN, "region", ns_selector=TEAM1)]),
-        existing=[pod("scan", SCAN, ns="subteam1.team2", on="node1")],
+        existing=[pod("scan", SCAN, ns="subteam1-team2", on="node1")],
         namespaces=TEAMS,
         reason=AFFINITY,
     ),
     single(
         "anti-affinity with matching NamespaceSelector",
-        pod("p", S1, ns="subteam1.team1", anti=[term(SCAN_IN, "zone", ns_selector=TEAM1)]),
-        existing=[pod("scan", SCAN, ns="subteam2.team1", on="node1")],
+        pod("p", S1, ns="subteam1-team1", anti=[term(SCAN_IN, "zone", ns_selector=TEAM1)]),
+        existing=[pod("scan", SCAN, ns="subteam2-team1", on="node1")],
         namespaces=TEAMS,
         reason=ANTI_AFFINITY,
     ),
     single(
         "anti-affinity with matching all NamespaceSelector",
-        pod("p", S1, ns="subteam1.team1", anti=[term(SCAN_IN, "zone", ns_selector=sel())]),
-        existing=[pod("scan", SCAN, ns="subteam2.team1", on="node1")],
+        pod("p", S1, ns="subteam1-team1", anti=[term(SCAN_IN, "zone", ns_selector=sel())]),
+        existing=[pod("scan", SCAN, ns="subteam2-team1", on="node1")],
         namespaces=TEAMS,
         reason=ANTI_AFFINITY,
     ),
     single(
         "anti-affinity with non-matching NamespaceSelector",
-        pod("p", S1, ns="subteam1.team1", anti=[term(SCAN_IN, "zone", ns_selector=TEAM1)]),
-        existing=[pod("scan", SCAN, ns="subteam1.team2", on="node1")],
+        pod("p", S1, ns="subteam1-team1", anti=[term(SCAN_IN, "zone", ns_selector=TEAM1)]),
+        existing=[pod("scan", SCAN, ns="subteam1-team2", on="node1")],
         namespaces=TEAMS,
     ),
 ]
@@ -351,12 +356,12 @@ def multi(
 
 
 def ab(a: dict[str, str], b: dict[str, str]) -> list[dict[str, object]]:
-    return [node("nodeA", a), node("nodeB", b)]
+    return [node("node-a", a), node("node-b", b)]
 
 
-R1Z1A = {"region": "r1", "zone": "z1", "hostname": "nodeA"}
-R1Z1B = {"region": "r1", "zone": "z1", "hostname": "nodeB"}
-R1Z2B = {"region": "r1", "zone": "z2", "hostname": "nodeB"}
+R1Z1A = {"region": "r1", "zone": "z1", "hostname": "node-a"}
+R1Z1B = {"region": "r1", "zone": "z1", "hostname": "node-b"}
+R1Z2B = {"region": "r1", "zone": "z2", "hostname": "node-b"}
 
 MULTIPLE_NODES = [
     multi(
@@ -372,7 +377,7 @@ MULTIPLE_NODES = [
         "The first pod of the collection should not be blocked from being scheduled onto any "
         "node, even there's no existing pod that matches the rule anywhere.",
         ab({"zone": "az1", "hostname": "h1"}, {"zone": "az2", "hostname": "h2"}),
-        [pod("p1", {"foo": "bar"}, on="nodeA")],
+        [pod("p1", {"foo": "bar"}, on="node-a")],
         pod(
             "p",
             {"foo": "bar", "service": "securityscan"},
@@ -381,13 +386,13 @@ MULTIPLE_NODES = [
                 term(sel(in_("service", "securityscan")), "zone"),
             ],
         ),
-        {"nodeA", "nodeB"},
+        {"node-a", "node-b"},
     ),
     multi(
         "The first pod of the collection can only be scheduled on nodes labelled with the "
         "requested topology keys",
         ab({"zoneLabel": "az1", "hostname": "h1"}, {"zoneLabel": "az2", "hostname": "h2"}),
-        [pod("p1", {"foo": "bar"}, on="nodeA")],
+        [pod("p1", {"foo": "bar"}, on="node-a")],
         pod(
             "p",
             {"foo": "bar", "service": "securityscan"},
@@ -402,8 +407,8 @@ MULTIPLE_NODES = [
     multi(
         "NodeA and nodeB have same topologyKey and label value. NodeA has an existing pod that "
         "matches the inter pod affinity rule. The pod can not be scheduled onto nodeA and nodeB.",
-        ab({"region": "r1", "hostname": "nodeA"}, {"region": "r1", "hostname": "nodeB"}),
-        [pod("e", {"foo": "abc"}, on="nodeA")],
+        ab({"region": "r1", "hostname": "node-a"}, {"region": "r1", "hostname": "node-b"}),
+        [pod("e", {"foo": "abc"}, on="node-a")],
         pod("p", anti=[term(sel(in_("foo", "abc")), "region")]),
         set(),
         {ANTI_AFFINITY: 2},
@@ -412,10 +417,10 @@ MULTIPLE_NODES = [
         "This test ensures that anti-affinity matches a pod when any term of the anti-affinity "
         "rule matches a pod.",
         ab(
-            {"region": "r1", "zone": "z1", "hostname": "nodeA"},
-            {"region": "r1", "zone": "z2", "hostname": "nodeB"},
+            {"region": "r1", "zone": "z1", "hostname": "node-a"},
+            {"region": "r1", "zone": "z2", "hostname": "node-b"},
         ),
-        [pod("e", {"foo": "abc", "service": "securityscan"}, on="nodeA")],
+        [pod("e", {"foo": "abc", "service": "securityscan"}, on="node-a")],
         pod(
             "p",
             anti=[
@@ -430,23 +435,23 @@ MULTIPLE_NODES = [
         "NodeA and nodeB have same topologyKey and label value. NodeA has an existing pod that "
         "matches the inter pod affinity rule. The pod can not be scheduled onto nodeA and nodeB "
         "but can be scheduled onto nodeC",
-        [node("nodeA", CHINA), node("nodeB", CHINA_AZ1), node("nodeC", INDIA)],
-        [pod("e", {"foo": "abc"}, on="nodeA")],
+        [node("node-a", CHINA), node("node-b", CHINA_AZ1), node("node-c", INDIA)],
+        [pod("e", {"foo": "abc"}, on="node-a")],
         pod("p", anti=[term(sel(in_("foo", "abc")), "region")]),
-        {"nodeC"},
+        {"node-c"},
     ),
     multi(
         "NodeA and nodeB have same topologyKey and label value. NodeA has an existing pod that "
         "matches the inter pod affinity rule. The pod can not be scheduled onto nodeA, nodeB, "
         "but can be scheduled onto nodeC (NodeC has an existing pod that match the inter pod "
         "affinity rule but in different namespace)",
-        [node("nodeA", CHINA), node("nodeB", CHINA_AZ1), node("nodeC", INDIA)],
+        [node("node-a", CHINA), node("node-b", CHINA_AZ1), node("node-c", INDIA)],
         [
-            pod("e1", {"foo": "bar"}, ns="ns1", on="nodeA"),
-            pod("e2", ns="ns2", on="nodeC", anti=[term(sel(in_("foo", "123")), "region")]),
+            pod("e1", {"foo": "bar"}, ns="ns1", on="node-a"),
+            pod("e2", ns="ns2", on="node-c", anti=[term(sel(in_("foo", "123")), "region")]),
         ],
         pod("p", {"foo": "123"}, ns="ns1", anti=[term(sel(in_("foo", "bar")), "region")]),
-        {"nodeC"},
+        {"node-c"},
         note="namespaces NS1/NS2 are spelled ns1/ns2 (namespace names are lower case)",
     ),
     multi(
@@ -454,25 +459,25 @@ MULTIPLE_NODES = [
         "topologyKey, labelSelector of the term is firstly checked, and then topologyKey of the "
         "term is also checked",
         ab(R1Z1A, R1Z1B),
-        [pod("e", on="nodeA", anti=[term(sel(exists("foo")), "invalid-node-label")])],
+        [pod("e", on="node-a", anti=[term(sel(exists("foo")), "invalid-node-label")])],
         pod("p", {"foo": ""}),
-        {"nodeA", "nodeB"},
+        {"node-a", "node-b"},
     ),
     multi(
         "Test incoming pod's anti-affinity: even if labelSelector matches, we still check if "
         "topologyKey matches",
         ab(R1Z1A, R1Z1B),
-        [pod("e", {"foo": ""}, on="nodeA")],
+        [pod("e", {"foo": ""}, on="node-a")],
         pod("p", anti=[term(sel(exists("foo")), "invalid-node-label")]),
-        {"nodeA", "nodeB"},
+        {"node-a", "node-b"},
     ),
     multi(
         "Test existing pod's anti-affinity: incoming pod wouldn't considered as a fit as it "
         "violates each existingPod's terms on all nodes",
         ab(R1Z1A, R1Z2B),
         [
-            pod("e1", on="nodeA", anti=[term(sel(exists("foo")), "zone")]),
-            pod("e2", on="nodeA", anti=[term(sel(exists("bar")), "region")]),
+            pod("e1", on="node-a", anti=[term(sel(exists("foo")), "zone")]),
+            pod("e2", on="node-a", anti=[term(sel(exists("bar")), "region")]),
         ],
         pod("p", {"foo": "", "bar": ""}),
         set(),
@@ -482,7 +487,7 @@ MULTIPLE_NODES = [
         "Test incoming pod's anti-affinity: incoming pod wouldn't considered as a fit as it at "
         "least violates one anti-affinity rule of existingPod",
         ab(R1Z1A, R1Z2B),
-        [pod("e1", {"foo": ""}, on="nodeA"), pod("e2", {"bar": ""}, on="nodeB")],
+        [pod("e1", {"foo": ""}, on="node-a"), pod("e2", {"bar": ""}, on="node-b")],
         pod("p", anti=[term(sel(exists("foo")), "zone"), term(sel(exists("bar")), "region")]),
         set(),
         {ANTI_AFFINITY: 2},
@@ -494,7 +499,7 @@ MULTIPLE_NODES = [
         [
             pod(
                 "e",
-                on="nodeA",
+                on="node-a",
                 anti=[
                     term(sel(exists("foo")), "invalid-node-label"),
                     term(sel(exists("bar")), "zone"),
@@ -502,18 +507,18 @@ MULTIPLE_NODES = [
             )
         ],
         pod("p", {"foo": "", "bar": ""}),
-        {"nodeB"},
+        {"node-b"},
     ),
     multi(
         "Test incoming pod's anti-affinity: only when labelSelector and topologyKey both match, "
         "it's counted as a single term match - case when one term has invalid topologyKey",
         ab(R1Z1A, R1Z2B),
-        [pod("podA", {"foo": "", "bar": ""}, on="nodeA")],
+        [pod("pod-a", {"foo": "", "bar": ""}, on="node-a")],
         pod(
             "p",
             anti=[term(sel(exists("foo")), "invalid-node-label"), term(sel(exists("bar")), "zone")],
         ),
-        {"nodeB"},
+        {"node-b"},
     ),
     multi(
         "Test existing pod's anti-affinity: only when labelSelector and topologyKey both match, "
@@ -522,7 +527,7 @@ MULTIPLE_NODES = [
         [
             pod(
                 "e",
-                on="nodeA",
+                on="node-a",
                 anti=[term(sel(exists("foo")), "region"), term(sel(exists("bar")), "zone")],
             )
         ],
@@ -534,7 +539,7 @@ MULTIPLE_NODES = [
         "Test incoming pod's anti-affinity: only when labelSelector and topologyKey both match, "
         "it's counted as a single term match - case when all terms have valid topologyKey",
         ab(R1Z1A, R1Z2B),
-        [pod("e", {"foo": "", "bar": ""}, on="nodeA")],
+        [pod("e", {"foo": "", "bar": ""}, on="node-a")],
         pod("p", anti=[term(sel(exists("foo")), "region"), term(sel(exists("bar")), "zone")]),
         set(),
         {ANTI_AFFINITY: 2},
@@ -543,38 +548,38 @@ MULTIPLE_NODES = [
         "Test existing pod's anti-affinity: existingPod on nodeA and nodeB has at least one "
         "anti-affinity term matches incoming pod, so incoming pod can only be scheduled to nodeC",
         [
-            node("nodeA", {"region": "r1", "zone": "z1", "hostname": "nodeA"}),
-            node("nodeB", {"region": "r1", "zone": "z2", "hostname": "nodeB"}),
-            node("nodeC", {"region": "r1", "zone": "z3", "hostname": "nodeC"}),
+            node("node-a", {"region": "r1", "zone": "z1", "hostname": "node-a"}),
+            node("node-b", {"region": "r1", "zone": "z2", "hostname": "node-b"}),
+            node("node-c", {"region": "r1", "zone": "z3", "hostname": "node-c"}),
         ],
         [
             pod(
                 "e1",
-                on="nodeA",
+                on="node-a",
                 anti=[term(sel(exists("foo")), "zone"), term(sel(exists("labelA")), "zone")],
             ),
             pod(
                 "e2",
-                on="nodeB",
+                on="node-b",
                 anti=[term(sel(exists("bar")), "zone"), term(sel(exists("labelB")), "zone")],
             ),
         ],
         pod("p", {"foo": "", "bar": ""}),
-        {"nodeC"},
+        {"node-c"},
     ),
     multi(
         "Test incoming pod's affinity: firstly check if all affinityTerms match, and then check "
         "if all topologyKeys match",
         ab(R1Z1A, R1Z1B),
-        [pod("pod1", {"foo": "", "bar": ""}, on="nodeA")],
+        [pod("pod1", {"foo": "", "bar": ""}, on="node-a")],
         pod("p", affinity=[term(sel(exists("foo")), "region"), term(sel(exists("bar")), "zone")]),
-        {"nodeA", "nodeB"},
+        {"node-a", "node-b"},
     ),
     multi(
         "Test incoming pod's affinity: firstly check if all affinityTerms match, and then check "
         "if all topologyKeys match, and the match logic should be satisfied on the same pod",
         ab(R1Z1A, R1Z2B),
-        [pod("pod1", {"foo": ""}, on="nodeA"), pod("pod2", {"bar": ""}, on="nodeB")],
+        [pod("pod1", {"foo": ""}, on="node-a"), pod("pod2", {"bar": ""}, on="node-b")],
         pod("p", affinity=[term(sel(exists("foo")), "region"), term(sel(exists("bar")), "zone")]),
         set(),
         {AFFINITY: 2},
@@ -594,17 +599,17 @@ def tp_map(
     anti: tuple[str, ...] = (),
     reason: str | None = None,
 ) -> FilterCase:
-    """A TestGetTPMapMatchingIncomingAffinityAntiAffinity row: nodeA (hostname nodeA), one
+    """A TestGetTPMapMatchingIncomingAffinityAntiAffinity row: nodeA (here node-a), one
     existing pod with the given label keys (None: no pod), an incoming pod without labels."""
     existing = []
     if existing_labels is not None:
-        existing = [pod("normal", dict.fromkeys(existing_labels, ""), on="nodeA")]
+        existing = [pod("normal", dict.fromkeys(existing_labels, ""), on="node-a")]
     return FilterCase(
         source=f"{FILTERING}: TestGetTPMapMatchingIncomingAffinityAntiAffinity: '{name}'",
-        nodes=[node("nodeA", {"hostname": "nodeA"})],
+        nodes=[node("node-a", {"hostname": "node-a"})],
         existing=existing,
         incoming=pod("p", affinity=exists_terms(*affinity), anti=exists_terms(*anti)),
-        feasible=frozenset() if reason else frozenset({"nodeA"}),
+        feasible=frozenset() if reason else frozenset({"node-a"}),
         reasons={reason: 1} if reason else {},
     )
 
