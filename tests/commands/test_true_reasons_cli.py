@@ -11,7 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from support.manifests import node, pending, pod, podgroup, run_cli, simulate, write_yaml
+from support.manifests import (
+    node,
+    pending,
+    pod,
+    podgroup,
+    queue,
+    run_cli,
+    simulate,
+    write_yaml,
+)
 
 Capsys = pytest.CaptureFixture[str]
 
@@ -164,3 +173,24 @@ def test_check_config_shows_node_reservations_bad_values_as_warnings(
     code, _, err = run_cli(["simulate", str(cluster), "--config", str(path)], capsys)
     assert code == 0
     assert err.count("maxReservedFraction") == 1 and err.count("relockPeriod") == 1
+
+
+def test_simulate_names_a_closed_queue_and_a_queue_past_its_deserved_share(
+    tmp_path: Path, capsys: Capsys
+) -> None:
+    # one 8-cpu node, three queues of weight 1 asking 5 cpu (a: 3 running + 2), 4 (b) and 1
+    # (shut, Closed): shut's 1 is met, a and b deserve (8 - 1) / 2 = 3.5 each, so neither a's
+    # 2 more nor b's 4 may go though the node has room; the closed queue admits nothing.
+    objects: list[dict[str, object]] = [node("n1", "8", "64Gi"), queue("a"), queue("b")]
+    objects.append(queue("shut", state="Closed"))
+    objects.append(podgroup("run", 1, queue="a", phase="Running"))
+    objects.append(pod("run-0", cpu="3", group="run", node_name="n1", phase="Running"))
+    objects += [podgroup("more", 1, queue="a"), pod("more-0", cpu="2", group="more")]
+    objects += [podgroup("bee", 1, queue="b"), pod("bee-0", cpu="4", group="bee")]
+    objects += [podgroup("closed", 1, queue="shut"), pod("closed-0", cpu="1", group="closed")]
+    result = simulate(tmp_path, objects, capsys)
+    assert pending(result) == {
+        "default/more-0": "queue a: cpu allocated 3 + request 2 exceeds deserved 3500m",
+        "default/bee-0": "queue b: cpu allocated 0 + request 4 exceeds deserved 3500m",
+        "default/closed-0": "queue shut is not open (state Closed)",
+    }

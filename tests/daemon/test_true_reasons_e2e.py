@@ -137,3 +137,35 @@ async def test_a_gang_whose_minimum_no_node_can_hold_is_told_about_the_nodes_not
     # the PodGroup keeps Volcano's gang form, the nodes' reason its origin
     assert gang_condition().endswith(f"Origin reason is: {NO_NODE}")
     assert gang_condition().startswith("1/1 tasks in gang unschedulable: pod group is not ready")
+
+
+async def test_a_reason_that_changes_is_logged_again_once(
+    sim: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # first no node carries the label the pod selects; once kubectl labels the node, the pod
+    # still waits, now for cpu: each reason is logged once, in that order
+    seed(sim, [node("n1", cpu="2")])
+    wants = pod("picky", cpu="4")
+    wants["spec"]["nodeSelector"] = {"disk": "ssd"}
+    seed(sim, [wants])
+    selector = "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector."
+    cpu = "0/1 nodes are available: 1 Insufficient cpu."
+    caplog.set_level(logging.INFO, logger="pumice")
+
+    def said() -> list[str]:
+        prefix = "pending: batch/picky: "
+        return [
+            r.getMessage()[len(prefix) :]
+            for r in caplog.records
+            if r.getMessage().startswith(prefix)
+        ]
+
+    async with running_daemon(sim.kubeconfig, write_config(tmp_path)) as daemon:
+        await wait_for(lambda: said() == [selector], timeout=60)
+        labelled = await sim.kubectl("label", "node", "n1", "disk=ssd")
+        assert labelled.code == 0, labelled.stderr
+        await wait_for(lambda: len(said()) == 2, timeout=60)
+        cycles = daemon.cycles
+        sim.create(pod("other", cpu="4"))  # more sessions that see picky wait for cpu again
+        await wait_for(lambda: daemon.cycles > cycles, timeout=60)
+    assert said() == [selector, cpu]
