@@ -16,9 +16,13 @@ HEAD = 'actions: "enqueue, allocate, backfill"\n'
 
 
 def plugin_config(name: str, key: str, value: str) -> str:
-    # the bad argument is on line 6
+    # the bad argument is on line 6; the node filters (predicates) after it, unless under test
+    filters = "" if name == "predicates" else "- plugins:\n  - name: predicates\n"
     return (
-        HEAD + "tiers:\n- plugins:\n" + f"  - name: {name}\n    arguments:\n      {key}: {value}\n"
+        HEAD
+        + "tiers:\n- plugins:\n"
+        + f"  - name: {name}\n    arguments:\n      {key}: {value}\n"
+        + filters
     )
 
 
@@ -26,7 +30,7 @@ def action_config(name: str, key: str, value: str) -> str:
     # the bad argument is on line 6
     return (
         HEAD
-        + "tiers:\n- plugins: [{name: gang}]\nconfigurations:\n"
+        + "tiers:\n- plugins: [{name: gang}, {name: predicates}]\nconfigurations:\n"
         + f"- name: {name}\n  arguments: {{{key}: {value}}}\n"
     )
 
@@ -150,6 +154,7 @@ def test_a_plugin_without_declarations_accepts_every_argument(
     text = (
         HEAD + "tiers:\n- plugins:\n  - name: example-zone\n"
         "    arguments: {zone: a, weight: lots, anything: -1}\n"
+        "  - name: predicates\n"
     )
     code, err = check(tmp_path, text, capsys)
     assert (code, err) == (0, "")
@@ -168,7 +173,7 @@ def test_the_default_config_has_no_warnings(capsys: pytest.CaptureFixture[str]) 
 def test_preempt_with_gang_starving_off_is_warned_at_the_flag() -> None:
     config = parse_config(
         'actions: "enqueue, allocate, preempt"\ntiers:\n- plugins:\n'
-        "  - name: priority\n  - name: gang\n    enableJobStarving: false\n",
+        "  - name: priority\n  - name: gang\n    enableJobStarving: false\n  - name: predicates\n",
         "c.yaml",
     )
     warnings = lint(config)
@@ -179,9 +184,10 @@ def test_preempt_with_gang_starving_off_is_warned_at_the_flag() -> None:
 
 
 def test_preempt_with_gang_starving_on_or_no_preempt_is_quiet() -> None:
-    on = 'actions: "allocate, preempt"\ntiers:\n- plugins:\n  - name: gang\n'
+    on = 'actions: "allocate, preempt"\ntiers:\n- plugins:\n  - name: gang\n  - name: predicates\n'
     off_no_preempt = (
         'actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n    enableJobStarving: false\n'
+        "  - name: predicates\n"
     )
     assert lint(parse_config(on)) == []
     assert lint(parse_config(off_no_preempt)) == []
@@ -293,3 +299,64 @@ def test_a_constraint_filter_switched_off_is_warned_by_check_config(
     ), err
     on = plugin_config("predicates", "predicate.PodTopologySpreadEnable", "true")
     assert check(tmp_path, on, capsys) == (0, "")
+
+
+# -- the node filters as a whole -------------------------------------------------------------
+
+NODE_FILTERS_OFF = (
+    "nothing checks nodeSelector and node affinity, taints and cordons, host ports, pod affinity "
+    "/ anti-affinity, topology spread constraints or the nodes' pod limits; pods are placed as if "
+    "they carried none of them"
+)
+
+
+def test_a_config_without_the_predicates_plugin_is_warned_at_its_tiers() -> None:
+    config = parse_config(
+        'actions: "enqueue, allocate, backfill"\ntiers:\n- plugins:\n  - name: gang\n'
+        "- plugins:\n  - name: proportion\n  - name: nodeorder\n",
+        "c.yaml",
+    )
+    (warning,) = lint(config)
+    assert str(warning) == (
+        f"c.yaml:2: tiers: warning: no predicates plugin in the tiers: {NODE_FILTERS_OFF}"
+    )
+
+
+def test_predicates_with_enable_predicate_false_is_warned_at_the_flag() -> None:
+    config = parse_config(
+        'actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n  - name: predicates\n'
+        "    enablePredicate: false\n",
+        "c.yaml",
+    )
+    (warning,) = lint(config)
+    assert str(warning) == (
+        "c.yaml:6: tiers[0].plugins[1].enablePredicate: warning: predicates has "
+        f"enablePredicate: false: {NODE_FILTERS_OFF}"
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the filters are on (the flag's default)
+        'actions: "allocate"\ntiers:\n- plugins:\n  - name: predicates\n',
+        'actions: "allocate"\ntiers:\n- plugins:\n  - name: predicates\n'
+        "    enablePredicate: true\n",
+        # no action places a pod: nothing to constrain
+        'actions: "enqueue"\ntiers:\n- plugins:\n  - name: gang\n',
+    ],
+)
+def test_predicates_on_or_nothing_placed_is_quiet(text: str) -> None:
+    assert lint(parse_config(text)) == []
+
+
+def test_check_config_prints_the_missing_predicates_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = 'actions: "enqueue, allocate, preempt"\ntiers:\n- plugins:\n  - name: priority\n'
+    code, err = check(tmp_path, text, capsys)
+    assert code == 0
+    assert err == (
+        f"{tmp_path / 'scheduler.yaml'}:2: tiers: warning: no predicates plugin in the tiers: "
+        f"{NODE_FILTERS_OFF}\n"
+    )

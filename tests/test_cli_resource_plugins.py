@@ -53,6 +53,7 @@ def test_dropped_patterns_are_warned_by_name_and_the_config_still_passes(tmp_pat
         "        nvidia.com/*: {type: MostAllocated}\n"
         "        vendor.*/gpu: {type: MostAllocated}\n"
         "        '*': {type: LeastAllocated}\n"
+        "  - name: predicates\n"
     )
     result = pumice("-v", "check-config", str(path))
     assert result.returncode == 0, result.stderr

@@ -40,6 +40,15 @@ FILTERED_FIELDS = {
 """The pod fields a filter's flag switches off, for the warning (others: "its fields")."""
 PREEMPT = "preempt"
 GANG = "gang"
+PREDICATES = "predicates"
+PLACING_ACTIONS = frozenset({"allocate", "backfill", "preempt", "reclaim"})
+"""The actions that put pods on nodes (what the node filters are there to constrain)."""
+NODE_FILTERS = (
+    "nothing checks nodeSelector and node affinity, taints and cordons, host ports, pod "
+    "affinity / anti-affinity, topology spread constraints or the nodes' pod limits; pods are "
+    "placed as if they carried none of them"
+)
+"""What the ``predicates`` plugin evaluates, for the warning when it is left out or off."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +115,7 @@ def lint(config: SchedulerConfig) -> list[ConfigWarning]:
         *_preempt_without_gang_starving(config),
         *_hierarchy(config),
         *_constraint_filters_off(config),
+        *_node_filters_off(config),
     ]
 
 
@@ -166,3 +176,22 @@ def _constraint_filters_off(config: SchedulerConfig) -> Iterator[ConfigWarning]:
                     f"{key} is false: that filter is off, and pods are placed as if they did "
                     f"not carry {fields}",
                 )
+
+
+def _node_filters_off(config: SchedulerConfig) -> Iterator[ConfigWarning]:
+    """Every node filter a pod's fields ask for (node affinity, taints, host ports, the
+    pod-to-pod constraints, the pod limit) is the ``predicates`` plugin's. Left out of the
+    tiers, or with its ``enablePredicate: false``, nothing checks them: pods are placed as if
+    they did not carry those fields, and every ``predicate.*Enable`` flag is moot. Only said
+    when an action places pods."""
+    if not PLACING_ACTIONS.intersection(config.actions):
+        return
+    found = next(_options(config, PREDICATES), None)  # a plugin is configured at most once
+    if found is None:
+        yield _warning(config, "tiers", f"no {PREDICATES} plugin in the tiers: {NODE_FILTERS}")
+    elif not found[1].enabled("predicate"):
+        yield _warning(
+            config,
+            f"{found[0]}.enablePredicate",
+            f"{PREDICATES} has enablePredicate: false: {NODE_FILTERS}",
+        )

@@ -3,11 +3,13 @@
 This covers the parts of the real server's validation, defaulting and admission plugins that
 a scheduler can observe: name rules and ``generateName``; pod defaults (scheduler name, restart
 policy, grace period, requests defaulted from limits, QoS class, the not-ready/unreachable
-tolerations, ``PodScheduled=False/SchedulingGated``); the Priority admission plugin (resolving
-``priorityClassName`` into ``spec.priority`` or refusing an unknown class); pod spec
-immutability; Namespace, PriorityClass and Volcano Queue defaults; the storage kinds' defaults
-and the DefaultStorageClass plugin (``pumice.sim.volumerules``); and what a kubelet (or KWOK)
-fills in when a node registers (Ready condition, allocatable, an InternalIP).
+tolerations, ``PodScheduled=False/SchedulingGated``, pod affinity terms' ``matchLabelKeys`` /
+``mismatchLabelKeys`` merged into their selectors as ``pumice.sim.labelkeys`` says); the
+Priority admission plugin (resolving ``priorityClassName`` into ``spec.priority`` or refusing
+an unknown class); pod spec immutability; Namespace, PriorityClass and Volcano Queue defaults;
+the storage kinds' defaults and the DefaultStorageClass plugin (``pumice.sim.volumerules``);
+and what a kubelet (or KWOK) fills in when a node registers (Ready condition, allocatable, an
+InternalIP).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 from pumice.sim import events as event_views
 from pumice.sim import volumerules
 from pumice.sim.errors import ApiError, forbidden, invalid
+from pumice.sim.labelkeys import merge_label_keys
 from pumice.sim.objects import Obj, get_path, meta, now_rfc3339, set_condition
 from pumice.sim.resources import (
     EVENTS_V1,
@@ -146,6 +149,7 @@ class Admission:
 
     def _pod_create(self, pod: Obj, seeding: bool) -> Obj:
         name = str(meta(pod).get("name", ""))
+        pod = merge_label_keys(pod)  # PrepareForCreate: affinity label keys into selectors
         spec = dict(pod.get("spec") or {})
         problems: list[Problem] = []
         containers = spec.get("containers")

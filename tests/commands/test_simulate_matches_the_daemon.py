@@ -48,14 +48,16 @@ daemon about a second."""
 
 def scenario_modules() -> list[str]:
     """Every test module that simulates a cluster through ``support.manifests.simulate``,
-    directly or through ``support.constraint_cases`` — found, not listed, so a new one is never
-    left out."""
+    directly or through ``support.constraint_cases``'s checks — found, not listed, so a new one
+    is never left out (a module that only builds pods with ``constraint_cases`` is not one)."""
     uses = re.compile(r"from support\.manifests import[^)\n]*(\([^)]*)?\bsimulate\b")
+    checks = re.compile(r"\bcheck_(filter_case|score_values|score_winner)\(")
     found = []
     for path in sorted((ROOT / "tests").rglob("test_*.py")):
         text = path.read_text()
         if path.name != Path(__file__).name and (
-            uses.search(text) or "from support.constraint_cases import" in text
+            uses.search(text)
+            or ("from support.constraint_cases import" in text and checks.search(text))
         ):
             found.append(str(path.relative_to(ROOT)))
     return found
@@ -112,7 +114,7 @@ def scenario_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def both_ways(folder: Path, capsys: Capsys) -> tuple[Obj, Obj]:
     """(what simulate left, what the daemon left), each as {placed, evicted, podgroups}."""
-    cluster, conf = folder / "cluster.yaml", folder / "scheduler.yaml"
+    cluster, conf = _as_the_sim_holds_it(folder), folder / "scheduler.yaml"
     extra = json.loads((folder / "extra.json").read_text())
     settings: Obj = yaml.safe_load(conf.read_text()) or {}
     scheduler = settings.setdefault("scheduler", {})
@@ -185,18 +187,24 @@ def _placed_in(cluster: Path) -> dict[str, str]:
     }
 
 
+def _as_the_sim_holds_it(folder: Path) -> Path:
+    """The cluster as the sim can hold it, given to both sides: an API server sets
+    ``deletionTimestamp`` itself and drops it from a create, so the sim cannot be seeded with a
+    pod that is going away; simulate gets the same pod live. (Given as terminating to simulate
+    only, such a pod would count for one side's spread constraints and not the other's, and be
+    scheduled by one side only.)"""
+    documents = [d for d in yaml.safe_load_all((folder / "cluster.yaml").read_text()) if d]
+    for document in documents:
+        for obj in document.get("items") or [document]:
+            if obj.get("kind") == "Pod":
+                (obj.get("metadata") or {}).pop("deletionTimestamp", None)
+    return write_yaml(folder / "as-held.yaml", documents)
+
+
 def _ours(cluster: Path, scheduler: Obj) -> set[str]:
-    """Our pods, except those the input shows being deleted: an API server sets
-    ``deletionTimestamp`` itself and drops it from a create, so the sim cannot be seeded with
-    a pod that is going away (simulate leaves such a pod out; the daemon, seeing a live pod in
-    the sim, schedules it)."""
+    """Our pods (those of the scheduler name the daemon runs as)."""
     name = scheduler.get("schedulerName", "pumice")
-    return {
-        _key(p)
-        for p in _pods(cluster)
-        if p.get("spec", {}).get("schedulerName") == name
-        and not p["metadata"].get("deletionTimestamp")
-    }
+    return {_key(p) for p in _pods(cluster) if p.get("spec", {}).get("schedulerName") == name}
 
 
 def test_every_simulate_scenario_gives_the_daemons_decisions(

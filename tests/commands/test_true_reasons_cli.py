@@ -151,6 +151,7 @@ tiers:
     arguments:
       maxReservedFraction: 2         # line 6
       relockPeriod: -5               # line 7
+  - name: predicates
 """
 
 

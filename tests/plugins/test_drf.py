@@ -211,7 +211,10 @@ def test_enable_hierarchy_is_a_config_warning_and_drf_stays_plain(
     # the config loader warns, with file, line and key (tests/test_check_config_arguments.py);
     # the sessions that build the plugin say nothing more, every cycle or once
     forget_warnings()
-    text = 'actions: "allocate"\ntiers:\n- plugins:\n  - name: drf\n    enableHierarchy: true\n'
+    text = (
+        'actions: "allocate"\ntiers:\n- plugins:\n  - name: drf\n    enableHierarchy: true\n'
+        "  - name: predicates\n"
+    )
     warnings = [str(w) for w in lint(parse_config(text, "c.yaml"))]
     assert warnings == [
         "c.yaml:5: tiers[0].plugins[0].enableHierarchy: warning: hierarchical sharing is not "

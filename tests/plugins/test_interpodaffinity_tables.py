@@ -1,22 +1,39 @@
-"""kube-scheduler's InterPodAffinity tables, re-expressed as ``pumice simulate`` scenarios.
+"""kube-scheduler's InterPodAffinity filter tables, re-expressed as ``pumice simulate`` scenarios.
 
 Sources (kubernetes/kubernetes; each case's id names its file, test function and case):
 
 * ``pkg/scheduler/framework/plugins/interpodaffinity/filtering_test.go``:
-  TestRequiredAffinitySingleNode, TestRequiredAffinityMultipleNodes;
-* ``pkg/scheduler/framework/plugins/interpodaffinity/scoring_test.go``: TestPreferredAffinity,
-  TestPreferredAffinityWithHardPodAffinitySymmetricWeight;
+  TestRequiredAffinitySingleNode, TestRequiredAffinityMultipleNodes (TestPreFilterStateAddRemovePod
+  is in ``test_pod_links_add_remove.py``);
 * ``test/integration/scheduler/filters/filters_test.go``: TestInterPodAffinity,
   TestInterPodAffinityWithNamespaceSelector.
+
+The score tables (``scoring_test.go``) are in ``test_interpodaffinity_score_tables.py``.
 
 The unit tables call one plugin's Filter on one node; here the whole scheduler runs, so a case
 states the set of nodes that pass every filter (``feasible``) or, when there is none, the
 reasons of kube-scheduler's ``0/N nodes are available`` message. Where the unit table leaves a
 field out that the API server requires (a topologyKey), the case uses the one its siblings use,
-and says so in ``note``. Cases about label-syntax validation (the API server rejects those pods)
-are not re-expressed. The expected verdicts were worked out from kube-constraints.md sections 1
-and 3 and are checked against the independent checker of ``support/constraint_checker.py``
+and says so in ``note``. The expected verdicts were worked out from kube-constraints.md sections
+1 and 3 and are checked against the independent checker of ``support/constraint_checker.py``
 (``test_tables_agree_with_the_checker``), which runs without pumice.
+
+Names an API server would refuse are spelled as it accepts them, so that the sim can hold every
+cluster (``tests/commands/test_simulate_matches_the_daemon.py``): the tables' nodes nodeA,
+nodeB, nodeC are node-a, node-b, node-c, and their namespaces subteam1.team1 … are
+subteam1-team1 …; the case names keep the tables' spelling.
+
+Not re-expressed, and why (the API server refuses these pods, so no scheduler sees them):
+
+* TestRequiredAffinitySingleNode "PodAffinity fails PreFilter with an invalid affinity label
+  syntax" and "PodAntiAffinity fails PreFilter with an invalid antiaffinity label syntax" (a
+  selector value ``{{.bad-value.}}`` that is not a label value);
+* TestInterPodAffinity "validates that a pod with an invalid podAffinity is rejected because of
+  the LabelSelectorRequirement is invalid" (the table expects the create to fail).
+
+TestGetTPMapMatchingIncomingAffinityAntiAffinity checks kube-scheduler's internal counts (per
+topology pair, the pods matching the incoming pod's terms); each row is re-expressed as the
+verdict those counts imply on its one node.
 """
 
 from __future__ import annotations
@@ -29,12 +46,9 @@ import pytest
 from support.constraint_cases import (
     Capsys,
     FilterCase,
-    ScoreCase,
     absent,
     check_case_against_checker,
     check_filter_case,
-    check_score_values,
-    check_score_winner,
     exists,
     in_,
     namespace,
@@ -42,10 +56,8 @@ from support.constraint_cases import (
     not_in,
     params,
     pod,
-    score_config,
     sel,
     term,
-    weighted,
 )
 from support.constraint_checker import AFFINITY, ANTI_AFFINITY, EXISTING_ANTI_AFFINITY
 
@@ -393,8 +405,8 @@ MULTIPLE_NODES = [
         {AFFINITY: 2},
     ),
     multi(
-        "NodeA and node-b have same topologyKey and label value. NodeA has an existing pod that "
-        "matches the inter pod affinity rule. The pod can not be scheduled onto node-a and node-b.",
+        "NodeA and nodeB have same topologyKey and label value. NodeA has an existing pod that "
+        "matches the inter pod affinity rule. The pod can not be scheduled onto nodeA and nodeB.",
         ab({"region": "r1", "hostname": "node-a"}, {"region": "r1", "hostname": "node-b"}),
         [pod("e", {"foo": "abc"}, on="node-a")],
         pod("p", anti=[term(sel(in_("foo", "abc")), "region")]),
@@ -420,18 +432,18 @@ MULTIPLE_NODES = [
         {ANTI_AFFINITY: 2},
     ),
     multi(
-        "NodeA and node-b have same topologyKey and label value. NodeA has an existing pod that "
-        "matches the inter pod affinity rule. The pod can not be scheduled onto node-a and node-b "
-        "but can be scheduled onto node-c",
+        "NodeA and nodeB have same topologyKey and label value. NodeA has an existing pod that "
+        "matches the inter pod affinity rule. The pod can not be scheduled onto nodeA and nodeB "
+        "but can be scheduled onto nodeC",
         [node("node-a", CHINA), node("node-b", CHINA_AZ1), node("node-c", INDIA)],
         [pod("e", {"foo": "abc"}, on="node-a")],
         pod("p", anti=[term(sel(in_("foo", "abc")), "region")]),
         {"node-c"},
     ),
     multi(
-        "NodeA and node-b have same topologyKey and label value. NodeA has an existing pod that "
-        "matches the inter pod affinity rule. The pod can not be scheduled onto node-a, node-b, "
-        "but can be scheduled onto node-c (NodeC has an existing pod that match the inter pod "
+        "NodeA and nodeB have same topologyKey and label value. NodeA has an existing pod that "
+        "matches the inter pod affinity rule. The pod can not be scheduled onto nodeA, nodeB, "
+        "but can be scheduled onto nodeC (NodeC has an existing pod that match the inter pod "
         "affinity rule but in different namespace)",
         [node("node-a", CHINA), node("node-b", CHINA_AZ1), node("node-c", INDIA)],
         [
@@ -533,8 +545,8 @@ MULTIPLE_NODES = [
         {ANTI_AFFINITY: 2},
     ),
     multi(
-        "Test existing pod's anti-affinity: existingPod on node-a and node-b has at least one "
-        "anti-affinity term matches incoming pod, so incoming pod can only be scheduled to node-c",
+        "Test existing pod's anti-affinity: existingPod on nodeA and nodeB has at least one "
+        "anti-affinity term matches incoming pod, so incoming pod can only be scheduled to nodeC",
         [
             node("node-a", {"region": "r1", "zone": "z1", "hostname": "node-a"}),
             node("node-b", {"region": "r1", "zone": "z2", "hostname": "node-b"}),
@@ -575,9 +587,89 @@ MULTIPLE_NODES = [
 ]
 
 
+def exists_terms(*keys: str) -> list[dict[str, object]]:
+    """One term per key, ``key Exists`` over the node's hostname label."""
+    return [term(sel(exists(k)), "hostname") for k in keys]
+
+
+def tp_map(
+    name: str,
+    existing_labels: tuple[str, ...] | None,
+    affinity: tuple[str, ...] = (),
+    anti: tuple[str, ...] = (),
+    reason: str | None = None,
+) -> FilterCase:
+    """A TestGetTPMapMatchingIncomingAffinityAntiAffinity row: nodeA (here node-a), one
+    existing pod with the given label keys (None: no pod), an incoming pod without labels."""
+    existing = []
+    if existing_labels is not None:
+        existing = [pod("normal", dict.fromkeys(existing_labels, ""), on="node-a")]
+    return FilterCase(
+        source=f"{FILTERING}: TestGetTPMapMatchingIncomingAffinityAntiAffinity: '{name}'",
+        nodes=[node("node-a", {"hostname": "node-a"})],
+        existing=existing,
+        incoming=pod("p", affinity=exists_terms(*affinity), anti=exists_terms(*anti)),
+        feasible=frozenset() if reason else frozenset({"node-a"}),
+        reasons={reason: 1} if reason else {},
+    )
+
+
+TP_MAP = [
+    tp_map("nil test", None),
+    tp_map("incoming pod without affinity/anti-affinity causes a no-op", ("aaa",)),
+    tp_map(
+        "no pod has label that violates incoming pod's affinity and anti-affinity",
+        ("bbb",),
+        ("aaa",),
+        ("aaa",),
+        AFFINITY,
+    ),
+    tp_map(
+        "existing pod matches incoming pod's affinity and anti-affinity - single term case",
+        ("aaa",),
+        ("aaa",),
+        ("aaa",),
+        ANTI_AFFINITY,
+    ),
+    tp_map(
+        "existing pod matches incoming pod's affinity and anti-affinity - multiple terms case",
+        ("aaa", "bbb"),
+        ("aaa", "bbb"),
+        ("aaa",),
+        ANTI_AFFINITY,
+    ),
+    tp_map(
+        "existing pod not match incoming pod's affinity but matches anti-affinity",
+        ("aaa",),
+        ("aaa", "bbb"),
+        ("aaa", "bbb"),
+        AFFINITY,
+    ),
+    tp_map(
+        "incoming pod's anti-affinity has more than one term - existing pod violates partial "
+        "term - case 1",
+        ("aaa", "bbb"),
+        ("aaa", "ccc"),
+        ("aaa", "ccc"),
+        AFFINITY,
+    ),
+    tp_map(
+        "incoming pod's anti-affinity has more than one term - existing pod violates partial "
+        "term - case 2",
+        ("bbb",),
+        ("aaa", "bbb"),
+        ("aaa", "bbb"),
+        AFFINITY,
+    ),
+]
+"""The counts decide: affinity counts only a pod every term selects, and an incoming pod with
+no labels never selects itself, so a pod missing one of the affinity keys leaves the node
+without affinity (checked before anti-affinity); anti-affinity counts each term on its own."""
+
+
 # TestInterPodAffinity: two nodes testnode-0 and anothernode-0, both region r1 / zone z11, told
 # apart by their "node" label; namespaces ns1 and ns2 are team1, ns3 is team2; pods default to
-# ns1.
+# ns1. The table runs its rows one by one in a fresh cluster; each row is its own scenario here.
 INTEGRATION_NODES = [
     node("testnode-0", {"region": "r1", "zone": "z11", "node": "n1"}),
     node("anothernode-0", {"region": "r1", "zone": "z11", "node": "n2"}),
@@ -690,6 +782,22 @@ def label_key_cases(already_merged: bool) -> list[FilterCase]:
     ]
 
 
+SCAN_OR_VALUE3 = sel(in_("service", "securityscan", "value3"))
+MULTIPLE_TERMS = [
+    term(sel(exists("service"), absent("wrongkey")), "region"),
+    term(sel(in_("service", "securityscan"), not_in("service", "WrongValue")), "region"),
+]
+ANDED_TERMS = [
+    term(sel(exists("service"), absent("wrongkey")), "region"),
+    term(sel(in_("service", "securityscan2"), not_in("service", "WrongValue")), "region"),
+]
+
+
+def scan_on_0(**kwargs: Any) -> list[dict[str, object]]:
+    """The table's one existing pod, fakename2 (service=securityscan), on testnode-0."""
+    return [pod("fakename2", SCAN, ns="ns1", on="testnode-0", **kwargs)]
+
+
 INTEGRATION_CASES = [
     integration(
         "TestInterPodAffinity",
@@ -706,6 +814,29 @@ INTEGRATION_CASES = [
     ),
     integration(
         "TestInterPodAffinity",
+        "validates that InterPodAffinity is respected if matching. "
+        "requiredDuringSchedulingIgnoredDuringExecution in PodAffinity using In operator that "
+        "matches the existing pod",
+        scan_on_0(),
+        pod("fakename", S1, ns="ns1", affinity=[term(SCAN_IN, "region")]),
+        BOTH,
+    ),
+    integration(
+        "TestInterPodAffinity",
+        "validates that InterPodAffinity is respected if matching. "
+        "requiredDuringSchedulingIgnoredDuringExecution in PodAffinity using not in operator in "
+        "labelSelector that matches the existing pod",
+        scan_on_0(),
+        pod(
+            "fakename",
+            S1,
+            ns="ns1",
+            affinity=[term(sel(not_in("service", "securityscan3", "value3")), "region")],
+        ),
+        BOTH,
+    ),
+    integration(
+        "TestInterPodAffinity",
         "validates that inter-pod-affinity is respected when pods have different Namespaces",
         [pod("fakename2", SCAN, ns="ns2", on="testnode-0")],
         pod(
@@ -719,8 +850,33 @@ INTEGRATION_CASES = [
     ),
     integration(
         "TestInterPodAffinity",
+        "Doesn't satisfy the PodAffinity because of unmatching labelSelector with the existing pod",
+        scan_on_0(),
+        pod("fakename", SCAN, ns="ns1", affinity=[term(ANTIVIRUS_IN, "region")]),
+        set(),
+        {AFFINITY: 2},
+    ),
+    integration(
+        "TestInterPodAffinity",
+        "validates that InterPodAffinity is respected if matching with multiple affinities in "
+        "multiple RequiredDuringSchedulingIgnoredDuringExecution",
+        scan_on_0(),
+        pod("fakename", S1, ns="ns1", affinity=MULTIPLE_TERMS),
+        BOTH,
+    ),
+    integration(
+        "TestInterPodAffinity",
+        "The labelSelector requirements(items of matchExpressions) are ANDed, the pod cannot "
+        "schedule onto the node because one of the matchExpression items doesn't match.",
+        scan_on_0(),
+        pod("fakename", S1, ns="ns1", affinity=ANDED_TERMS),
+        set(),
+        {AFFINITY: 2},
+    ),
+    integration(
+        "TestInterPodAffinity",
         "validates that InterPod Affinity and AntiAffinity is respected if matching",
-        [pod("fakename2", SCAN, ns="ns1", on="testnode-0")],
+        scan_on_0(),
         pod(
             "fakename",
             S1,
@@ -732,11 +888,99 @@ INTEGRATION_CASES = [
     ),
     integration(
         "TestInterPodAffinity",
+        "satisfies the PodAffinity and PodAntiAffinity and PodAntiAffinity symmetry with the "
+        "existing pod",
+        scan_on_0(anti=[term(ANTIVIRUS_IN, "node")]),
+        pod(
+            "fakename",
+            S1,
+            ns="ns1",
+            affinity=[term(SCAN_IN, "region")],
+            anti=[term(ANTIVIRUS_IN, "node")],
+        ),
+        BOTH,
+    ),
+    integration(
+        "TestInterPodAffinity",
+        "satisfies the PodAffinity but doesn't satisfies the PodAntiAffinity with the existing pod",
+        scan_on_0(),
+        pod(
+            "fakename",
+            S1,
+            ns="ns1",
+            affinity=[term(SCAN_IN, "region")],
+            anti=[term(SCAN_IN, "zone")],
+        ),
+        set(),
+        {ANTI_AFFINITY: 2},
+    ),
+    integration(
+        "TestInterPodAffinity",
+        "satisfies the PodAffinity and PodAntiAffinity but doesn't satisfies PodAntiAffinity "
+        "symmetry with the existing pod",
+        scan_on_0(anti=[term(SCAN_OR_VALUE3, "zone")]),
+        pod(
+            "fakename",
+            SCAN,
+            ns="ns1",
+            affinity=[term(SCAN_IN, "region")],
+            anti=[term(ANTIVIRUS_IN, "node")],
+        ),
+        set(),
+        {EXISTING_ANTI_AFFINITY: 2},
+    ),
+    integration(
+        "TestInterPodAffinity",
+        "pod matches its own Label in PodAffinity and that matches the existing pod Labels",
+        [pod("fakename2", SCAN, ns="ns1", on="machine2")],
+        pod(
+            "fakename",
+            SCAN,
+            ns="ns1",
+            affinity=[term(sel(not_in("service", "securityscan", "value2")), "region")],
+        ),
+        set(),
+        {AFFINITY: 2},
+        note="the existing pod is bound to machine2, a node the cluster does not have (as in "
+        "the table): it counts nowhere",
+    ),
+    integration(
+        "TestInterPodAffinity",
+        "Verify that PodAntiAffinity of an existing pod is respected when PodAntiAffinity "
+        "symmetry is not satisfied with the existing pod",
+        scan_on_0(anti=[term(SCAN_IN, "zone")]),
+        pod("fakename", SCAN, ns="ns1"),
+        set(),
+        {EXISTING_ANTI_AFFINITY: 2},
+    ),
+    integration(
+        "TestInterPodAffinity",
+        "Verify that PodAntiAffinity from existing pod is respected when pod statisfies "
+        "PodAntiAffinity symmetry with the existing pod",
+        [
+            pod(
+                "fake-name2",
+                SCAN,
+                ns="ns1",
+                on="testnode-0",
+                anti=[term(sel(not_in("service", "securityscan", "value2")), "zone")],
+            )
+        ],
+        pod("fake-name", SCAN, ns="ns1"),
+        BOTH,
+    ),
+    integration(
+        "TestInterPodAffinity",
         "nodes[0] and nodes[1] have same topologyKey and label value. nodes[0] has an existing "
         "pod that matches the inter pod affinity rule. The new pod can not be scheduled onto "
         "either of the two nodes.",
         [pod("fakename", {"foo": "abc"}, ns="ns1", on="testnode-0")],
-        pod("fake-name2", ns="ns1", anti=[term(sel(in_("foo", "abc")), "region")]),
+        pod(
+            "fake-name2",
+            ns="ns1",
+            node_selector={"region": "r1"},
+            anti=[term(sel(in_("foo", "abc")), "region")],
+        ),
         set(),
         {ANTI_AFFINITY: 2},
     ),
@@ -787,7 +1031,7 @@ SPEC_CASES = [
     ),
 ]
 
-FILTER_CASES = [*SINGLE_NODE, *MULTIPLE_NODES, *INTEGRATION_CASES, *SPEC_CASES]
+FILTER_CASES = [*SINGLE_NODE, *MULTIPLE_NODES, *TP_MAP, *INTEGRATION_CASES, *SPEC_CASES]
 
 
 @pytest.mark.parametrize("case", params(FILTER_CASES))
@@ -798,285 +1042,3 @@ def test_filter(case: FilterCase, tmp_path: Path, capsys: Capsys) -> None:
 @pytest.mark.parametrize("case", params(FILTER_CASES))
 def test_tables_agree_with_the_checker(case: FilterCase) -> None:
     check_case_against_checker(case)
-
-
-# -- scores ------------------------------------------------------------------------------------
-
-STAY_WITH_S1_IN_REGION = [weighted(5, term(sel(in_("security", "S1")), "region"))]
-STAY_WITH_S2_IN_REGION = [weighted(6, term(sel(in_("security", "S2")), "region"))]
-AWAY_FROM_S1_IN_AZ = [weighted(5, term(sel(in_("security", "S1")), "az"))]
-AWAY_FROM_S2_IN_AZ = [weighted(5, term(sel(in_("security", "S2")), "az"))]
-AFFINITY3 = [
-    weighted(8, term(sel(not_in("security", "S1"), in_("security", "S2")), "region")),
-    weighted(2, term(sel(exists("security"), absent("wrongkey")), "region")),
-]
-HARD_AFFINITY = [
-    term(sel(in_("security", "S1", "value2")), "region"),
-    term(sel(exists("security"), absent("wrongkey")), "region"),
-]
-S1_REGION_8 = [weighted(8, term(sel(in_("security", "S1")), "region"))]
-S2_AZ_5 = [weighted(5, term(sel(in_("security", "S2")), "az"))]
-NS_SELECTED = term(
-    sel(in_("security", "S1")), "region", namespaces=["subteam2-team2"], ns_selector=TEAM1
-)
-
-AZ1 = {"az": "az1"}
-AZ2 = {"az": "az2"}
-
-
-def preferred(
-    name: str,
-    nodes: list[dict[str, object]],
-    existing: list[dict[str, object]],
-    incoming: dict[str, object],
-    scores: dict[str, int],
-    test: str = "TestPreferredAffinity",
-) -> ScoreCase:
-    return ScoreCase(
-        source=f"{SCORING}: {test}: '{name}'",
-        nodes=nodes,
-        existing=existing,
-        incoming=incoming,
-        scores=scores,
-        namespaces=TEAMS,
-    )
-
-
-THREE = [node("node1", CHINA), node("node2", INDIA), node("node3", AZ1)]
-
-SCORE_CASES = [
-    preferred(
-        "Affinity: pod that matches topology key & pods in nodes will get high score comparing "
-        "to otherswhich doesn't match either pods in nodes or in topology key",
-        THREE,
-        [pod("e1", S1, on="node1"), pod("e2", S2, on="node2"), pod("e3", S1, on="node3")],
-        pod("p", S1, preferred=STAY_WITH_S1_IN_REGION),
-        {"node1": 100, "node2": 0, "node3": 0},
-    ),
-    preferred(
-        "All the nodes that have the same topology key & label value with one of them has an "
-        "existing pod that match the affinity rules, have the same score",
-        [node("node1", CHINA), node("node2", CHINA_AZ1), node("node3", INDIA)],
-        [pod("e1", S1, on="node1")],
-        pod("p", preferred=STAY_WITH_S1_IN_REGION),
-        {"node1": 100, "node2": 100, "node3": 0},
-    ),
-    preferred(
-        "Affinity: different Label operators and values for pod affinity scheduling preference, "
-        "including some match failures",
-        THREE,
-        [pod("e1", S1, on="node1"), pod("e2", S2, on="node2"), pod("e3", S1, on="node3")],
-        pod("p", S1, preferred=AFFINITY3),
-        {"node1": 20, "node2": 100, "node3": 0},
-    ),
-    preferred(
-        "Affinity symmetry: considered only the preferredDuringSchedulingIgnoredDuringExecution "
-        "in pod affinity symmetry",
-        THREE,
-        [
-            pod("e1", S1, on="node1", preferred=STAY_WITH_S1_IN_REGION),
-            pod("e2", S2, on="node2", preferred=STAY_WITH_S2_IN_REGION),
-        ],
-        pod("p", S2),
-        {"node1": 0, "node2": 100, "node3": 0},
-    ),
-    preferred(
-        "Affinity symmetry with namespace selector",
-        THREE,
-        [
-            pod("e1", S1, on="node1", preferred=[weighted(5, NS_SELECTED)]),
-            pod("e2", S2, on="node2", preferred=STAY_WITH_S2_IN_REGION),
-        ],
-        pod("p", S1, ns="subteam1-team1"),
-        {"node1": 100, "node2": 0, "node3": 0},
-    ),
-    preferred(
-        "AntiAffinity symmetry with namespace selector",
-        THREE,
-        [
-            pod("e1", S1, on="node1", preferred_anti=[weighted(5, NS_SELECTED)]),
-            pod("e2", S2, on="node2", preferred=STAY_WITH_S2_IN_REGION),
-        ],
-        pod("p", S1, ns="subteam1-team1"),
-        {"node1": 0, "node2": 100, "node3": 100},
-    ),
-    preferred(
-        "Affinity symmetry: considered RequiredDuringSchedulingIgnoredDuringExecution in pod "
-        "affinity symmetry",
-        THREE,
-        [
-            pod("e1", S1, on="node1", affinity=HARD_AFFINITY),
-            pod("e2", S2, on="node2", affinity=HARD_AFFINITY),
-        ],
-        pod("p", S1),
-        {"node1": 100, "node2": 100, "node3": 0},
-    ),
-    preferred(
-        "Anti Affinity: pod that does not match existing pods in node will get high score",
-        [node("node1", AZ1), node("node2", CHINA)],
-        [pod("e1", S1, on="node1"), pod("e2", S2, on="node2")],
-        pod("p", S1, preferred_anti=AWAY_FROM_S1_IN_AZ),
-        {"node1": 0, "node2": 100},
-    ),
-    preferred(
-        "Anti Affinity: pod that does not match topology key & match the pods in nodes will get "
-        "higher score comparing to others",
-        [node("node1", AZ1), node("node2", CHINA)],
-        [pod("e1", S1, on="node1"), pod("e2", S1, on="node2")],
-        pod("p", S1, preferred_anti=AWAY_FROM_S1_IN_AZ),
-        {"node1": 0, "node2": 100},
-    ),
-    preferred(
-        "Anti Affinity: one node has more matching pods comparing to other node, so the node "
-        "which has more unmatches will get high score",
-        [node("node1", AZ1), node("node2", INDIA)],
-        [pod("e1", S1, on="node1"), pod("e2", S1, on="node1"), pod("e3", S2, on="node2")],
-        pod("p", S1, preferred_anti=AWAY_FROM_S1_IN_AZ),
-        {"node1": 0, "node2": 100},
-    ),
-    preferred(
-        "Anti Affinity symmetry: the existing pods in node which has anti affinity match will "
-        "get high score",
-        [node("node1", AZ1), node("node2", AZ2)],
-        [
-            pod("e1", S1, on="node1", preferred_anti=AWAY_FROM_S2_IN_AZ),
-            pod("e2", S2, on="node2", preferred_anti=AWAY_FROM_S1_IN_AZ),
-        ],
-        pod("p", S2),
-        {"node1": 0, "node2": 100},
-    ),
-    preferred(
-        "Affinity and Anti Affinity: considered only "
-        "preferredDuringSchedulingIgnoredDuringExecution in both pod affinity & anti affinity",
-        [node("node1", CHINA), node("node2", AZ1)],
-        [pod("e1", S1, on="node1"), pod("e2", S1, on="node2")],
-        pod("p", S1, preferred=S1_REGION_8, preferred_anti=S2_AZ_5),
-        {"node1": 100, "node2": 0},
-    ),
-    preferred(
-        "Affinity and Anti Affinity and symmetry: considered only "
-        "preferredDuringSchedulingIgnoredDuringExecution in both pod affinity & anti affinity & "
-        "symmetry",
-        [node("node1", CHINA), node("node2", AZ1), node("node3", INDIA), node("node4", AZ2)],
-        [
-            pod("e1", S1, on="node1"),
-            pod("e2", S2, on="node2"),
-            pod("e3", on="node3", preferred=S1_REGION_8, preferred_anti=S2_AZ_5),
-            pod("e4", on="node4", preferred_anti=AWAY_FROM_S1_IN_AZ),
-        ],
-        pod("p", S1, preferred=S1_REGION_8, preferred_anti=S2_AZ_5),
-        {"node1": 100, "node2": 0, "node3": 100, "node4": 0},
-    ),
-    preferred(
-        "Affinity with pods matching NamespaceSelector",
-        [node("node1", CHINA), node("node2", INDIA)],
-        [
-            pod("e1", S1, ns="subteam1-team1", on="node1"),
-            pod("e2", S1, ns="subteam1-team1", on="node1"),
-            pod("e3", S1, ns="subteam1-team2", on="node1"),
-            pod("e4", S1, ns="subteam2-team1", on="node2"),
-        ],
-        pod("p", S1, ns="subteam1-team1", preferred=[weighted(5, NS_SELECTED)]),
-        {"node1": 100, "node2": 0},
-    ),
-    preferred(
-        "Affinity with pods matching both NamespaceSelector and Namespaces fields",
-        [node("node1", CHINA), node("node2", INDIA)],
-        [
-            pod("e1", S1, ns="subteam1-team1", on="node1"),
-            pod("e2", S1, ns="subteam1-team1", on="node1"),
-            pod("e3", S1, ns="subteam2-team2", on="node1"),
-            pod("e4", S1, ns="subteam2-team1", on="node2"),
-        ],
-        pod("p", S1, ns="subteam1-team1", preferred=[weighted(5, NS_SELECTED)]),
-        {"node1": 100, "node2": 0},
-    ),
-    preferred(
-        "Affinity with pods matching NamespaceSelector [anti-affinity]",
-        [node("node1", CHINA), node("node2", INDIA)],
-        [
-            pod("e1", S1, ns="subteam1-team1", on="node1"),
-            pod("e2", S1, ns="subteam1-team1", on="node1"),
-            pod("e3", S1, ns="subteam1-team2", on="node1"),
-            pod("e4", S1, ns="subteam2-team1", on="node2"),
-        ],
-        pod("p", S1, ns="subteam1-team1", preferred_anti=[weighted(5, NS_SELECTED)]),
-        {"node1": 0, "node2": 100},
-    ),
-    preferred(
-        "Affinity with pods matching both NamespaceSelector and Namespaces fields [anti-affinity]",
-        [node("node1", CHINA), node("node2", INDIA)],
-        [
-            pod("e1", S1, ns="subteam1-team1", on="node1"),
-            pod("e2", S1, ns="subteam1-team1", on="node1"),
-            pod("e3", S1, ns="subteam2-team2", on="node1"),
-            pod("e4", S1, ns="subteam2-team1", on="node2"),
-        ],
-        pod("p", S1, ns="subteam1-team1", preferred_anti=[weighted(5, NS_SELECTED)]),
-        {"node1": 0, "node2": 100},
-    ),
-    preferred(
-        "Do not ignore preferred terms of existing pods",
-        [node("node1", CHINA), node("node2", INDIA)],
-        [
-            pod("e1", S1, on="node1", preferred=S1_REGION_8, preferred_anti=S2_AZ_5),
-            pod("e2", S2, on="node2", preferred=STAY_WITH_S2_IN_REGION),
-        ],
-        pod("p", S2),
-        {"node1": 0, "node2": 100},
-    ),
-    preferred(
-        "with default weight",
-        THREE,
-        [
-            pod(
-                "e1",
-                on="node1",
-                affinity=[
-                    term(
-                        sel(in_("service", "S1")),
-                        "region",
-                        namespaces=["default", "subteam2-team2"],
-                        ns_selector=TEAM1,
-                    )
-                ],
-            ),
-            pod(
-                "e2",
-                on="node2",
-                affinity=[
-                    term(
-                        sel(in_("service", "S1")),
-                        "region",
-                        namespaces=["default", "subteam2-team2"],
-                        ns_selector=TEAM1,
-                    )
-                ],
-            ),
-        ],
-        pod("p", {"service": "S1"}),
-        {"node1": 100, "node2": 100, "node3": 0},
-        test="TestPreferredAffinityWithHardPodAffinitySymmetricWeight",
-    ),
-]
-"""In TestPreferredAffinity the existing pods are in the default namespace; the two rows named
-"Affinity with pods matching NamespaceSelector" (and "... both ... fields") appear once with
-preferred affinity and once with preferred anti-affinity, told apart here by "[anti-affinity]".
-In the hard-weight row the table's "" namespace is "default"."""
-
-UNIQUE_WINNER = [c for c in SCORE_CASES if len(c.winners()) == 1]
-AFFINITY_ONLY = score_config(podaffinity=1)
-
-
-def test_enough_unique_winners() -> None:
-    assert len(UNIQUE_WINNER) >= 12
-
-
-@pytest.mark.parametrize("case", params(UNIQUE_WINNER))
-def test_score_winner(case: ScoreCase, tmp_path: Path, capsys: Capsys) -> None:
-    check_score_winner(tmp_path, capsys, case, AFFINITY_ONLY)
-
-
-@pytest.mark.parametrize("case", params(SCORE_CASES))
-def test_score_values(case: ScoreCase, tmp_path: Path, capsys: Capsys) -> None:
-    check_score_values(tmp_path, capsys, case, AFFINITY_ONLY)

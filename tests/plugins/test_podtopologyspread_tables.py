@@ -1,21 +1,29 @@
-"""kube-scheduler's PodTopologySpread tables, re-expressed as ``pumice simulate`` scenarios.
+"""kube-scheduler's PodTopologySpread filter tables, re-expressed as ``pumice simulate`` scenarios.
 
 Sources (kubernetes/kubernetes; each case's id names its file, test function and case):
 
-* ``pkg/scheduler/framework/plugins/podtopologyspread/filtering_test.go``: TestSingleConstraint,
-  TestMultipleConstraints, and TestPreFilterState (whose expected counts are turned here into
-  the verdict they imply for the incoming pod);
-* ``pkg/scheduler/framework/plugins/podtopologyspread/scoring_test.go``:
-  TestPodTopologySpreadScore;
+* ``pkg/scheduler/framework/plugins/podtopologyspread/filtering_test.go``: TestSingleConstraint
+  and TestMultipleConstraints (TestPreFilterState is in ``test_podtopologyspread_state_tables.py``,
+  TestPreFilterStateAddPod / RemovePod in ``test_pod_links_add_remove.py``);
 * ``test/integration/scheduler/filters/filters_test.go``: TestPodTopologySpreadFilter.
+
+The score table (``scoring_test.go``) is in ``test_podtopologyspread_score_tables.py``.
 
 The unit tables run the spread plugin alone ("in real case, it's false" say their comments where
 NodeAffinity or TaintToleration would reject a node); here the whole scheduler runs, so a case
-states the nodes that pass every filter. The score rows' "failed nodes" carry a taint the pod
-does not tolerate. Rows that only make sense with a feature gate off, with Services or
-ReplicaSets (system default constraints), or with preemption are not re-expressed. The expected
-verdicts were worked out from kube-constraints.md sections 2 and 3 and are checked against the
-independent checker of ``support/constraint_checker.py`` (``test_tables_agree_with_the_checker``).
+states the nodes that pass every filter. The expected verdicts were worked out from
+kube-constraints.md sections 2 and 3 and are checked against the independent checker of
+``support/constraint_checker.py`` (``test_tables_agree_with_the_checker``).
+
+Not re-expressed here, and why:
+
+* TestPodTopologySpreadFilter "feature gate disabled, two node inclusion Constraints, zone:
+  honor/ignore, node: honor/ignore" and "matchLabelKeys ignored when feature gate disabled, pods
+  spread across zone as 2/1": they switch NodeInclusionPolicyInPodTopologySpread or
+  MatchLabelKeysInPodTopologySpread off; both are on and locked in the Kubernetes pumice follows,
+  and pumice has no such switch;
+* TestPodTopologySpreadFilter "high priority pod can preempt others": a preemption row, in
+  ``tests/actions/test_preempt_pod_links.py`` with pumice's preempt action.
 """
 
 from __future__ import annotations
@@ -25,82 +33,35 @@ from pathlib import Path
 import pytest
 
 from support.constraint_cases import (
-    HOST,
     NO_SCHEDULE,
-    TAINT_REASON,
     Capsys,
     FilterCase,
-    ScoreCase,
     check_case_against_checker,
     check_filter_case,
-    check_score_values,
-    check_score_winner,
-    exists,
     node,
     node_in,
     node_not_in,
     params,
     pod,
-    score_config,
     sel,
     spread,
 )
 from support.constraint_checker import NODE_AFFINITY, SPREAD, SPREAD_MISSING_LABEL
-
-FILTERING = "podtopologyspread/filtering_test.go"
-SCORING = "podtopologyspread/scoring_test.go"
-INTEGRATION = "integration/scheduler/filters/filters_test.go"
-
-FOO = sel(exists("foo"))
-BAR = sel(exists("bar"))
-Obj = dict[str, object]
-
-
-def zn(name: str, zone: str, **extra: str) -> Obj:
-    """A node with labels zone and node (= its name), as the unit tables build them."""
-    return node(name, {"zone": zone, "node": name, **extra})
-
-
-def four(**extra: dict[str, str]) -> list[Obj]:
-    """node-a, node-b in zone1; node-x, node-y in zone2 (extra labels per node name)."""
-    zones = {"node-a": "zone1", "node-b": "zone1", "node-x": "zone2", "node-y": "zone2"}
-    return [zn(n, z, **extra.get(n.replace("-", "_"), {})) for n, z in zones.items()]
-
-
-def foo(name: str, on: str, **labels: str) -> Obj:
-    return pod(name, {"foo": "", **labels}, on=on)
-
-
-def pods(spec: str, **labels: str) -> list[Obj]:
-    """``"a2 b1 y3"``: two pods labelled foo on node-a, one on node-b, three on node-y."""
-    out = []
-    for part in spec.split():
-        where, count = part[0], int(part[1:])
-        out += [foo(f"p-{where}{i}", f"node-{where}", **labels) for i in range(1, count + 1)]
-    return out
-
-
-def case(
-    test: str,
-    name: str,
-    nodes: list[Obj],
-    existing: list[Obj],
-    incoming: Obj,
-    feasible: set[str],
-    reasons: dict[str, int] | None = None,
-    *,
-    source: str = FILTERING,
-    note: str = "",
-) -> FilterCase:
-    return FilterCase(
-        source=f"{source}: {test}: '{name}'",
-        nodes=nodes,
-        existing=existing,
-        incoming=incoming,
-        feasible=frozenset(feasible),
-        reasons=reasons or {},
-        note=note,
-    )
+from support.spread_rows import (
+    ALL4,
+    BAR,
+    FOO,
+    INTEGRATION,
+    NODE_1,
+    ZONE_1,
+    Obj,
+    case,
+    foo,
+    four,
+    p,
+    pods,
+    zn,
+)
 
 
 def single(
@@ -128,29 +89,6 @@ def multiple(
 ) -> FilterCase:
     return case("TestMultipleConstraints", name, nodes, existing, incoming, feasible, reasons)
 
-
-def state(
-    name: str,
-    nodes: list[Obj],
-    existing: list[Obj],
-    incoming: Obj,
-    feasible: set[str],
-    reasons: dict[str, int] | None = None,
-) -> FilterCase:
-    return case("TestPreFilterState", name, nodes, existing, incoming, feasible, reasons)
-
-
-ALL4 = {"node-a", "node-b", "node-x", "node-y"}
-ZONE1 = sel(exists("foo"))
-
-
-def p(*spreads: Obj, labels: dict[str, str] | None = None, **kwargs: object) -> Obj:
-    """The incoming pod (labelled foo unless told otherwise)."""
-    return pod("p", {"foo": ""} if labels is None else labels, spreads=spreads, **kwargs)  # type: ignore[arg-type]
-
-
-ZONE_1 = spread(1, "zone", FOO)
-NODE_1 = spread(1, "node", FOO)
 
 SINGLE = [
     single("no existing pods", four(), [], p(ZONE_1), ALL4),
@@ -298,6 +236,27 @@ SINGLE = [
         {"node-x"},
     ),
     single(
+        "NodeAffinityPolicy ignored with labelSelectors",
+        [
+            node(n, {"node": n, **({} if n == "node-y" else {"foo": ""})})
+            for n in ("node-a", "node-b", "node-x", "node-y")
+        ],
+        pods("a1 b1 y1"),
+        p(spread(1, "node", FOO, affinity_policy="Ignore"), node_selector={"foo": ""}),
+        {"node-x"},
+    ),
+    single(
+        "NodeAffinityPolicy ignored with labelSelectors [nodeAffinity]",
+        [
+            node(n, {"node": n, **({} if n == "node-y" else {"foo": ""})})
+            for n in ("node-a", "node-b", "node-x", "node-y")
+        ],
+        pods("a1 b1 y1"),
+        p(spread(1, "node", FOO, affinity_policy="Ignore"), node_affinity=node_in("foo", "")),
+        {"node-x"},
+        note="the table has two rows of this name; the second uses required node affinity",
+    ),
+    single(
         "NodeTaintsPolicy ignored",
         [
             *(node(n, {"node": n, "foo": ""}) for n in ("node-a", "node-b", "node-x")),
@@ -436,110 +395,6 @@ MULTIPLE = [
             node_selector={"foo": ""},
         ),
         {"node-x"},
-    ),
-]
-
-PREFILTER_STATE = [
-    state(
-        "namespace mismatch doesn't count",
-        four(),
-        [
-            foo("p-a1", "node-a"),
-            pod("p-a2", {"foo": ""}, ns="ns1", on="node-a"),
-            foo("p-b1", "node-b"),
-            pod("p-y1", {"foo": ""}, ns="ns2", on="node-y"),
-            foo("p-y2", "node-y"),
-        ],
-        p(ZONE_1),
-        {"node-x", "node-y"},
-    ),
-    state(
-        "normal case with two spreadConstraints",
-        four(),
-        pods("a2 b1 y4"),
-        p(ZONE_1, NODE_1),
-        set(),
-        {SPREAD: 4},
-    ),
-    state(
-        "different labelSelectors - simple version",
-        [zn("node-a", "zone1"), zn("node-b", "zone1"), zn("node-y", "zone2")],
-        [foo("p-a", "node-a"), pod("p-b", {"bar": ""}, on="node-b")],
-        p(ZONE_1, spread(1, "node", BAR), labels={"foo": "", "bar": ""}),
-        {"node-y"},
-    ),
-    state(
-        "different labelSelectors - complex pods",
-        [zn("node-a", "zone1"), zn("node-b", "zone1"), zn("node-y", "zone2")],
-        [
-            foo("p-a1", "node-a"),
-            foo("p-a2", "node-a", bar=""),
-            foo("p-b1", "node-b"),
-            foo("p-y1", "node-y"),
-            foo("p-y2", "node-y", bar=""),
-            foo("p-y3", "node-y"),
-            foo("p-y4", "node-y", bar=""),
-        ],
-        p(ZONE_1, spread(1, "node", BAR), labels={"foo": "", "bar": ""}),
-        {"node-b"},
-    ),
-    state(
-        "two spreadConstraints, and with podAffinity",
-        four(),
-        pods("a2 b1 y4"),
-        p(ZONE_1, NODE_1, node_affinity=node_not_in("node", "node-x")),
-        {"node-b"},
-    ),
-    state(
-        "two node inclusion Constraints, zone: ignore/ignore, node: honor/honor",
-        [
-            zn("node-a", "zone1"),
-            node("node-b", {"zone": "zone1", "node": "node-b", "foo": ""}, taints=[NO_SCHEDULE]),
-            zn("node-x", "zone2", foo=""),
-            zn("node-y", "zone2", foo=""),
-        ],
-        pods("a2 x2 y1"),
-        p(
-            spread(1, "zone", FOO, affinity_policy="Ignore"),
-            spread(1, "node", FOO, taints_policy="Honor"),
-            node_selector={"foo": ""},
-        ),
-        set(),
-        {NODE_AFFINITY: 1, TAINT_REASON: 1, SPREAD: 2},
-    ),
-    state(
-        "matchLabelKeys ANDed with LabelSelector when LabelSelector isn't empty",
-        four(),
-        [
-            foo("p-a1", "node-a"),
-            foo("p-a2", "node-a", bar="a"),
-            foo("p-b1", "node-b"),
-            foo("p-y1", "node-y", bar="a"),
-            pod("p-y2", {"bar": ""}, on="node-y"),
-        ],
-        p(spread(1, "zone", FOO, match_keys=["bar"]), labels={"foo": "", "bar": "a"}),
-        ALL4,
-    ),
-    state(
-        "matchLabelKeys ANDed with LabelSelector when LabelSelector is empty",
-        four(),
-        [pod(f"p-{w}", {"foo": "a"}, on=f"node-{w[0]}") for w in ("a1", "a2", "b1", "y1", "y2")],
-        p(spread(1, "zone", sel(), match_keys=["foo"]), labels={"foo": "a"}),
-        {"node-x", "node-y"},
-    ),
-    state(
-        "key in matchLabelKeys is ignored when LabelSelector is nil when feature gate enabled",
-        four(),
-        [pod(f"p-{w}", {"foo": "a"}, on=f"node-{w[0]}") for w in ("a1", "a2", "b1", "y1", "y2")],
-        p(spread(1, "zone", None, match_keys=["bar"])),
-        ALL4,
-    ),
-    state(
-        "key in matchLabelKeys is ignored when it isn't exist in pod.labels",
-        four(),
-        [pod(f"p-{w}", {"foo": "a"}, on=f"node-{w[0]}") for w in ("a1", "a2", "b1", "y1", "y2")],
-        p(spread(1, "zone", FOO, match_keys=["bar"])),
-        {"node-x", "node-y"},
     ),
 ]
 
@@ -732,7 +587,7 @@ INTEGRATION_CASES = [
     ),
 ]
 
-FILTER_CASES = [*SINGLE, *MULTIPLE, *PREFILTER_STATE, *INTEGRATION_CASES]
+FILTER_CASES = [*SINGLE, *MULTIPLE, *INTEGRATION_CASES]
 
 
 @pytest.mark.parametrize("case", params(FILTER_CASES))
@@ -743,167 +598,3 @@ def test_filter(case: FilterCase, tmp_path: Path, capsys: Capsys) -> None:
 @pytest.mark.parametrize("case", params(FILTER_CASES))
 def test_tables_agree_with_the_checker(case: FilterCase) -> None:
     check_case_against_checker(case)
-
-
-# -- scores ------------------------------------------------------------------------------------
-
-
-def hosts(*names: str, unfit: tuple[str, ...] = (), **extra: dict[str, str]) -> list[Obj]:
-    """Nodes labelled kubernetes.io/hostname; ``unfit`` ones are tainted (the table's failed
-    nodes); ``extra`` adds labels per node (node_a=...)."""
-    return [
-        node(
-            n,
-            {HOST: n, **extra.get(n.replace("-", "_"), {})},
-            taints=[NO_SCHEDULE] if n in unfit else (),
-        )
-        for n in names
-    ]
-
-
-def score(
-    name: str, nodes: list[Obj], existing: list[Obj], incoming: Obj, scores: dict[str, int]
-) -> ScoreCase:
-    return ScoreCase(
-        source=f"{SCORING}: TestPodTopologySpreadScore: '{name}'",
-        nodes=nodes,
-        existing=existing,
-        incoming=incoming,
-        scores=scores,
-    )
-
-
-def soft(max_skew: int, key: str, selector: Obj | None) -> Obj:
-    return spread(max_skew, key, selector, when="ScheduleAnyway")
-
-
-def zoned(**unfit: bool) -> list[Obj]:
-    zones = {"node-a": "zone1", "node-b": "zone1", "node-x": "zone2", "node-y": "zone2"}
-    return [
-        node(n, {"zone": z, HOST: n}, taints=[NO_SCHEDULE] if unfit.get(n[-1]) else ())
-        for n, z in zones.items()
-    ]
-
-
-SCORE_CASES = [
-    score(
-        "one constraint on node, all 4 nodes are candidates",
-        hosts("node-a", "node-b", "node-c", "node-d"),
-        pods("a2 b1 d3"),
-        p(soft(1, HOST, FOO)),
-        {"node-a": 20, "node-b": 60, "node-c": 100, "node-d": 0},
-    ),
-    score(
-        "one constraint on node, all 4 nodes are candidates, maxSkew=2",
-        hosts("node-a", "node-b", "node-c", "node-d"),
-        pods("a2 b1 d3"),
-        p(soft(2, HOST, FOO)),
-        {"node-a": 33, "node-b": 66, "node-c": 100, "node-d": 16},
-    ),
-    score(
-        "one constraint on node, all 4 nodes are candidates, maxSkew=3",
-        hosts("node-a", "node-b", "node-c", "node-d"),
-        pods("a4 b3 c2 d1"),
-        p(soft(3, HOST, FOO)),
-        {"node-a": 44, "node-b": 66, "node-c": 77, "node-d": 100},
-    ),
-    score(
-        "one constraint on node, 3 out of 4 nodes are candidates",
-        hosts("node-a", "node-b", "node-x", "node-y", unfit=("node-y",)),
-        pods("a4 b2 x1 y3"),
-        p(soft(1, HOST, FOO)),
-        {"node-a": 33, "node-b": 83, "node-x": 100},
-    ),
-    score(
-        "one constraint on node, 3 out of 4 nodes are candidates, one node doesn't match "
-        "topology key",
-        [
-            *hosts("node-a"),
-            node("node-b", {"n": "node-b"}),
-            *hosts("node-x", "node-y", unfit=("node-y",)),
-        ],
-        pods("a4 b2 x1 y3"),
-        p(soft(1, HOST, FOO)),
-        {"node-a": 16, "node-b": 0, "node-x": 100},
-    ),
-    score(
-        "one constraint on zone, 3 out of 4 nodes are candidates",
-        zoned(y=True),
-        pods("a4 b2 x1 y3"),
-        p(soft(1, "zone", FOO)),
-        {"node-a": 75, "node-b": 75, "node-x": 100},
-    ),
-    score(
-        "two Constraints on zone and node, 2 out of 4 nodes are candidates",
-        zoned(b=True, y=True),
-        pods("a2 b1 x2 y4"),
-        p(soft(1, "zone", FOO), soft(1, HOST, FOO)),
-        {"node-a": 100, "node-x": 63},
-    ),
-    score(
-        "two Constraints on zone and node, with different labelSelectors",
-        zoned(),
-        [
-            foo("p-a1", "node-a"),
-            foo("p-b1", "node-b", bar=""),
-            foo("p-y1", "node-y"),
-            pod("p-y2", {"bar": ""}, on="node-y"),
-        ],
-        p(soft(1, "zone", FOO), soft(1, HOST, BAR), labels={"foo": "", "bar": ""}),
-        {"node-a": 60, "node-b": 20, "node-x": 100, "node-y": 60},
-    ),
-    score(
-        "two Constraints on zone and node, with different labelSelectors, some nodes have 0 pods",
-        zoned(),
-        [
-            pod("p-b1", {"bar": ""}, on="node-b"),
-            foo("p-x1", "node-x"),
-            foo("p-y1", "node-y", bar=""),
-        ],
-        p(soft(1, "zone", FOO), soft(1, HOST, BAR), labels={"foo": "", "bar": ""}),
-        {"node-a": 100, "node-b": 60, "node-x": 40, "node-y": 0},
-    ),
-    score(
-        "two Constraints on zone and node, with different labelSelectors, 3 out of 4 nodes are "
-        "candidates",
-        zoned(y=True),
-        [
-            foo("p-a1", "node-a"),
-            foo("p-b1", "node-b", bar=""),
-            foo("p-y1", "node-y"),
-            pod("p-y2", {"bar": ""}, on="node-y"),
-        ],
-        p(soft(1, "zone", FOO), soft(1, HOST, BAR), labels={"foo": "", "bar": ""}),
-        {"node-a": 50, "node-b": 25, "node-x": 100},
-    ),
-    score(
-        "existing pods in a different namespace do not count",
-        hosts("node-a", "node-b"),
-        [pod("p-a1", {"foo": ""}, ns="ns1", on="node-a"), *pods("a1 b2")],
-        p(soft(1, HOST, FOO)),
-        {"node-a": 100, "node-b": 33},
-    ),
-    score(
-        "terminating Pods should be excluded",
-        hosts("node-a", "node-b"),
-        [pod("p-a", {"foo": ""}, on="node-a", terminating=True), foo("p-b", "node-b")],
-        p(soft(1, HOST, FOO)),
-        {"node-a": 100, "node-b": 0},
-    ),
-]
-
-SPREAD_ONLY = score_config(podtopologyspread=1)
-
-
-def test_every_score_case_has_one_winner() -> None:
-    assert all(len(c.winners()) == 1 for c in SCORE_CASES)
-
-
-@pytest.mark.parametrize("case", params(SCORE_CASES))
-def test_score_winner(case: ScoreCase, tmp_path: Path, capsys: Capsys) -> None:
-    check_score_winner(tmp_path, capsys, case, SPREAD_ONLY)
-
-
-@pytest.mark.parametrize("case", params(SCORE_CASES))
-def test_score_values(case: ScoreCase, tmp_path: Path, capsys: Capsys) -> None:
-    check_score_values(tmp_path, capsys, case, SPREAD_ONLY)

@@ -55,9 +55,18 @@ nodes pass the filters); the predicates plugin with its defaults, so both pod-to
 are on as in Volcano."""
 
 
-def score_config(podaffinity: int = 0, podtopologyspread: int = 0) -> str:
-    """nodeorder with every scorer at weight 0 except the two pod-to-pod ones given."""
-    weights = {
+def score_config(
+    podaffinity: int = 0,
+    podtopologyspread: int = 0,
+    *,
+    hard_pod_affinity_weight: int | None = None,
+    filters_off: Sequence[str] = (),
+) -> str:
+    """nodeorder with every scorer at weight 0 except the two pod-to-pod ones given;
+    ``hard_pod_affinity_weight`` sets ``podaffinity.hardPodAffinityWeight``; ``filters_off``
+    names predicates flags (``predicate.<Filter>Enable``) set false, for the unit tables that
+    score a node another filter would reject."""
+    weights: dict[str, int] = {
         "leastrequested.weight": 0,
         "mostrequested.weight": 0,
         "balancedresource.weight": 0,
@@ -67,7 +76,13 @@ def score_config(podaffinity: int = 0, podtopologyspread: int = 0) -> str:
         "podaffinity.weight": podaffinity,
         "podtopologyspread.weight": podtopologyspread,
     }
+    if hard_pod_affinity_weight is not None:
+        weights["podaffinity.hardPodAffinityWeight"] = hard_pod_affinity_weight
     args = "".join(f"      {k}: {v}\n" for k, v in weights.items())
+    predicates = "  - name: predicates\n"
+    if filters_off:
+        flags = "".join(f"      {flag}: false\n" for flag in filters_off)
+        predicates += "    arguments:\n" + flags
     return (
         'actions: "enqueue, allocate, backfill"\n'
         "tiers:\n"
@@ -75,9 +90,7 @@ def score_config(podaffinity: int = 0, podtopologyspread: int = 0) -> str:
         "  - name: priority\n"
         "  - name: gang\n"
         "    enablePreemptable: false\n"
-        "- plugins:\n"
-        "  - name: predicates\n"
-        "  - name: nodeorder\n"
+        "- plugins:\n" + predicates + "  - name: nodeorder\n"
         "    arguments:\n" + args
     )
 
@@ -218,6 +231,7 @@ def pod(
     spreads: Sequence[Obj] = (),
     node_selector: Mapping[str, str] | None = None,
     node_affinity: Obj | None = None,
+    tolerations: Sequence[Obj] = (),
     terminating: bool = False,
     group: str | None = None,
     scheduler: str | None = None,
@@ -249,6 +263,8 @@ def pod(
         spec["topologySpreadConstraints"] = [dict(s) for s in spreads]
     if node_selector is not None:
         spec["nodeSelector"] = dict(node_selector)
+    if tolerations:
+        spec["tolerations"] = [dict(t) for t in tolerations]
     meta: Obj = {
         "name": name,
         "namespace": ns,
@@ -320,6 +336,9 @@ class ScoreCase:
     incoming: Obj
     scores: Mapping[str, int]
     namespaces: Sequence[Obj] = ()
+    config: str | None = None
+    """The configuration to run with, when not the table's (``score_config``'s options)."""
+    note: str = ""
 
     @property
     def objects(self) -> list[Obj]:
@@ -420,7 +439,7 @@ def check_score_winner(tmp_path: Path, capsys: Capsys, case: ScoreCase, config: 
     last, so that pumice's tie-break (the smallest name) cannot pick it by chance."""
     (winner,) = case.winners()
     last = "zz-" + winner
-    result = run(tmp_path, capsys, renamed(case.objects, winner, last), config)
+    result = run(tmp_path, capsys, renamed(case.objects, winner, last), case.config or config)
     placement = placement_of(result, case.key)
     assert placement is not None, f"{case.source}: not placed: {pending(result).get(case.key)}"
     totals = {n: parts["total"] for n, parts in (placement.get("scores") or {}).items()}
@@ -431,5 +450,5 @@ def check_score_winner(tmp_path: Path, capsys: Capsys, case: ScoreCase, config: 
 
 def check_score_values(tmp_path: Path, capsys: Capsys, case: ScoreCase, config: str) -> None:
     """Every feasible node's score is kube-scheduler's normalised score times the weight (1)."""
-    _, totals = _scored(tmp_path, capsys, case, config)
+    _, totals = _scored(tmp_path, capsys, case, case.config or config)
     assert totals == {n: float(s) for n, s in case.scores.items()}, case.source
