@@ -22,7 +22,16 @@ from pumice.model.storage import NO_STORAGE, StorageObjects
 KINDS = ("claims", "volumes", "classes", "csinodes", "csidrivers")
 """The stores, in the order the daemon starts their informers."""
 
-_KEPT_META = ("name", "namespace", "uid", "labels", "annotations", "deletionTimestamp")
+_KEPT_META = (
+    "name",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "deletionTimestamp",
+)
 _KEPT_CLAIM_SPEC = (
     "accessModes",
     "resources",
@@ -110,6 +119,12 @@ class StorageCache:
     def csidrivers(self) -> dict[str, Obj]:
         return self.stores["csidrivers"]
 
+    @property
+    def evaluated(self) -> bool:
+        """Are claims and volumes read (the cluster serves them)? Pods naming claims are
+        evaluated then, and refused otherwise (``pumice.model.unevaluated``)."""
+        return {"claims", "volumes"} <= self.served
+
     def handler(self, kind: str) -> Handler:
         """The informer handler that keeps the store ``kind`` (one of ``KINDS``)."""
         store = self.stores[kind]
@@ -134,7 +149,7 @@ class StorageCache:
         if self._view is None:
             self._view = StorageObjects(
                 **{kind: MappingProxyType(dict(self.stores[kind])) for kind in KINDS},
-                served={"claims", "volumes"} <= self.served,
+                served=self.evaluated,
             )
         return self._view
 

@@ -22,9 +22,14 @@ from pumice.model import QuantityError, parse_quantity
 
 Obj = dict[str, Any]
 
-CACHE_KINDS = frozenset({"Node", "Pod", "PodGroup", "Queue", "PriorityClass", "Namespace"})
+STORAGE_KINDS = frozenset(
+    {"PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode", "CSIDriver"}
+)
+CACHE_KINDS = (
+    frozenset({"Node", "Pod", "PodGroup", "Queue", "PriorityClass", "Namespace"}) | STORAGE_KINDS
+)
 """The kinds the scheduler's cache takes (what ``pumice simulate`` replays)."""
-NAMESPACED_KINDS = frozenset({"Pod", "PodGroup"})
+NAMESPACED_KINDS = frozenset({"Pod", "PodGroup", "PersistentVolumeClaim"})
 
 
 class InputError(ManifestError):
@@ -45,7 +50,7 @@ def describe(obj: Mapping[str, Any]) -> str:
     name = meta.get("name", "?")
     namespace = meta.get("namespace")
     kind = obj.get("kind", "?")
-    if kind in ("Pod", "PodGroup"):
+    if kind in NAMESPACED_KINDS:
         return f"{kind} {namespace or 'default'}/{name}"
     return f"{kind} {name}"
 
@@ -74,6 +79,10 @@ def _resource_lists(obj: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
         yield "status.capacity", status.get("capacity")
     elif kind == "PodGroup":
         yield "spec.minResources", spec.get("minResources")
+    elif kind == "PersistentVolumeClaim":
+        yield "spec.resources.requests", (spec.get("resources") or {}).get("requests")
+    elif kind == "PersistentVolume":
+        yield "spec.capacity", spec.get("capacity")
     elif kind == "Queue":
         yield "spec.capability", spec.get("capability")
         yield "spec.deserved", spec.get("deserved")
@@ -136,11 +145,27 @@ def read_cluster(paths: list[str], usable: Callable[[Obj], bool]) -> ClusterInpu
 
 def api_defaults(obj: Obj) -> Obj:
     """What the API server's defaulting would have filled in: a namespaced object without a
-    namespace is in ``default``; a pod container's requests default to its limits. (A
-    missing uid stays missing: the cache keys such a pod by its name.)"""
-    if obj.get("kind") in NAMESPACED_KINDS:
+    namespace is in ``default``; a pod container's requests default to its limits; a
+    StorageClass binds ``Immediate`` unless it says otherwise; a volume or claim without a
+    phase has the one the PV controller gives it at once (a volume ``Available``, or
+    ``Bound`` when it names a claim; a claim ``Pending``, or ``Bound`` when bound). (A missing
+    uid stays missing: the cache keys such a pod by its name.)"""
+    kind = obj.get("kind")
+    if kind in NAMESPACED_KINDS:
         meta = obj.setdefault("metadata", {})
         meta["namespace"] = meta.get("namespace") or "default"
+    if kind == "StorageClass" and not obj.get("volumeBindingMode"):
+        obj["volumeBindingMode"] = "Immediate"
+    if kind in ("PersistentVolume", "PersistentVolumeClaim"):
+        status = obj.setdefault("status", {})
+        if not status.get("phase"):
+            spec = obj.get("spec") or {}
+            notes = (obj.get("metadata") or {}).get("annotations") or {}
+            if kind == "PersistentVolume":
+                status["phase"] = "Bound" if spec.get("claimRef") else "Available"
+            else:
+                bound = spec.get("volumeName") and "pv.kubernetes.io/bind-completed" in notes
+                status["phase"] = "Bound" if bound else "Pending"
     if obj.get("kind") == "Pod":
         spec = obj.setdefault("spec", {})
         for group in ("containers", "initContainers"):

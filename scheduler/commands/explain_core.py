@@ -256,6 +256,8 @@ def run_cluster(
         finally:
             session.dispose()
         state.clock += config.scheduler.period
+        for claim, volume, node in recorder.volume_writes:
+            state.bind_volume(claim, volume, node)
         for task, node, _ in recorder.binds:
             state.bind(task, node)
             if task.key in mine:

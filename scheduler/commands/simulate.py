@@ -9,7 +9,9 @@ every decision (the same snapshot → session → commit path as the daemon), ru
 actions, and hands the committed decisions back to the cache as the API server's answers —
 bound pods turn Running on their node, evicted pods disappear, preemptors get their nominated
 node, PodGroups and Queues the status the daemon would write (``pumice.daemon.outcome``, the
-plugins' fields included). One cycle is one ``period`` of the configuration on the simulated
+plugins' fields included), and the volume writes asked before a bind (a volume's claimRef, a
+claim's selected node) are answered as the volume controllers would, the claim bound. Nothing
+is written anywhere. One cycle is one ``period`` of the configuration on the simulated
 clock. The report (``simulate_report``) is a table or JSON.
 
 Exit codes: 0, or 2 with one line for a bad flag, configuration or manifest
@@ -33,12 +35,14 @@ from pumice.commands.simulate_report import (
     NodeUsage,
     Placement,
     Report,
+    VolumeBinding,
     render_table,
 )
 from pumice.commands.whatif_command import add_arguments as add_whatif_arguments
 from pumice.commands.whatif_command import run as run_whatif
 from pumice.commands.whatif_command import wanted as whatif_wanted
 from pumice.daemon.outcome import collect
+from pumice.framework.committer import PreBindWriter
 from pumice.framework.config import ConfigError, SchedulerConfig
 from pumice.framework.host import PluginConflictError, PluginHost
 from pumice.framework.session import Session
@@ -104,6 +108,20 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+class _VolumeWrites:
+    """Keeps the volume writes asked before one pod's bind, with the pod's node."""
+
+    def __init__(self, into: list[tuple[str, str | None, str]], node: str) -> None:
+        self.into = into
+        self.node = node
+
+    def bind_volume(self, claim: str, volume: str) -> None:
+        self.into.append((claim, volume, self.node))
+
+    def provision_volume(self, claim: str, node: str) -> None:
+        self.into.append((claim, None, node))
+
+
 @dataclass
 class CycleRecorder:
     """The committer of one simulated cycle: keeps binds, evictions and nominations."""
@@ -111,11 +129,17 @@ class CycleRecorder:
     cycle: int
     session: Session | None = None
     binds: list[tuple[TaskInfo, str, str]] = field(default_factory=list)
+    volume_writes: list[tuple[str, str | None, str]] = field(default_factory=list)
+    """What the plugins asked to write before binds: (claim, volume or None to provision,
+    the pod's node)."""
     evictions: list[tuple[TaskInfo, Eviction]] = field(default_factory=list)
     nominations: list[tuple[TaskInfo, str]] = field(default_factory=list)
 
     def _action(self) -> str:
         return self.session.action if self.session is not None else ""
+
+    def pre_bind(self, task: TaskInfo, node: str) -> PreBindWriter:
+        return _VolumeWrites(self.volume_writes, node)
 
     def bind(self, task: TaskInfo, node: str) -> None:
         self.binds.append((task, node, self._action()))
@@ -158,6 +182,9 @@ def simulate(
         finally:
             session.dispose()
         state.clock += config.scheduler.period
+        for claim, volume, node in recorder.volume_writes:
+            report.volumes.setdefault(claim, VolumeBinding(node, volume))
+            state.bind_volume(claim, volume, node)
         for task, node, action in recorder.binds:
             state.bind(task, node)
             report.placements.append(Placement(task.key, node, action, cycle, scores.get(task.uid)))

@@ -77,6 +77,7 @@ def test_each_kind_is_kept_by_its_key_slimmed() -> None:
         "name": "data",
         "namespace": "batch",
         "uid": "uid-data",
+        "resourceVersion": "7",  # the precondition of pumice's own writes
         "annotations": {},
     }
     assert kept["spec"]["resources"] == {"requests": {"storage": "1Gi"}}
