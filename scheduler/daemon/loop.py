@@ -43,6 +43,7 @@ from pumice.daemon.recordfile import CycleRecord
 from pumice.daemon.reload import ConfigReloader, Loader
 from pumice.daemon.reporting import Reporter
 from pumice.daemon.storage import storage_served
+from pumice.daemon.volumes import VolumeBinder
 from pumice.framework.config import RecordSettings, SchedulerConfig
 from pumice.framework.host import PluginHost
 from pumice.framework.session import Session
@@ -210,6 +211,13 @@ class Daemon:
                     partial(nominate, status_kube),
                 )
                 self.work.on_bound_uid = self.metrics.bound
+                self.work.volumes = VolumeBinder(
+                    cache,
+                    kube,
+                    self.work.send_bind,
+                    self.work.give_up,
+                    timeout=self.options.config.scheduler.volume_bind_timeout,
+                )
             advisor = Advisor(self.options.suggester) if self.options.suggester else None
             self.reporter = Reporter(cache, self.work, self.dry_run, advisor)
             await self._loop(cache)
@@ -426,6 +434,7 @@ class Daemon:
     def _idle(self, outcome: CycleOutcome) -> bool:
         assert self.cache is not None
         in_flight = self.work.in_flight if self.work is not None else 0
+        in_flight += self.work.waiting_for_volumes if self.work is not None else 0
         return (
             outcome.binds == 0
             and outcome.evictions == 0
@@ -488,7 +497,14 @@ class Daemon:
         if self.work is None:
             return DryRunCommitter()
         loop = asyncio.get_running_loop()
-        return LoopCommitter(loop, self.work.bind, self.work.evict, self.work.nominate)
+        volumes = self.work.volumes
+        return LoopCommitter(
+            loop,
+            self.work.bind,
+            self.work.evict,
+            self.work.nominate,
+            volumes.expect if volumes is not None else None,
+        )
 
     def _decided(self, committer: LoopCommitter | DryRunCommitter, outcome: CycleOutcome) -> None:
         """After each cycle, on the event loop: a shadow run compares its decisions here."""

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pumice.daemon.recordfile import Base, CycleRecord, encode, file_name, recordings
+from pumice.framework.committer import IGNORED_WRITES, PreBindWriter
 from pumice.framework.config import RecordSettings, SchedulerConfig
 from pumice.model import ClusterSnapshot, TaskInfo
 
@@ -69,6 +70,12 @@ class TeeCommitter:
     def __init__(self, inner: Committer, record: CycleRecord) -> None:
         self.inner = inner
         self.record = record
+
+    def pre_bind(self, task: TaskInfo, node: str) -> PreBindWriter:
+        """The real committer's writer: the volume writes must reach it (or be ignored with
+        it, when it binds nothing)."""
+        opener = getattr(self.inner, "pre_bind", None)
+        return opener(task, node) if opener is not None else IGNORED_WRITES
 
     def bind(self, task: TaskInfo, node: str) -> None:
         self.record.decisions.append(("bind", task.uid, task.key, node))

@@ -81,7 +81,6 @@ def constraining_volumes(volumes: Any) -> list[Any] | None:
     kept = [
         v
         for v in volumes
-        if isinstance(v, Mapping)
-        and any(v.get(s) is not None for s in CONSTRAINING_VOLUME_SOURCES)
+        if isinstance(v, Mapping) and any(v.get(s) is not None for s in CONSTRAINING_VOLUME_SOURCES)
     ]
     return kept or None
