@@ -14,17 +14,14 @@ through kubernetes_asyncio and kubectl.
 
 from __future__ import annotations
 
-import asyncio
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes_asyncio import client as k8s_client
 from sim.volumekit import SELECTED_NODE, bound_to, claim, claim_events, storage_class, stored_claim
 
-from daemon.workload import gang, node, pod, seed
+from daemon.workload import node, pod, seed
 from support.daemonrun import Ledger, running_daemon, wait_for, write_config
 
 pytestmark = pytest.mark.slow
