@@ -432,3 +432,30 @@ async def test_kill_9_between_the_annotation_and_the_bind_then_restart(
         w for w in ledger.mutating() if w.resource == "persistentvolumeclaims" and w.verb == "patch"
     ]
     assert len(annotations) == 1, "the restarted daemon wrote the selected node again"
+
+
+async def test_an_ephemeral_volume_is_provisioned_on_its_pods_node(
+    make_sim: Any, tmp_path: Path
+) -> None:
+    """The sim makes the claim ``<pod>-<volume>`` as the ephemeral-volume controller does;
+    pumice waits for it, then treats it as any claim of the pod."""
+    sim = await make_sim()
+    worker = pod("worker")
+    template = {
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}},
+            "storageClassName": "fast",
+        }
+    }
+    worker["spec"]["volumes"] = [
+        {"name": "scratch", "ephemeral": {"volumeClaimTemplate": template}}
+    ]
+    seed(sim, [node("n1"), storage_class("fast", mode="WaitForFirstConsumer"), worker])
+    ledger = Ledger(sim)
+    async with running_daemon(sim.kubeconfig, write_config(tmp_path)):
+        await wait_for(lambda: len(ledger.bound()) == 1, timeout=60)
+    ledger.close()
+    assert bound_to(sim, "worker-scratch", "batch") is not None
+    stored = stored_claim(sim, "worker-scratch", "batch")
+    assert stored["metadata"]["annotations"][SELECTED_NODE] == "n1"
