@@ -121,6 +121,9 @@ class VolumeFilters:
         self.storage = session.snapshot.storage
         for job in session.jobs.values():
             for task in job.tasks.values():
+                # most pods name no volume: look no further than the field
+                if not ((task.pod or {}).get("spec") or {}).get("volumes"):
+                    continue
                 if task.status == TaskStatus.PENDING and self.volumes_of(task) is not None:
                     self.active = True
                     self._log = DirtyLog(session.table)
@@ -207,6 +210,8 @@ class VolumeFilters:
 
     def pre_bind(self, task: TaskInfo, node: str, writer: PreBindWriter) -> None:
         """Ask ``writer`` for the bindings chosen when the task was placed on ``node``."""
+        if not self._decisions:
+            return
         chosen = self._decisions.get(task.uid)
         if chosen is None:
             return
