@@ -214,6 +214,8 @@ class PredicatesPlugin(Plugin):
     @hookimpl
     def shape_key(self, task: TaskInfo) -> object:
         links = self.links.shape_key(task)
+        if not self.volumes.active:
+            return links
         volumes = self.volumes.shape_key(task)
         return links if volumes is None else (links, volumes)
 
@@ -235,17 +237,20 @@ class PredicatesPlugin(Plugin):
 
     @hookimpl
     def on_allocate(self, task: TaskInfo) -> None:
-        self.volumes.place(task)  # first: it may veto a placement its volumes cannot have
+        if self.volumes.active:
+            self.volumes.place(task)  # first: it may veto a placement its volumes cannot have
         self.links.place(task)
 
     @hookimpl
     def on_deallocate(self, task: TaskInfo) -> None:
         self.links.unplace(task)
-        self.volumes.unplace(task)
+        if self.volumes.active:
+            self.volumes.unplace(task)
 
     @hookimpl
     def pre_bind(self, task: TaskInfo, node: str, writer: PreBindWriter) -> None:
-        self.volumes.pre_bind(task, node, writer)
+        if self.volumes.active:
+            self.volumes.pre_bind(task, node, writer)
 
     @hookimpl
     def predicate(
@@ -258,7 +263,7 @@ class PredicatesPlugin(Plugin):
         pod = task.terms
         sel: slice | npt.NDArray[np.int64] = slice(None) if rows is None else rows
         n = len(nodes) if rows is None else len(rows)
-        volumes = self.volumes.check(task)
+        volumes = self.volumes.check(task) if self.volumes.active else None
         if volumes is not None and volumes.reason is not None:
             # the pod's own reason (kube's PreFilter): every node, whatever else holds
             return PredicateResult(np.zeros(n, dtype=np.bool_), volumes.reason, prefilter=True)
@@ -310,7 +315,7 @@ class PredicatesPlugin(Plugin):
         terms = self.node_terms(nodes)
         pod = task.terms
         reason = ""
-        volumes = self.volumes.check(task)
+        volumes = self.volumes.check(task) if self.volumes.active else None
         if volumes is not None and volumes.reason is not None:
             return PredicateResult(_ONE_ROW_FAILS, volumes.reason, prefilter=True)
         if volumes is not None and volumes.eligible is not None and not volumes.eligible[row]:
