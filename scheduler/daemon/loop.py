@@ -366,10 +366,14 @@ class Daemon:
                 await self.leadership.pause(stop, self.period)
                 continue
             now = time.monotonic()
+            settled = True  # nothing changed while this turn's session (if any) ran
             if self._worth_a_session(cache, seen, now - last_session):
                 seen, last_session = cache.generation, now
                 self._arrived.clear()  # what arrives from here on is not in this snapshot
                 outcome = await self.cycle(cache)
+                # (a victim's deletion seen while the session ran: the next session binds its
+                # preemptor, so this one's committing nothing is not idleness)
+                settled = cache.generation == seen
             else:
                 # Nothing changed that a session could act on: say what is wrong with any
                 # new bad object, and wait.
@@ -380,7 +384,7 @@ class Daemon:
             if self.options.until_idle and outcome.failed:
                 log.error("a session failed; --until-idle gives up")
                 return
-            if self.options.until_idle and self._idle(outcome):
+            if self.options.until_idle and settled and self._idle(outcome):
                 log.info("idle: nothing more to schedule; exiting")
                 return
             await self._pause(stop, outcome.seconds)

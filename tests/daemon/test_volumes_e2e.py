@@ -27,6 +27,7 @@ import pytest
 from kubernetes_asyncio import client as k8s_client
 from sim.volumekit import SELECTED_NODE, bound_to, claim, claim_events, storage_class, stored_claim
 
+from daemon.test_health_e2e import get, samples
 from daemon.workload import condition, events_about, gang, node, pod, seed
 from support.daemonrun import (
     Ledger,
@@ -283,9 +284,14 @@ async def test_with_30_percent_of_provisioning_failing_every_pod_is_bound_once(
         ],
     )
     ledger = Ledger(sim)
-    async with running_daemon(sim.kubeconfig, write_config(tmp_path)):
+    async with running_daemon(sim.kubeconfig, write_config(tmp_path)) as daemon:
         await wait_for(lambda: len(ledger.bound()) == count, timeout=240)
+        _, text = await get(daemon, "/metrics")
     ledger.close()
+    values = samples(text)
+    assert values[("pumice_volume_binds_total", (("outcome", "bound"),))] == count
+    assert values[("pumice_volume_binds_total", (("outcome", "failed"),))] >= 1
+    assert values[("pumice_pods_waiting_for_volumes", ())] == 0
     provisioner = sim.server.volumes.provisioner
     assert provisioner.failed > 0  # the fault did strike
     assert set(ledger.accepted_binds().values()) == {1} and len(ledger.accepted_binds()) == count
