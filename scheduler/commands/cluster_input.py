@@ -12,6 +12,7 @@ defaulting would (the namespace, requests from limits), for objects that never w
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any
 
 from pumice.manifests import ManifestError, load_manifests
 from pumice.model import QuantityError, parse_quantity
+from pumice.uids import ordered_uid
 
 Obj = dict[str, Any]
 
@@ -144,15 +146,22 @@ def read_cluster(paths: list[str], usable: Callable[[Obj], bool]) -> ClusterInpu
 
 
 def api_defaults(obj: Obj) -> Obj:
-    """What the API server's defaulting would have filled in: a namespaced object without a
-    namespace is in ``default``; a pod container's requests default to its limits; a
-    StorageClass binds ``Immediate`` unless it says otherwise; a volume or claim without a
-    phase has the one the PV controller gives it at once (a volume ``Available``, or
-    ``Bound`` when it names a claim; a claim ``Pending``, or ``Bound`` when bound). (A missing
-    uid stays missing: the cache keys such a pod by its name.)"""
+    """What the API server would have filled in: a namespaced object without a namespace is in
+    ``default``; a pod container's requests default to its limits; an object without a uid or
+    a creation time gets them as the simulated API server stamps a manifest it is seeded with
+    (now, and a uid in input order: ``pumice.uids``), so ``pumice simulate`` orders such
+    objects as ``pumice run --sim`` does; a StorageClass binds ``Immediate`` unless it says
+    otherwise; a volume or claim without a phase has the one the PV controller gives it at once
+    (a volume ``Available``, or ``Bound`` when it names a claim; a claim ``Pending``, or
+    ``Bound`` when bound)."""
     kind = obj.get("kind")
+    meta = obj.setdefault("metadata", {})
+    if isinstance(meta, dict):
+        if not meta.get("uid"):
+            meta["uid"] = ordered_uid()
+        if not meta.get("creationTimestamp"):
+            meta["creationTimestamp"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     if kind in NAMESPACED_KINDS:
-        meta = obj.setdefault("metadata", {})
         meta["namespace"] = meta.get("namespace") or "default"
     if kind == "StorageClass" and not obj.get("volumeBindingMode"):
         obj["volumeBindingMode"] = "Immediate"

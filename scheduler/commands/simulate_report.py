@@ -85,6 +85,9 @@ class Report:
     volumes: dict[str, VolumeBinding] = field(default_factory=dict)
     """``NS/CLAIM`` -> where the claim of a placed pod was bound, for every claim that was
     not bound yet (a volume chosen for it, or provisioning on the pod's node)."""
+    contract_errors: list[str] = field(default_factory=list)
+    """What plugins answered against the contract (each once); not part of the JSON: a
+    report with any is not printed (``pumice simulate`` exits 2 naming them)."""
 
     def to_json(self) -> dict[str, Any]:
         placements = []
