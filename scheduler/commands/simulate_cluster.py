@@ -5,16 +5,18 @@ ADDED events (Namespaces, PriorityClasses, Nodes, the storage kinds, Queues, Pod
 pods, slimmed as the pod informers slim them: a pod with a node to the assigned-pods handler,
 one of ours without a node to the pending-pods handler, others' pending pods nowhere, as their
 watches would have it); then, as after the daemon's initial-sync gate, cycles run. The storage
-APIs count as served (a claim the files lack does not exist). Every cycle's snapshot is
-the cache's, taken at the simulated ``clock``. What a cycle decides comes back as the API
-server's answers would: a bound pod is assumed, then shows up bound (and Running) on the
-assigned watch; an evicted pod is deleted; a nominated pod gets ``status.nominatedNodeName``;
-PodGroups and Queues get the status ``pumice.daemon.outcome`` computes — the code whose results
-the daemon writes — through their handlers, so the next cycle reads its Inqueue phases and node
-reservations back as the daemon's next session does. The volume writes made before a bind come
-back as the volume controllers would answer them (``bind_volume``): a volume pre-bound to a
-claim is bound to it; a claim given a node gets a volume provisioned there (``pvc-<uid>``,
-pinned to the node's hostname or the class's ``allowedTopologies``), bound to it.
+APIs count as served (a claim the files lack does not exist, but for a pod's generic ephemeral
+volume, whose claim is made as the ephemeral-volume controller makes it). Every cycle's
+snapshot is the cache's, taken at the simulated ``clock``. What a cycle decides comes back as
+the API server's answers would: a bound pod is assumed, then shows up bound (and Running) on
+the assigned watch; an evicted pod is deleted; a nominated pod gets
+``status.nominatedNodeName``; PodGroups and Queues get the status ``pumice.daemon.outcome``
+computes — the code whose results the daemon writes — through their handlers, so the next cycle
+reads its Inqueue phases and node reservations back as the daemon's next session does. The
+volume writes made before a bind come back as the volume controllers would answer them
+(``bind_volume``): a volume pre-bound to a claim is bound to it; a claim given a node gets a
+volume provisioned there (``pvc-<uid>``, pinned to the node's hostname or the class's
+``allowedTopologies``), bound to it.
 """
 
 from __future__ import annotations
@@ -107,6 +109,7 @@ class SimulatedCluster:
                 self._storage_handlers[store].on_add(obj)
 
     def _add_pod(self, pod: Obj) -> None:
+        self._ephemeral_claims(pod)
         pod = self.cache.slim_pod(pod)  # what the pod informers deliver
         spec = pod.get("spec") or {}
         phase = (pod.get("status") or {}).get("phase")
@@ -119,6 +122,43 @@ class SimulatedCluster:
         ):
             self.pods[pod_uid(pod)] = pod
             self.cache.pending_pods.on_add(pod)
+
+    def _ephemeral_claims(self, pod: Obj) -> None:
+        """The ephemeral-volume controller's part: a pod's generic ephemeral volume that has
+        no claim ``<pod>-<volume>`` yet gets one from its template, owned by the pod."""
+        meta = pod.get("metadata") or {}
+        if meta.get("deletionTimestamp"):
+            return
+        namespace = str(meta.get("namespace") or "default")
+        for volume in (pod.get("spec") or {}).get("volumes") or ():
+            if not isinstance(volume, dict) or not isinstance(volume.get("ephemeral"), dict):
+                continue
+            template = volume["ephemeral"].get("volumeClaimTemplate") or {}
+            name = f"{meta.get('name')}-{volume.get('name')}"
+            key = f"{namespace}/{name}"
+            if key in self.storage["claims"]:
+                continue
+            owner = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": meta.get("name"),
+                "controller": True,
+            }
+            if meta.get("uid"):
+                owner["uid"] = meta["uid"]
+            claim_meta: Obj = {"name": name, "namespace": namespace, "ownerReferences": [owner]}
+            for part in ("labels", "annotations"):
+                if (template.get("metadata") or {}).get(part):
+                    claim_meta[part] = dict(template["metadata"][part])
+            claim: Obj = {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": claim_meta,
+                "spec": dict(template.get("spec") or {}),
+                "status": {"phase": "Pending"},
+            }
+            self.storage["claims"][key] = claim
+            self._storage_handlers["claims"].on_add(claim)
 
     # -- a cycle ------------------------------------------------------------------------------
 

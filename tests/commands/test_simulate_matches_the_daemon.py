@@ -48,14 +48,16 @@ daemon about a second."""
 
 def scenario_modules() -> list[str]:
     """Every test module that simulates a cluster through ``support.manifests.simulate``,
-    directly or through ``support.constraint_cases`` — found, not listed, so a new one is never
-    left out."""
+    directly or through ``support.constraint_cases`` or ``support.volume_cases`` — found, not
+    listed, so a new one is never left out."""
     uses = re.compile(r"from support\.manifests import[^)\n]*(\([^)]*)?\bsimulate\b")
     found = []
     for path in sorted((ROOT / "tests").rglob("test_*.py")):
         text = path.read_text()
         if path.name != Path(__file__).name and (
-            uses.search(text) or "from support.constraint_cases import" in text
+            uses.search(text)
+            or "from support.constraint_cases import" in text
+            or "from support.volume_cases import" in text
         ):
             found.append(str(path.relative_to(ROOT)))
     return found

@@ -13,9 +13,9 @@ Differences, because the whole scheduler runs here:
 * ``csi-sc`` waits for the first consumer (with the table's Immediate class an unbound claim
   of the pod being placed is turned away by VolumeBinding's PreFilter before any limit);
 * the two VolumeAttachment cases are not re-expressed: pumice does not read VolumeAttachments;
-* 'ephemeral volume missing' runs with VolumeBinding off (its PreFilter would say first that
-  the ephemeral-volume controller has not made the claim); kube's fake lister says
-  ``persistentvolumeclaims "abc-xyz"``, the informer's lister ``persistentvolumeclaim``;
+* 'ephemeral volume missing' cannot be a cluster here (``pumice simulate`` makes the claim as
+  the ephemeral-volume controller does): it is the unit test at the end; kube's fake lister
+  says ``persistentvolumeclaims "abc-xyz"``, the informer's lister ``persistentvolumeclaim``;
 * 'ephemeral volume not owned' is an internal error in the plugin alone; the whole scheduler's
   VolumeBinding PreFilter says the same words first, as the pod's own reason;
 * the case with the ephemeral-volume gate off is not re-expressed.
@@ -41,7 +41,6 @@ from support.volume_cases import (
     volume,
     vparams,
     vpod,
-    with_predicates,
 )
 
 SOURCE = "nodevolumelimits/csi_test.go: TestCSILimits"
@@ -169,7 +168,6 @@ def ephemeral_two() -> tuple[Obj, list[Obj]]:
     return pod, claims
 
 
-NO_BINDING = with_predicates(**{"predicate.VolumeBindingEnable": False})
 TWO_EPHEMERAL, TWO_EPHEMERAL_CLAIMS = ephemeral_two()
 
 CASES = [
@@ -333,20 +331,6 @@ CASES = [
         ok=False,
     ),
     limits_case(
-        "ephemeral volume missing",
-        ephemeral_pod(),
-        [],
-        [EBS],
-        None,
-        "csinode-with-no-limit",
-        ok=False,
-        message=(
-            "0/1 nodes are available: 1 looking up PVC test/abc-xyz: "
-            'persistentvolumeclaim "abc-xyz" not found.'
-        ),
-        config=NO_BINDING,
-    ),
-    limits_case(
         "ephemeral volume not owned",
         ephemeral_pod(),
         [],
@@ -437,3 +421,20 @@ CASES = [
 @pytest.mark.parametrize("case", vparams(CASES))
 def test_node_volume_limits(tmp_path: Path, capsys: Capsys, case: VolumeCase) -> None:
     check_volume_case(tmp_path, capsys, case)
+
+
+def test_ephemeral_volume_missing() -> None:
+    """TestCSILimits: 'ephemeral volume missing', on the plugin's volume count alone."""
+    from types import MappingProxyType
+
+    from pumice.model import TaskInfo
+    from pumice.model.storage import StorageObjects
+    from pumice.plugins._volume_claims import PodVolumes
+    from pumice.plugins._volume_limits import attached_volumes
+
+    pod = ephemeral_pod()
+    task = TaskInfo(uid=EPHEMERAL_POD_UID, name="abc", namespace="test", pod=pod)
+    storage = StorageObjects(claims=MappingProxyType({}), served=True)
+    assert attached_volumes(PodVolumes.of(task), storage, new=True) == (
+        'looking up PVC test/abc-xyz: persistentvolumeclaim "abc-xyz" not found'
+    )

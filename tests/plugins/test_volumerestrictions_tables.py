@@ -102,7 +102,7 @@ def disk_cases() -> list[VolumeCase]:
             source=f"{SOURCE}: TestGCEDiskConflicts: 'pod with a volume that doesn't have "
             "restrictions'",
             objects=[host("node-1")],
-            incoming=vpod("p", [{"name": "volume with no restriction", "emptyDir": {}}]),
+            incoming=vpod("p", [{"name": "no-restriction", "emptyDir": {}}]),
             feasible=frozenset({"node-1"}),
         )
     )

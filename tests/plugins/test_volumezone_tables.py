@@ -2,7 +2,9 @@
 
 Source (kubernetes/kubernetes): ``pkg/scheduler/framework/plugins/volumezone/
 volume_zone_test.go`` — TestSingleZone, TestMultiZone, TestWithBinding; each case's id names
-the test function and its case. Every case has one node, ``host1``.
+the test function and its case. Every case has one node, ``host1``. The tables' object names
+(``Vol_1``, ``PVC_1``, ``Class_0``) are written as an API server accepts them (``vol-1``,
+``pvc-1``, ``class-0``).
 
 The tables' claims name their volume without ``pv.kubernetes.io/bind-completed``: VolumeZone
 alone does not mind, but the whole scheduler turns such a pod away in VolumeBinding's
@@ -45,30 +47,30 @@ REGION = "topology.kubernetes.io/region"
 CONFLICT = "0/1 nodes are available: 1 node(s) had no available volume zone."
 
 SINGLE_VOLUMES = {
-    "Vol_1": {BETA_ZONE: "us-west1-a"},
-    "Vol_2": {BETA_REGION: "us-west1", "uselessLabel": "none"},
-    "Vol_3": {BETA_REGION: "us-west1"},
-    "Vol_Stable_1": {ZONE: "us-west1-a"},
-    "Vol_Stable_2": {REGION: "us-west1", "uselessLabel": "none"},
-    "Vol_Stable_3": {ZONE: "us-west1-a", REGION: "us-west1-a"},
+    "vol-1": {BETA_ZONE: "us-west1-a"},
+    "vol-2": {BETA_REGION: "us-west1", "uselessLabel": "none"},
+    "vol-3": {BETA_REGION: "us-west1"},
+    "vol-stable-1": {ZONE: "us-west1-a"},
+    "vol-stable-2": {REGION: "us-west1", "uselessLabel": "none"},
+    "vol-stable-3": {ZONE: "us-west1-a", REGION: "us-west1-a"},
 }
 MULTI_VOLUMES = {
-    "Vol_1": {BETA_ZONE: "us-west1-a"},
-    "Vol_2": {BETA_ZONE: "us-west1-b", "uselessLabel": "none"},
-    "Vol_3": {BETA_ZONE: "us-west1-c__us-west1-a"},
-    "Vol_Stable_1": {ZONE: "us-west1-a"},
-    "Vol_Stable_2": {ZONE: "us-west1-c__us-west1-a"},
+    "vol-1": {BETA_ZONE: "us-west1-a"},
+    "vol-2": {BETA_ZONE: "us-west1-b", "uselessLabel": "none"},
+    "vol-3": {BETA_ZONE: "us-west1-c__us-west1-a"},
+    "vol-stable-1": {ZONE: "us-west1-a"},
+    "vol-stable-2": {ZONE: "us-west1-c__us-west1-a"},
 }
 
 
 def storage(volumes: dict[str, dict[str, str]]) -> list[dict[str, object]]:
-    """The volumes, and a claim ``PVC_x`` bound to each ``Vol_x`` (plus PVC_4 naming a volume
+    """The volumes, and a claim ``pvc-x`` bound to each ``vol-x`` (plus pvc-4 naming a volume
     that does not exist)."""
     out: list[dict[str, object]] = []
     for name, labels in volumes.items():
-        out.append(volume(name, labels=labels, claim_ref=("default", name.replace("Vol", "PVC"))))
-        out.append(claim(name.replace("Vol", "PVC"), volume=name))
-    out.append(claim("PVC_4", volume="Vol_not_exist"))
+        out.append(volume(name, labels=labels, claim_ref=("default", name.replace("vol", "pvc"))))
+        out.append(claim(name.replace("vol", "pvc"), volume=name))
+    out.append(claim("pvc-4", volume="vol-not-exist"))
     return out
 
 
@@ -81,7 +83,7 @@ def zone_case(
     ok: bool,
     message: str = CONFLICT,
 ) -> VolumeCase:
-    incoming = vpod("pod_1", [pvc("v", pvc_name)] if pvc_name else [])
+    incoming = vpod("pod-1", [pvc("v", pvc_name)] if pvc_name else [])
     return VolumeCase(
         source=f"{SOURCE}: {test}: '{name}'",
         objects=[node("host1", labels), *storage(volumes)],
@@ -103,40 +105,40 @@ USELESS = {"uselessLabel": "none"}
 
 CASES = [
     single("pod without volume", None, {BETA_ZONE: "us-west1-a"}, True),
-    single("node without labels", "PVC_1", {}, True),
-    single("beta zone label matched", "PVC_1", {BETA_ZONE: "us-west1-a", **USELESS}, True),
-    single("beta region label matched", "PVC_2", {BETA_REGION: "us-west1", **USELESS}, True),
+    single("node without labels", "pvc-1", {}, True),
+    single("beta zone label matched", "pvc-1", {BETA_ZONE: "us-west1-a", **USELESS}, True),
+    single("beta region label matched", "pvc-2", {BETA_REGION: "us-west1", **USELESS}, True),
     single(
-        "beta region label doesn't match", "PVC_2", {BETA_REGION: "no_us-west1", **USELESS}, False
+        "beta region label doesn't match", "pvc-2", {BETA_REGION: "no_us-west1", **USELESS}, False
     ),
     single(
-        "beta zone label doesn't match", "PVC_1", {BETA_ZONE: "no_us-west1-a", **USELESS}, False
+        "beta zone label doesn't match", "pvc-1", {BETA_ZONE: "no_us-west1-a", **USELESS}, False
     ),
-    single("zone label matched", "PVC_Stable_1", {ZONE: "us-west1-a", **USELESS}, True),
-    single("region label matched", "PVC_Stable_2", {REGION: "us-west1", **USELESS}, True),
-    single("region label doesn't match", "PVC_Stable_2", {REGION: "no_us-west1", **USELESS}, False),
-    single("zone label doesn't match", "PVC_Stable_1", {ZONE: "no_us-west1-a", **USELESS}, False),
+    single("zone label matched", "pvc-stable-1", {ZONE: "us-west1-a", **USELESS}, True),
+    single("region label matched", "pvc-stable-2", {REGION: "us-west1", **USELESS}, True),
+    single("region label doesn't match", "pvc-stable-2", {REGION: "no_us-west1", **USELESS}, False),
+    single("zone label doesn't match", "pvc-stable-1", {ZONE: "no_us-west1-a", **USELESS}, False),
     single(
-        "pv with zone and region, node with only zone", "PVC_Stable_3", {ZONE: "us-west1-a"}, False
+        "pv with zone and region, node with only zone", "pvc-stable-3", {ZONE: "us-west1-a"}, False
     ),
-    single("pv with zone,node with beta zone", "PVC_Stable_1", {BETA_ZONE: "us-west1-a"}, False),
-    single("pv with beta label,node with ga label, matched", "PVC_1", {ZONE: "us-west1-a"}, True),
+    single("pv with zone,node with beta zone", "pvc-stable-1", {BETA_ZONE: "us-west1-a"}, False),
+    single("pv with beta label,node with ga label, matched", "pvc-1", {ZONE: "us-west1-a"}, True),
     single(
-        "pv with beta label,node with ga label, don't match", "PVC_1", {ZONE: "us-west1-b"}, False
+        "pv with beta label,node with ga label, don't match", "pvc-1", {ZONE: "us-west1-b"}, False
     ),
-    multi("node without labels", "PVC_3", {}, True),
-    multi("beta zone label matched", "PVC_3", {BETA_ZONE: "us-west1-a", **USELESS}, True),
-    multi("beta zone label doesn't match", "PVC_1", {BETA_ZONE: "us-west1-b", **USELESS}, False),
-    multi("zone label matched", "PVC_Stable_2", {ZONE: "us-west1-a", **USELESS}, True),
-    multi("zone label doesn't match", "PVC_Stable_1", {ZONE: "us-west1-b", **USELESS}, False),
+    multi("node without labels", "pvc-3", {}, True),
+    multi("beta zone label matched", "pvc-3", {BETA_ZONE: "us-west1-a", **USELESS}, True),
+    multi("beta zone label doesn't match", "pvc-1", {BETA_ZONE: "us-west1-b", **USELESS}, False),
+    multi("zone label matched", "pvc-stable-2", {ZONE: "us-west1-a", **USELESS}, True),
+    multi("zone label doesn't match", "pvc-stable-1", {ZONE: "us-west1-b", **USELESS}, False),
     zone_case(
         "volume_zone.go PreFilter",
         "a claim naming a volume that does not exist",
         SINGLE_VOLUMES,
-        "PVC_4",
+        "pvc-4",
         {},
         False,
-        '0/1 nodes are available: persistentvolume "Vol_not_exist" not found.',
+        '0/1 nodes are available: persistentvolume "vol-not-exist" not found.',
     ),
 ]
 
@@ -147,19 +149,19 @@ WITHOUT_BINDING = with_predicates(**{"predicate.VolumeBindingEnable": False})
 def binding_case(name: str, pvc_name: str, message: str = "") -> VolumeCase:
     objects = [
         node("host1", {BETA_ZONE: "us-west1-a", **USELESS}),
-        storage_class("Class_Immediate", mode="Immediate"),
-        storage_class("Class_Wait"),
-        volume("Vol_1", labels={BETA_ZONE: "us-west1-a"}, claim_ref=("default", "PVC_1")),
-        claim("PVC_1", volume="Vol_1"),
-        claim("PVC_NoSC", "Class_0"),
-        claim("PVC_EmptySC"),
-        claim("PVC_WaitSC", "Class_Wait"),
-        claim("PVC_ImmediateSC", "Class_Immediate"),
+        storage_class("class-immediate", mode="Immediate"),
+        storage_class("class-wait"),
+        volume("vol-1", labels={BETA_ZONE: "us-west1-a"}, claim_ref=("default", "pvc-1")),
+        claim("pvc-1", volume="vol-1"),
+        claim("pvc-nosc", "class-0"),
+        claim("pvc-emptysc"),
+        claim("pvc-waitsc", "class-wait"),
+        claim("pvc-immediatesc", "class-immediate"),
     ]
     return VolumeCase(
         source=f"{SOURCE}: TestWithBinding: '{name}'",
         objects=objects,
-        incoming=vpod("pod_1", [pvc("v", pvc_name)]),
+        incoming=vpod("pod-1", [pvc("v", pvc_name)]),
         feasible=frozenset() if message else frozenset({"host1"}),
         message=f"0/1 nodes are available: {message}." if message else "",
         config=WITHOUT_BINDING,
@@ -168,22 +170,22 @@ def binding_case(name: str, pvc_name: str, message: str = "") -> VolumeCase:
 
 
 CASES += [
-    binding_case("label zone failure domain matched", "PVC_1"),
+    binding_case("label zone failure domain matched", "pvc-1"),
     binding_case(
         "unbound volume empty storage class",
-        "PVC_EmptySC",
+        "pvc-emptysc",
         "PersistentVolumeClaim had no pv name and storageClass name",
     ),
     # kube's fake lister says "storageclasses"; the informer's lister says "storageclass"
     binding_case(
         "unbound volume no storage class",
-        "PVC_NoSC",
-        'storageclass.storage.k8s.io "Class_0" not found',
+        "pvc-nosc",
+        'storageclass.storage.k8s.io "class-0" not found',
     ),
     binding_case(
-        "unbound volume immediate binding mode", "PVC_ImmediateSC", "PersistentVolume had no name"
+        "unbound volume immediate binding mode", "pvc-immediatesc", "PersistentVolume had no name"
     ),
-    binding_case("unbound volume wait binding mode", "PVC_WaitSC"),
+    binding_case("unbound volume wait binding mode", "pvc-waitsc"),
 ]
 
 
@@ -199,17 +201,17 @@ def test_a_class_without_a_binding_mode_is_named() -> None:
 
     from pumice.model import TaskInfo
 
-    pod = vpod("pod_1", [pvc("v", "PVC_ImmediateSC")])
-    task = TaskInfo(uid="u", name="pod_1", namespace="default", pod=pod)
+    pod = vpod("pod-1", [pvc("v", "pvc-immediatesc")])
+    task = TaskInfo(uid="u", name="pod-1", namespace="default", pod=pod)
     storage = StorageObjects(
         claims=MappingProxyType(
-            {"default/PVC_ImmediateSC": claim("PVC_ImmediateSC", "Class_Immediate")}
+            {"default/pvc-immediatesc": claim("pvc-immediatesc", "class-immediate")}
         ),
         classes=MappingProxyType(
-            {"Class_Immediate": {"metadata": {"name": "Class_Immediate"}, "provisioner": "x"}}
+            {"class-immediate": {"metadata": {"name": "class-immediate"}, "provisioner": "x"}}
         ),
         served=True,
     )
     assert zone_reason(PodVolumes.of(task), storage) == (
-        'VolumeBindingMode not set for StorageClass "Class_Immediate"'
+        'VolumeBindingMode not set for StorageClass "class-immediate"'
     )
