@@ -260,6 +260,9 @@ class SchedulerSettings:
     volume_bind_timeout: float = 600.0
     """Seconds a placed pod waits for its volumes to be bound before it is given up
     (kube-scheduler's VolumeBinding ``bindTimeoutSeconds``)."""
+    suggestions: bool = True
+    """Search, outside the cycles, what would admit an unschedulable PodGroup and append it
+    to its condition (``pumice.daemon.advice``)."""
 
 
 @dataclass(frozen=True, slots=True)

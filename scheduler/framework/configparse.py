@@ -98,6 +98,7 @@ SCHEDULER_KEYS = (
     "tieBreak",
     "record",
     "volumeBindTimeout",
+    "suggestions",
 )
 RECORD_KEYS = ("dir", "keepCycles", "maxBytes")
 LEADER_KEYS = (
@@ -342,6 +343,7 @@ class _Parser:
             volume_bind_timeout=self.seconds(
                 section, path, "volumeBindTimeout", default.volume_bind_timeout
             ),
+            suggestions=self.flag(section, path, "suggestions", default.suggestions),
         )
 
     def record(self, value: object) -> RecordSettings | None:
