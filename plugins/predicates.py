@@ -14,6 +14,19 @@ reason for each rejected node (the first failing filter, in the order below):
 5. NodePorts, only for a pod that asks for host ports: none may clash with the host ports of
    the non-terminated pods already on the node →
    ``node(s) didn't have free ports for the requested pod ports``;
+5a. the volume filters (``pumice.plugins._volumes``), for a pod with claims or in-tree disks:
+   VolumeRestrictions (``node(s) had no available disk``; a ReadWriteOncePod claim in use:
+   ``node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode
+   already in-use by another pod``), NodeVolumeLimits (``node(s) exceed max volume count``),
+   VolumeBinding (``node(s) didn't match PersistentVolume's node affinity``, ``node(s) didn't
+   find available persistent volumes to bind``, ``node(s) unavailable due to one or more
+   pvc(s) bound to non-existent pv(s)``) and VolumeZone (``node(s) had no available volume
+   zone``). What belongs to the pod rather than to a node (a claim that does not exist or is
+   being deleted, an unbound claim of an ``Immediate`` class, …) rejects every node at once,
+   before any filter, and the message is kube-scheduler's PreFilter form, ``0/N nodes are
+   available: persistentvolumeclaim "data" not found.``; so does VolumeBinding's narrowing to
+   the nodes bound local volumes name (``node(s) didn't satisfy plugin(s) [VolumeBinding]``
+   for the others, before filter 1);
 6. PodTopologySpread, the pod's ``DoNotSchedule`` constraints in spec order
    (``pumice.plugins._spread``) → ``node(s) didn't match pod topology spread constraints``, or
    ``… (missing required label)`` for a node without the topology key;
@@ -29,9 +42,14 @@ whole topology domain), so the plugin names the pod's identity and constraints i
 no pod of the session carries pod-to-pod constraints they do nothing at all.
 
 ``unresolvable(reason)`` tells the reasons kube-scheduler marks UnschedulableAndUnresolvable
-(an eviction on that node cannot help): cordon, taints, node affinity, pod affinity and the
-missing spread label; the others (pod count, ports, anti-affinity of either kind, spread skew)
-may be resolved by evicting pods.
+(an eviction on that node cannot help): cordon, taints, node affinity, pod affinity, the
+missing spread label and the volume reasons but three; the others (pod count, ports,
+anti-affinity of either kind, spread skew, a disk or a ReadWriteOncePod claim in use, attach
+limits) may be resolved by evicting pods.
+
+Before a placed pod is bound, ``pre_bind`` hands the committer the volume bindings chosen for
+it: a volume's ``claimRef`` for a claim matched to an existing volume, the claim's
+``volume.kubernetes.io/selected-node`` for one to be provisioned there.
 
 Resource fit is not checked here: the actions compare requests with idle / future-idle
 resources, as in Volcano. The predicates answer which of their reasons are resolvable
@@ -43,10 +61,13 @@ Arguments (bool, declared in ``declared_arguments``; Volcano's names):
   ``predicate.TaintTolerationEnable`` (true) switch filters 4, 5 and 3 off;
 * ``predicate.PodAffinityEnable`` (true), ``predicate.PodTopologySpreadEnable`` (true) switch
   filters 7 and 6 off;
+* ``predicate.VolumeBindingEnable``, ``predicate.VolumeZoneEnable``,
+  ``predicate.NodeVolumeLimitsEnable`` (true) switch those volume filters off (VolumeBinding
+  with its PreFilter, its narrowing and its writes before the bind); VolumeRestrictions has no
+  switch (Volcano has none);
 * accepted but not implemented (a warning is logged once per process when one is set true):
-  ``predicate.NodeVolumeLimitsEnable``, ``predicate.VolumeZoneEnable``,
-  ``predicate.VolumeBindingEnable``, ``predicate.DynamicResourceAllocationEnable``,
-  ``predicate.CacheEnable`` (its per-node cache is unneeded: every term is cached below).
+  ``predicate.DynamicResourceAllocationEnable``, ``predicate.CacheEnable`` (its per-node
+  cache is unneeded: every term is cached below).
 
 Speed: the pod's constraints are put in canonical form once per pod object (``task.terms``,
 kept by the model from one session to the next), and every distinct
@@ -69,6 +90,7 @@ from pumice import (
     ArgumentSpec,
     NodeTable,
     Plugin,
+    PreBindWriter,
     PredicateResult,
     SessionView,
     TaskInfo,
@@ -81,6 +103,9 @@ from pumice.plugins._interpod import ANTI_AFFINITY_MISMATCH, EXISTING_ANTI_AFFIN
 from pumice.plugins._k8s_terms import NodeTerms, PortsInUse
 from pumice.plugins._links import PodLinkFilters
 from pumice.plugins._spread import SPREAD_MISMATCH, SPREAD_MISSING_LABEL
+from pumice.plugins._volumes import NOT_ELIGIBLE, VolumeFilters
+from pumice.plugins._volumes import RESOLVABLE as VOLUMES_RESOLVABLE
+from pumice.plugins._volumes import UNRESOLVABLE as VOLUMES_UNRESOLVABLE
 
 log = logging.getLogger("pumice.plugins.predicates")
 
@@ -91,10 +116,10 @@ NODE_PORTS_ENABLE = "predicate.NodePortsEnable"
 TAINT_TOLERATION_ENABLE = "predicate.TaintTolerationEnable"
 POD_AFFINITY_ENABLE = "predicate.PodAffinityEnable"
 POD_TOPOLOGY_SPREAD_ENABLE = "predicate.PodTopologySpreadEnable"
+VOLUME_BINDING_ENABLE = "predicate.VolumeBindingEnable"
+VOLUME_ZONE_ENABLE = "predicate.VolumeZoneEnable"
+NODE_VOLUME_LIMITS_ENABLE = "predicate.NodeVolumeLimitsEnable"
 NOT_IMPLEMENTED = (
-    "predicate.NodeVolumeLimitsEnable",
-    "predicate.VolumeZoneEnable",
-    "predicate.VolumeBindingEnable",
     "predicate.DynamicResourceAllocationEnable",
     "predicate.CacheEnable",
 )
@@ -103,15 +128,26 @@ TOO_MANY_PODS = "Too many pods"
 UNSCHEDULABLE = "node(s) were unschedulable"
 AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
 PORTS_TAKEN = "node(s) didn't have free ports for the requested pod ports"
-RESOLVABLE = frozenset(
-    {TOO_MANY_PODS, PORTS_TAKEN, ANTI_AFFINITY_MISMATCH, EXISTING_ANTI_AFFINITY, SPREAD_MISMATCH}
+RESOLVABLE = (
+    frozenset(
+        {
+            TOO_MANY_PODS,
+            PORTS_TAKEN,
+            ANTI_AFFINITY_MISMATCH,
+            EXISTING_ANTI_AFFINITY,
+            SPREAD_MISMATCH,
+        }
+    )
+    | VOLUMES_RESOLVABLE
 )
 """What evicting pods from a node may cure, as in kube-scheduler: the pod count, host ports,
-anti-affinity of either kind and spread skew; a cordon, a taint, a node-affinity or pod-affinity
-mismatch and a missing spread label stay whatever is evicted (``UNRESOLVABLE``)."""
+anti-affinity of either kind, spread skew, a disk or ReadWriteOncePod claim in use and attach
+limits; a cordon, a taint, a node-affinity or pod-affinity mismatch, a missing spread label and
+the other volume reasons stay whatever is evicted (``unresolvable``)."""
 
-UNRESOLVABLE = frozenset(
-    {UNSCHEDULABLE, AFFINITY_MISMATCH, POD_AFFINITY_MISMATCH, SPREAD_MISSING_LABEL}
+UNRESOLVABLE = (
+    frozenset({UNSCHEDULABLE, AFFINITY_MISMATCH, POD_AFFINITY_MISMATCH, SPREAD_MISSING_LABEL})
+    | VOLUMES_UNRESOLVABLE
 )
 """Reasons an eviction cannot resolve (kube-scheduler's UnschedulableAndUnresolvable), besides
 every untolerated-taint reason (see ``unresolvable``)."""
@@ -139,6 +175,9 @@ class PredicatesPlugin(Plugin):
         ArgumentSpec(TAINT_TOLERATION_ENABLE, "bool", True, doc="NoSchedule/NoExecute taints"),
         ArgumentSpec(POD_AFFINITY_ENABLE, "bool", True, doc="required pod (anti-)affinity"),
         ArgumentSpec(POD_TOPOLOGY_SPREAD_ENABLE, "bool", True, doc="DoNotSchedule spread"),
+        ArgumentSpec(VOLUME_BINDING_ENABLE, "bool", True, doc="claims' binding (VolumeBinding)"),
+        ArgumentSpec(VOLUME_ZONE_ENABLE, "bool", True, doc="volumes' zone labels (VolumeZone)"),
+        ArgumentSpec(NODE_VOLUME_LIMITS_ENABLE, "bool", True, doc="CSI attach limits"),
         *(ArgumentSpec(k, "bool", False, doc="accepted, not implemented") for k in NOT_IMPLEMENTED),
     )
 
@@ -150,6 +189,11 @@ class PredicatesPlugin(Plugin):
         self.links = PodLinkFilters(
             affinity=bool(arguments.get_bool(POD_AFFINITY_ENABLE, True)),
             spread=bool(arguments.get_bool(POD_TOPOLOGY_SPREAD_ENABLE, True)),
+        )
+        self.volumes = VolumeFilters(
+            binding=bool(arguments.get_bool(VOLUME_BINDING_ENABLE, True)),
+            zone=bool(arguments.get_bool(VOLUME_ZONE_ENABLE, True)),
+            limits=bool(arguments.get_bool(NODE_VOLUME_LIMITS_ENABLE, True)),
         )
         for key in NOT_IMPLEMENTED:
             if arguments.get_bool(key, False):
@@ -165,24 +209,48 @@ class PredicatesPlugin(Plugin):
     @hookimpl
     def session_open(self, session: SessionView) -> None:
         self.links.open(session)
+        self.volumes.open(session)
 
     @hookimpl
     def shape_key(self, task: TaskInfo) -> object:
-        return self.links.shape_key(task)
+        links = self.links.shape_key(task)
+        if not self.volumes.active:
+            return links
+        volumes = self.volumes.shape_key(task)
+        return links if volumes is None else (links, volumes)
 
     @hookimpl
     def stale_rows(
         self, task: TaskInfo, nodes: NodeTable, since: int
     ) -> npt.NDArray[np.int64] | bool | None:
-        return self.links.stale_rows(task, since)
+        stale = self.links.stale_rows(task, since)
+        if not self.volumes.active:
+            return stale
+        more = self.volumes.stale_rows(task, since)
+        if more is True or stale is None or stale is False:
+            return more
+        if more is None or more is False or not len(more):
+            return stale
+        if stale is True:
+            return True
+        return np.concatenate([stale, more])
 
     @hookimpl
     def on_allocate(self, task: TaskInfo) -> None:
+        if self.volumes.active:
+            self.volumes.place(task)  # first: it may veto a placement its volumes cannot have
         self.links.place(task)
 
     @hookimpl
     def on_deallocate(self, task: TaskInfo) -> None:
         self.links.unplace(task)
+        if self.volumes.active:
+            self.volumes.unplace(task)
+
+    @hookimpl
+    def pre_bind(self, task: TaskInfo, node: str, writer: PreBindWriter) -> None:
+        if self.volumes.active:
+            self.volumes.pre_bind(task, node, writer)
 
     @hookimpl
     def predicate(
@@ -195,6 +263,10 @@ class PredicatesPlugin(Plugin):
         pod = task.terms
         sel: slice | npt.NDArray[np.int64] = slice(None) if rows is None else rows
         n = len(nodes) if rows is None else len(rows)
+        volumes = self.volumes.check(task) if self.volumes.active else None
+        if volumes is not None and volumes.reason is not None:
+            # the pod's own reason (kube's PreFilter): every node, whatever else holds
+            return PredicateResult(np.zeros(n, dtype=np.bool_), volumes.reason, prefilter=True)
         ok = np.ones(n, dtype=np.bool_)
         failures: list[tuple[BoolVector, str | npt.NDArray[np.object_]]] = []
 
@@ -204,6 +276,8 @@ class PredicatesPlugin(Plugin):
                 failures.append((newly, why))
                 ok[newly] = False
 
+        if volumes is not None and volumes.eligible is not None:
+            reject(~volumes.eligible[sel], NOT_ELIGIBLE)
         reject(nodes.pod_count[sel] + 1 > nodes.max_pods[sel], TOO_MANY_PODS)
         unschedulable = nodes.unschedulable[sel]
         if unschedulable.any() and not terms.tolerates_unschedulable(pod.tolerations):
@@ -218,6 +292,9 @@ class PredicatesPlugin(Plugin):
             taken = np.zeros(n, dtype=np.bool_)
             taken[ok] = self._ports_taken(pod.host_ports, nodes, row_ids[ok])
             reject(taken, PORTS_TAKEN)
+        if volumes is not None and ok.any():
+            for failed, volume_reason in self.volumes.failures(task, volumes, nodes, rows, ok):
+                reject(failed, volume_reason)
         if self.links.active:
             for failed, link_reason in self.links.failures(task, nodes, terms, rows):
                 reject(failed, link_reason)
@@ -238,7 +315,12 @@ class PredicatesPlugin(Plugin):
         terms = self.node_terms(nodes)
         pod = task.terms
         reason = ""
-        if nodes.pod_count[row] + 1 > nodes.max_pods[row]:
+        volumes = self.volumes.check(task) if self.volumes.active else None
+        if volumes is not None and volumes.reason is not None:
+            return PredicateResult(_ONE_ROW_FAILS, volumes.reason, prefilter=True)
+        if volumes is not None and volumes.eligible is not None and not volumes.eligible[row]:
+            reason = NOT_ELIGIBLE
+        elif nodes.pod_count[row] + 1 > nodes.max_pods[row]:
             reason = TOO_MANY_PODS
         elif nodes.unschedulable[row] and not terms.tolerates_unschedulable(pod.tolerations):
             reason = UNSCHEDULABLE
@@ -256,6 +338,8 @@ class PredicatesPlugin(Plugin):
             and self._ports_taken(pod.host_ports, nodes, np.array([row]))[0]
         ):
             reason = PORTS_TAKEN
+        elif volumes is not None and (found := self.volumes.row_reason(task, volumes, nodes, row)):
+            reason = found
         elif self.links.active:
             reason = self.links.row_reason(task, nodes, terms, row)
         return PredicateResult(_ONE_ROW_FAILS if reason else _ONE_ROW_PASSES, reason, RESOLVABLE)

@@ -269,6 +269,12 @@ def test_the_declared_defaults_are_the_ones_the_built_ins_use() -> None:
         ("predicate.PodAffinityEnable", "spec.affinity.podAffinity, spec.affinity.podAntiAffinity"),
         ("predicate.PodTopologySpreadEnable", "spec.topologySpreadConstraints (DoNotSchedule)"),
         ("predicate.NodeAffinityEnable", "spec.nodeSelector, spec.affinity.nodeAffinity"),
+        (
+            "predicate.VolumeBindingEnable",
+            "the binding of their claims (spec.volumes[].persistentVolumeClaim, .ephemeral)",
+        ),
+        ("predicate.VolumeZoneEnable", "the zone labels of their claims' volumes"),
+        ("predicate.NodeVolumeLimitsEnable", "the CSI attach limits of their volumes"),
         ("predicate.SomeFutureFilterEnable", "its fields"),
     ],
 )

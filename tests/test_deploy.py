@@ -15,6 +15,7 @@ import pytest
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio.client.exceptions import ApiException
 from sim.simkit import binding, node, pod
+from sim.volumekit import claim, volume
 
 from pumice.cli import main
 from pumice.framework.config import parse_config
@@ -295,6 +296,25 @@ OPERATIONS: list[Operation] = [
         ("scheduling.k8s.io", "priorityclasses", "watch"),
         lambda a: _watch(k8s_client.SchedulingV1Api(a).list_priority_class),
     ),
+    (
+        "pre-bind a volume to a claim",
+        ("", "persistentvolumes", "patch"),
+        lambda a: _core(a).patch_persistent_volume(
+            "pv1",
+            {"spec": {"claimRef": {"namespace": "default", "name": "data"}}},
+            _content_type=MERGE,
+        ),
+    ),
+    (
+        "select a claim's node",
+        ("", "persistentvolumeclaims", "patch"),
+        lambda a: _core(a).patch_namespaced_persistent_volume_claim(
+            "data",
+            "default",
+            {"metadata": {"annotations": {"volume.kubernetes.io/selected-node": "n1"}}},
+            _content_type=MERGE,
+        ),
+    ),
     *[
         op
         for resource, method in (
@@ -358,13 +378,22 @@ OUTSIDE: list[tuple[str, Callable[[k8s_client.ApiClient], Awaitable[Any]]]] = [
         ),
     ),
     ("get a namespace", lambda a: _core(a).read_namespace("default")),
+    (
+        "delete a claim",
+        lambda a: _core(a).delete_namespaced_persistent_volume_claim("data", "default"),
+    ),
+    ("get a volume", lambda a: _core(a).read_persistent_volume("pv1")),
+    ("delete a volume", lambda a: _core(a).delete_persistent_volume("pv1")),
     ("delete a namespace", lambda a: _core(a).delete_namespace("batch")),
 ]
 
 
 def seed_cluster(sim: Any) -> None:
-    """What the operations act on: a node, a pending pod, a running victim, a PodGroup."""
+    """What the operations act on: a node, a pending pod, a running victim, a PodGroup, a
+    volume and a claim."""
     sim.create(node("n1"))
+    sim.create(volume("pv1", "1Gi"))
+    sim.create(claim("data", "1Gi", "none"))
     sim.create(pod("web"))
     sim.create(pod("victim", node_name="n1"))
     sim.create(

@@ -371,7 +371,10 @@ class ClusterCache:
             return None
         if state is PodState.INITIAL and (entry.pod.get("metadata") or {}).get("deletionTimestamp"):
             return None  # being deleted: never scheduled
-        if state is PodState.INITIAL and (refused := refusal(entry.pod)) is not None:
+        if (
+            state is PodState.INITIAL
+            and (refused := refusal(entry.pod, self.storage.evaluated)) is not None
+        ):
             entry.state, entry.reason = PodState.BLOCKED, refused  # refuse, never violate
             return None
         completed = state is PodState.ADDED and is_terminal(entry.pod)

@@ -9,8 +9,8 @@ many pods (a container, the default tolerations, a status of ``Running``, a Repl
 labels) one shared object: pods of one template then differ only in name, uid, version and
 node. Everything a predicate, a score, a plugin or a status write may read stays (see
 ``KEPT_CONTAINER_FIELDS`` and ``DROPPED_SPEC_FIELDS``); of ``spec.volumes`` only the volumes
-naming claims stay, since they decide whether pumice may place the pod at all
-(``pumice.model.unevaluated``).
+that constrain placement stay (claims, ephemeral volumes, in-tree disks:
+``pumice.model.unevaluated``).
 
 Shared parts are never changed in place: the cache and the informers treat every object they
 hold as read-only (an update arrives as a new object).
@@ -33,7 +33,7 @@ container with ``restartPolicy: Always``); the name and image to say which it is
 
 DROPPED_SPEC_FIELDS = frozenset(
     {
-        "volumes",  # but for the ones naming claims: see ``constraining_volumes``
+        "volumes",  # but for claims and disks: see ``constraining_volumes``
         "serviceAccountName",
         "serviceAccount",
         "automountServiceAccountToken",
@@ -145,8 +145,8 @@ class PodSlimmer:
         out: Obj = {}
         for key, value in spec.items():
             if key == "volumes":
-                # only the volumes that constrain scheduling (claims): a pod naming one must
-                # stay visible as such, or it would be placed as if it named none
+                # only the volumes that constrain scheduling (claims, disks): a pod naming one
+                # must stay visible as such, or it would be placed as if it named none
                 value = constraining_volumes(value)
                 if value is not None:
                     out[key] = self.share(value)

@@ -7,11 +7,19 @@ selected-node) and phase; a volume's capacity, modes, class, claimRef, node affi
 source, labels (zones) and phase; a class's provisioner, binding mode and allowed topologies;
 a CSINode's drivers with their limits; a CSIDriver's spec. ``view()`` is the read-only
 ``StorageObjects`` sessions get on their snapshot, rebuilt only after a change.
+
+Like the scheduler's assume caches for volumes and claims, ``assume`` lays the daemon's own
+writes (a volume's claimRef, a claim's selected node) over the stores at once, before the API
+server confirms them, so the next session never gives one volume to two claims: an assumed
+object stands until the informer delivers the object with the write in it (``settled``), the
+object goes, or ``forget`` (the write failed or its pod was given up). ``on_change`` is told of
+every object an informer delivers (the daemon's wait for a pod's volumes follows it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
@@ -22,7 +30,16 @@ from pumice.model.storage import NO_STORAGE, StorageObjects
 KINDS = ("claims", "volumes", "classes", "csinodes", "csidrivers")
 """The stores, in the order the daemon starts their informers."""
 
-_KEPT_META = ("name", "namespace", "uid", "labels", "annotations", "deletionTimestamp")
+_KEPT_META = (
+    "name",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "deletionTimestamp",
+)
 _KEPT_CLAIM_SPEC = (
     "accessModes",
     "resources",
@@ -80,6 +97,19 @@ _SLIMMERS: dict[str, Callable[[Obj], Obj]] = {
 }
 
 
+@dataclass(slots=True)
+class Assumed:
+    """An object as the daemon's write makes it, until the informer shows the write."""
+
+    obj: Obj
+    settled: Callable[[Obj], bool]
+    """Does an object the informer delivers carry the write (or a newer truth)?"""
+
+
+ChangeListener = Callable[[str, str, "Obj | None"], None]
+"""(kind, key, the object as the informer delivered it, None when deleted)"""
+
+
 class StorageCache:
     """The five stores, their informer handlers, and the sessions' read-only view."""
 
@@ -89,6 +119,9 @@ class StorageCache:
         self.served: set[str] = set()
         """The kinds whose informers run (the cluster serves them)."""
         self._view: StorageObjects | None = NO_STORAGE
+        self.assumed: dict[str, dict[str, Assumed]] = {"claims": {}, "volumes": {}}
+        """The daemon's writes not yet seen by the informers, by kind and key."""
+        self.on_change: ChangeListener | None = None
 
     @property
     def claims(self) -> dict[str, Obj]:
@@ -110,6 +143,12 @@ class StorageCache:
     def csidrivers(self) -> dict[str, Obj]:
         return self.stores["csidrivers"]
 
+    @property
+    def evaluated(self) -> bool:
+        """Are claims and volumes read (the cluster serves them)? Pods naming claims are
+        evaluated then, and refused otherwise (``pumice.model.unevaluated``)."""
+        return {"claims", "volumes"} <= self.served
+
     def handler(self, kind: str) -> Handler:
         """The informer handler that keeps the store ``kind`` (one of ``KINDS``)."""
         store = self.stores[kind]
@@ -117,13 +156,40 @@ class StorageCache:
         self.served.add(kind)
         self._view = None
 
+        assumed = self.assumed.get(kind, {})
+
         def upsert(obj: Obj) -> None:
-            store[object_key(obj)] = slim(obj)
+            key = object_key(obj)
+            kept = store[key] = slim(obj)
+            mine = assumed.get(key)
+            if mine is not None and mine.settled(kept):
+                del assumed[key]
+            if self.on_change is not None:
+                self.on_change(kind, key, kept)
 
         def delete(obj: Obj) -> None:
-            store.pop(object_key(obj), None)
+            key = object_key(obj)
+            store.pop(key, None)
+            assumed.pop(key, None)
+            if self.on_change is not None:
+                self.on_change(kind, key, None)
 
         return Handler(upsert, delete, self._changed)
+
+    def assume(self, kind: str, key: str, obj: Obj, settled: Callable[[Obj], bool]) -> None:
+        """Lay ``obj`` (a claim or volume with the daemon's write in it) over the store."""
+        self.assumed[kind][key] = Assumed(obj, settled)
+        self._changed()
+
+    def forget(self, kind: str, key: str) -> None:
+        """Drop an assumed write (it failed, or its pod was given up)."""
+        if self.assumed[kind].pop(key, None) is not None:
+            self._changed()
+
+    def current(self, kind: str, key: str) -> Obj | None:
+        """The object as sessions see it: the assumed write, else the informer's."""
+        mine = self.assumed.get(kind, {}).get(key)
+        return mine.obj if mine is not None else self.stores[kind].get(key)
 
     def _changed(self) -> None:
         self._view = None
@@ -132,9 +198,13 @@ class StorageCache:
     def view(self) -> StorageObjects:
         """What a snapshot carries: read-only mappings, new after every change."""
         if self._view is None:
+            stores = {kind: dict(self.stores[kind]) for kind in KINDS}
+            for kind, assumed in self.assumed.items():
+                for key, mine in assumed.items():
+                    stores[kind][key] = mine.obj
             self._view = StorageObjects(
-                **{kind: MappingProxyType(dict(self.stores[kind])) for kind in KINDS},
-                served={"claims", "volumes"} <= self.served,
+                **{kind: MappingProxyType(stores[kind]) for kind in KINDS},
+                served=self.evaluated,
             )
         return self._view
 

@@ -27,9 +27,14 @@ from pumice.uids import ordered_uid
 
 Obj = dict[str, Any]
 
-CACHE_KINDS = frozenset({"Node", "Pod", "PodGroup", "Queue", "PriorityClass", "Namespace"})
+STORAGE_KINDS = frozenset(
+    {"PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode", "CSIDriver"}
+)
+CACHE_KINDS = (
+    frozenset({"Node", "Pod", "PodGroup", "Queue", "PriorityClass", "Namespace"}) | STORAGE_KINDS
+)
 """The kinds the scheduler's cache takes (what ``pumice simulate`` replays)."""
-NAMESPACED_KINDS = frozenset({"Pod", "PodGroup"})
+NAMESPACED_KINDS = frozenset({"Pod", "PodGroup", "PersistentVolumeClaim"})
 
 
 class InputError(ManifestError):
@@ -51,7 +56,7 @@ def describe(obj: Mapping[str, Any]) -> str:
     name = meta.get("name", "?")
     namespace = meta.get("namespace")
     kind = obj.get("kind", "?")
-    if kind in ("Pod", "PodGroup"):
+    if kind in NAMESPACED_KINDS:
         return f"{kind} {namespace or 'default'}/{name}"
     return f"{kind} {name}"
 
@@ -80,6 +85,10 @@ def _resource_lists(obj: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
         yield "status.capacity", status.get("capacity")
     elif kind == "PodGroup":
         yield "spec.minResources", spec.get("minResources")
+    elif kind == "PersistentVolumeClaim":
+        yield "spec.resources.requests", (spec.get("resources") or {}).get("requests")
+    elif kind == "PersistentVolume":
+        yield "spec.capacity", spec.get("capacity")
     elif kind == "Queue":
         yield "spec.capability", spec.get("capability")
         yield "spec.deserved", spec.get("deserved")
@@ -149,15 +158,31 @@ def api_defaults(obj: Obj) -> Obj:
     ``default``; a pod container's requests default to its limits; an object without a uid or
     a creation time gets them as the simulated API server stamps a manifest it is seeded with
     (now, and a uid in input order: ``pumice.uids``), so ``pumice simulate`` orders such
-    objects as ``pumice run --sim`` does."""
+    objects as ``pumice run --sim`` does; a StorageClass binds ``Immediate`` unless it says
+    otherwise; a volume or claim without a phase has the one the PV controller gives it at once
+    (a volume ``Available``, or ``Bound`` when it names a claim; a claim ``Pending``, or
+    ``Bound`` when bound)."""
+    kind = obj.get("kind")
     meta = obj.setdefault("metadata", {})
     if isinstance(meta, dict):
         if not meta.get("uid"):
             meta["uid"] = ordered_uid()
         if not meta.get("creationTimestamp"):
             meta["creationTimestamp"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    if obj.get("kind") in NAMESPACED_KINDS:
+    if kind in NAMESPACED_KINDS:
         meta["namespace"] = meta.get("namespace") or "default"
+    if kind == "StorageClass" and not obj.get("volumeBindingMode"):
+        obj["volumeBindingMode"] = "Immediate"
+    if kind in ("PersistentVolume", "PersistentVolumeClaim"):
+        status = obj.setdefault("status", {})
+        if not status.get("phase"):
+            spec = obj.get("spec") or {}
+            notes = (obj.get("metadata") or {}).get("annotations") or {}
+            if kind == "PersistentVolume":
+                status["phase"] = "Bound" if spec.get("claimRef") else "Available"
+            else:
+                bound = spec.get("volumeName") and "pv.kubernetes.io/bind-completed" in notes
+                status["phase"] = "Bound" if bound else "Pending"
     if obj.get("kind") == "Pod":
         spec = obj["spec"] = obj.get("spec") or {}
         for group in ("containers", "initContainers"):

@@ -137,8 +137,12 @@ class _PacedRecorder(CycleRecorder):
     ``waiting`` (a verifying run), it ends the session once every one of them is bound:
     nothing the session does afterwards takes a committed bind out of simulate's report."""
 
-    pace: Pace | None = None
-    waiting: set[str] | None = None
+    def __init__(
+        self, cycle: int, *, pace: Pace | None = None, waiting: set[str] | None = None
+    ) -> None:
+        super().__init__(cycle)
+        self.pace = pace
+        self.waiting = waiting
 
     def bind(self, task: TaskInfo, node: str) -> None:
         if self.pace is not None:
@@ -302,6 +306,8 @@ def run_cluster(
             if until_placed:
                 return result
         state.clock += config.scheduler.period
+        for claim, volume, node in recorder.volume_writes:
+            state.bind_volume(claim, volume, node)
         for task, node, _ in recorder.binds:
             state.bind(task, node)
         for task, _eviction in recorder.evictions:

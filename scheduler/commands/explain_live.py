@@ -60,14 +60,16 @@ async def list_cluster(kubeconfig: str | None, context: str | None) -> list[Obj]
         connect,
         served,
     )
+    from pumice.kube.resources import STORAGE_KINDS
 
-    optional = (QUEUES, PODGROUPS)  # Volcano's kinds, where the cluster serves them
+    # Volcano's kinds and the storage kinds, where the cluster serves them
+    optional = (QUEUES, PODGROUPS, *STORAGE_KINDS)
     settings = KubeSettings(
         kubeconfig=kubeconfig, context=context, read_only=True, user_agent="pumice-explain"
     )
     objects: list[Obj] = []
     async with await connect(settings) as kube:
-        for kind in (NAMESPACES, PRIORITYCLASSES, NODES, QUEUES, PODGROUPS, PODS):
+        for kind in (NAMESPACES, PRIORITYCLASSES, NODES, *STORAGE_KINDS, QUEUES, PODGROUPS, PODS):
             if kind in optional and not await served(kube, kind):
                 continue
             listed = await kube.request("GET", kind.path())

@@ -9,7 +9,9 @@ every decision (the same snapshot → session → commit path as the daemon), ru
 actions, and hands the committed decisions back to the cache as the API server's answers —
 bound pods turn Running on their node, evicted pods disappear, preemptors get their nominated
 node, PodGroups and Queues the status the daemon would write (``pumice.daemon.outcome``, the
-plugins' fields included). One cycle is one ``period`` of the configuration on the simulated
+plugins' fields included), and the volume writes asked before a bind (a volume's claimRef, a
+claim's selected node) are answered as the volume controllers would, the claim bound. Nothing
+is written anywhere. One cycle is one ``period`` of the configuration on the simulated
 clock. The report (``simulate_report``) is a table or JSON.
 
 Exit codes: 0, or 2 with one line for a bad flag, configuration or manifest
@@ -32,6 +34,7 @@ from pumice.commands.simulate_report import (
     NodeUsage,
     Placement,
     Report,
+    VolumeBinding,
     render_table,
 )
 from pumice.commands.whatif_command import add_arguments as add_whatif_arguments
@@ -169,6 +172,9 @@ def simulate(
         finally:
             session.dispose()
         state.clock += config.scheduler.period
+        for claim, volume, node in recorder.volume_writes:
+            report.volumes.setdefault(claim, VolumeBinding(node, volume))
+            state.bind_volume(claim, volume, node)
         for task, node, action in recorder.binds:
             state.bind(task, node)
             report.placements.append(Placement(task.key, node, action, cycle, scores.get(task.uid)))

@@ -1,16 +1,22 @@
 """The cluster ``pumice simulate`` replays: the daemon's cache, fed as the informers feed it.
 
 The manifests go into a ``ClusterCache`` through the handlers the daemon's informers call, as
-ADDED events (Namespaces, PriorityClasses, Nodes, Queues, PodGroups, then pods, slimmed as the pod
-informers slim them: a pod with a node to the assigned-pods handler, one of ours without a
-node to the pending-pods handler, others' pending pods nowhere, as their watches would have
-it); then, as after the daemon's initial-sync gate, cycles run. Every cycle's snapshot is
-the cache's, taken at the simulated ``clock``. What a cycle decides comes back as the API
-server's answers would: a bound pod is assumed, then shows up bound (and Running) on the
-assigned watch; an evicted pod is deleted; a nominated pod gets ``status.nominatedNodeName``;
-PodGroups and Queues get the status ``pumice.daemon.outcome`` computes — the code whose results
-the daemon writes — through their handlers, so the next cycle reads its Inqueue phases and node
-reservations back as the daemon's next session does.
+ADDED events (Namespaces, PriorityClasses, Nodes, the storage kinds, Queues, PodGroups, then
+pods, slimmed as the pod informers slim them: a pod with a node to the assigned-pods handler,
+one of ours without a node to the pending-pods handler, others' pending pods nowhere, as their
+watches would have it); then, as after the daemon's initial-sync gate, cycles run. The storage
+APIs count as served (a claim the files lack does not exist, but for a pod's generic ephemeral
+volume, whose claim is made as the ephemeral-volume controller makes it). Every cycle's
+snapshot is the cache's, taken at the simulated ``clock``. What a cycle decides comes back as
+the API server's answers would: a bound pod is assumed, then shows up bound (and Running) on
+the assigned watch; an evicted pod is deleted; a nominated pod gets
+``status.nominatedNodeName``; PodGroups and Queues get the status ``pumice.daemon.outcome``
+computes — the code whose results the daemon writes — through their handlers, so the next cycle
+reads its Inqueue phases and node reservations back as the daemon's next session does. The
+volume writes made before a bind come back as the volume controllers would answer them
+(``bind_volume``): a volume pre-bound to a claim is bound to it; a claim given a node gets a
+volume provisioned there (``pvc-<uid>``, pinned to the node's hostname or the class's
+``allowedTopologies``), bound to it.
 """
 
 from __future__ import annotations
@@ -21,13 +27,39 @@ from typing import Any
 
 from pumice.cache import ClusterCache, PodState
 from pumice.cache.groups import object_key
+from pumice.cache.handler import Handler
 from pumice.cache.pods import pod_uid
 from pumice.daemon.outcome import CycleOutcome, same_podgroup_status, same_queue_status
 from pumice.model import ClusterSnapshot, TaskInfo
+from pumice.model.volumes import (
+    BIND_COMPLETED,
+    BOUND_BY_CONTROLLER,
+    HOSTNAME,
+    PROVISIONED_BY,
+    access_modes,
+    class_of,
+    is_bound,
+    spec_of,
+)
 
 Obj = dict[str, Any]
 
-FEED_ORDER = {"Namespace": 0, "PriorityClass": 0, "Node": 1, "Queue": 2, "PodGroup": 3, "Pod": 4}
+STORAGE_STORES = {
+    "PersistentVolumeClaim": "claims",
+    "PersistentVolume": "volumes",
+    "StorageClass": "classes",
+    "CSINode": "csinodes",
+    "CSIDriver": "csidrivers",
+}
+FEED_ORDER = {
+    "Namespace": 0,
+    "PriorityClass": 0,
+    "Node": 1,
+    **dict.fromkeys(STORAGE_STORES, 1),
+    "Queue": 2,
+    "PodGroup": 3,
+    "Pod": 4,
+}
 
 
 class SimulatedCluster:
@@ -44,6 +76,11 @@ class SimulatedCluster:
         """Pod uid -> the pod as the API server has it now."""
         self.podgroups: dict[str, Obj] = {}
         self.queues: dict[str, Obj] = {}
+        self.storage: dict[str, dict[str, Obj]] = {store: {} for store in STORAGE_STORES.values()}
+        """Store -> key -> the storage object as the API server has it now."""
+        self._storage_handlers: dict[str, Handler] = {
+            store: self.cache.storage.handler(store) for store in STORAGE_STORES.values()
+        }
 
     # -- the initial list ---------------------------------------------------------------------
 
@@ -66,8 +103,13 @@ class SimulatedCluster:
                 cache.podgroups_handler.on_add(obj)
             elif kind == "Pod":
                 self._add_pod(obj)
+            elif kind in STORAGE_STORES:
+                store = STORAGE_STORES[str(kind)]
+                self.storage[store][object_key(obj)] = obj
+                self._storage_handlers[store].on_add(obj)
 
     def _add_pod(self, pod: Obj) -> None:
+        self._ephemeral_claims(pod)
         pod = self.cache.slim_pod(pod)  # what the pod informers deliver
         spec = pod.get("spec") or {}
         phase = (pod.get("status") or {}).get("phase")
@@ -80,6 +122,43 @@ class SimulatedCluster:
         ):
             self.pods[pod_uid(pod)] = pod
             self.cache.pending_pods.on_add(pod)
+
+    def _ephemeral_claims(self, pod: Obj) -> None:
+        """The ephemeral-volume controller's part: a pod's generic ephemeral volume that has
+        no claim ``<pod>-<volume>`` yet gets one from its template, owned by the pod."""
+        meta = pod.get("metadata") or {}
+        if meta.get("deletionTimestamp"):
+            return
+        namespace = str(meta.get("namespace") or "default")
+        for volume in (pod.get("spec") or {}).get("volumes") or ():
+            if not isinstance(volume, dict) or not isinstance(volume.get("ephemeral"), dict):
+                continue
+            template = volume["ephemeral"].get("volumeClaimTemplate") or {}
+            name = f"{meta.get('name')}-{volume.get('name')}"
+            key = f"{namespace}/{name}"
+            if key in self.storage["claims"]:
+                continue
+            owner = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": meta.get("name"),
+                "controller": True,
+            }
+            if meta.get("uid"):
+                owner["uid"] = meta["uid"]
+            claim_meta: Obj = {"name": name, "namespace": namespace, "ownerReferences": [owner]}
+            for part in ("labels", "annotations"):
+                if (template.get("metadata") or {}).get(part):
+                    claim_meta[part] = dict(template["metadata"][part])
+            claim: Obj = {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": claim_meta,
+                "spec": dict(template.get("spec") or {}),
+                "status": {"phase": "Pending"},
+            }
+            self.storage["claims"][key] = claim
+            self._storage_handlers["claims"].on_add(claim)
 
     # -- a cycle ------------------------------------------------------------------------------
 
@@ -99,6 +178,104 @@ class SimulatedCluster:
         self.pods[task.uid] = new
         self.cache.assigned_pods.on_add(new)
         self.cache.pending_pods.on_delete(old)
+
+    def bind_volume(self, claim_key: str, volume: str | None, node: str) -> None:
+        """A volume write before a bind, answered as the volume controllers would: the
+        volume ``volume`` pre-bound to the claim, or (None) one provisioned on ``node``; then
+        both bound."""
+        claim = self.storage["claims"].get(claim_key)
+        if claim is None or is_bound(claim):
+            return
+        meta = claim.get("metadata") or {}
+        ref = {
+            "kind": "PersistentVolumeClaim",
+            "apiVersion": "v1",
+            "namespace": meta.get("namespace") or "default",
+            "name": meta.get("name"),
+            **({"uid": meta["uid"]} if meta.get("uid") else {}),
+        }
+        if volume is None:
+            made = self._provisioned(claim, ref, node)
+            if made is None:
+                return
+            name = str(made["metadata"]["name"])
+            self.storage["volumes"][name] = made
+            self._storage_handlers["volumes"].on_add(made)
+        else:
+            name = volume
+            old = self.storage["volumes"].get(name)
+            if old is None:
+                return
+            notes = {**((old.get("metadata") or {}).get("annotations") or {})}
+            notes[BOUND_BY_CONTROLLER] = "yes"
+            new = {
+                **old,
+                "metadata": {**old["metadata"], "annotations": notes},
+                "spec": {**spec_of(old), "claimRef": ref},
+                "status": {**(old.get("status") or {}), "phase": "Bound"},
+            }
+            self.storage["volumes"][name] = new
+            self._storage_handlers["volumes"].on_update(old, new)
+        bound_to = self.storage["volumes"][name]
+        notes = {**(meta.get("annotations") or {}), BIND_COMPLETED: "yes"}
+        status = {
+            **(claim.get("status") or {}),
+            "phase": "Bound",
+            "accessModes": sorted(access_modes(bound_to)),
+            "capacity": dict(spec_of(bound_to).get("capacity") or {}),
+        }
+        new_claim = {
+            **claim,
+            "metadata": {**meta, "annotations": notes},
+            "spec": {**spec_of(claim), "volumeName": name},
+            "status": status,
+        }
+        self.storage["claims"][claim_key] = new_claim
+        self._storage_handlers["claims"].on_update(claim, new_claim)
+
+    def _provisioned(self, claim: Obj, ref: Obj, node: str) -> Obj | None:
+        """The volume a provisioner makes for ``claim`` on ``node`` (None: no class)."""
+        sc = self.storage["classes"].get(class_of(claim))
+        if sc is None:
+            return None
+        labels = ((self.cache.node_objects.get(node) or {}).get("metadata") or {}).get(
+            "labels"
+        ) or {}
+        allowed = sc.get("allowedTopologies") or []
+        if allowed:
+            keys = [
+                str(e.get("key"))
+                for term in allowed[:1]
+                for e in (term or {}).get("matchLabelExpressions") or ()
+            ]
+            expressions = [
+                {"key": k, "operator": "In", "values": [str(labels.get(k, ""))]} for k in keys
+            ]
+        else:
+            hostname = str(labels.get(HOSTNAME) or node)
+            expressions = [{"key": HOSTNAME, "operator": "In", "values": [hostname]}]
+        requests = (spec_of(claim).get("resources") or {}).get("requests") or {}
+        name = f"pvc-{ref.get('uid') or ref['namespace'] + '-' + str(ref['name'])}"
+        return {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {
+                "name": name,
+                "annotations": {PROVISIONED_BY: str(sc.get("provisioner") or "")},
+            },
+            "spec": {
+                "capacity": {"storage": requests.get("storage", "0")},
+                "accessModes": list(spec_of(claim).get("accessModes") or []),
+                "storageClassName": class_of(claim),
+                "claimRef": ref,
+                "persistentVolumeReclaimPolicy": str(sc.get("reclaimPolicy") or "Delete"),
+                "nodeAffinity": {
+                    "required": {"nodeSelectorTerms": [{"matchExpressions": expressions}]}
+                },
+                "csi": {"driver": str(sc.get("provisioner") or ""), "volumeHandle": name},
+            },
+            "status": {"phase": "Bound"},
+        }
 
     def evict(self, task: TaskInfo) -> None:
         """The pod is deleted (its grace period is not simulated)."""

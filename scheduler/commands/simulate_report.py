@@ -61,6 +61,15 @@ class NodeUsage:
     max_pods: int
 
 
+@dataclass(frozen=True)
+class VolumeBinding:
+    """Where a claim of a placed pod went: its node, and the volume chosen (None: one is to
+    be provisioned there)."""
+
+    node: str
+    volume: str | None
+
+
 @dataclass
 class Report:
     """Everything a simulation decided, in the order it decided it."""
@@ -73,6 +82,9 @@ class Report:
     podgroups: dict[str, str] = field(default_factory=dict)
     nodes: list[NodeUsage] = field(default_factory=list)
     cycles: int = 0
+    volumes: dict[str, VolumeBinding] = field(default_factory=dict)
+    """``NS/CLAIM`` -> where the claim of a placed pod was bound, for every claim that was
+    not bound yet (a volume chosen for it, or provisioning on the pod's node)."""
     contract_errors: list[str] = field(default_factory=list)
     """What plugins answered against the contract (each once); not part of the JSON: a
     report with any is not printed (``pumice simulate`` exits 2 naming them)."""
@@ -110,6 +122,9 @@ class Report:
             ],
             "queues": {name: dict(sorted(q.items())) for name, q in sorted(self.queues.items())},
             "podgroups": {key: {"phase": phase} for key, phase in sorted(self.podgroups.items())},
+            "volumes": {
+                key: {"node": v.node, "volume": v.volume} for key, v in sorted(self.volumes.items())
+            },
         }
 
 
@@ -160,6 +175,13 @@ def render_table(report: Report, explain: bool = False) -> str:
     out += ["", f"UNSCHEDULABLE ({len(report.unschedulable)})"]
     if report.unschedulable:
         rows = [("POD", "REASON"), *sorted(report.unschedulable.items())]
+        out += _columns(rows)
+    if report.volumes:
+        out += ["", f"VOLUMES ({len(report.volumes)})"]
+        rows = [("CLAIM", "NODE", "VOLUME")]
+        rows += [
+            (key, v.node, v.volume or "(provisioned)") for key, v in sorted(report.volumes.items())
+        ]
         out += _columns(rows)
     out += ["", "NODES"]
     if report.nodes:

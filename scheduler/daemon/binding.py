@@ -8,6 +8,10 @@ node) and sent by the ``Binder``; the answer settles the assumption:
 * GONE — the pod was deleted;
 * FAILED — forget and offer the pod again after a backoff of 1 s doubling to 10 s.
 
+A pod whose plugins asked for volume writes before its bind (``pre_bind``), or whose gang
+waits for such a pod, is bound only once its volumes are (``pumice.daemon.volumes``); when
+they cannot be, it is forgotten and offered again with the same backoff (``give_up``).
+
 Status writes (the ``Scheduled`` event of each bind, conditions, PodGroup and Queue status) go
 through a ``StatusLane``: they wait while binds are in flight, and the ``Scheduled`` events are
 shed when too many wait (see ``pumice.daemon.writes``).
@@ -25,6 +29,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pumice.cache import ClusterCache
+from pumice.daemon.volumes import VolumeBinder
 from pumice.daemon.writes import StatusLane
 from pumice.kube import Binder, BindOutcome, BindResult, Evictor, EvictOutcome, StatusWriter
 
@@ -70,6 +75,13 @@ class BackgroundWork:
         self.evictions_in_flight = 0
         self.outcomes: dict[str, int] = {}
         self.lane = StatusLane(lambda: self.binds_in_flight > 0)
+        self.volumes: VolumeBinder | None = None
+        """Binds the volumes of the pods whose plugins asked for writes, before the pods."""
+
+    @property
+    def waiting_for_volumes(self) -> int:
+        """Pods assumed on their nodes that wait for their (or their gang's) volumes."""
+        return self.volumes.waiting if self.volumes is not None else 0
 
     @property
     def in_flight(self) -> int:
@@ -86,12 +98,32 @@ class BackgroundWork:
     # -- binds -------------------------------------------------------------------------------
 
     def bind(self, uid: str, namespace: str, name: str, node: str) -> None:
-        """Assume ``uid`` on ``node`` and bind it in the background (event-loop thread)."""
+        """Assume ``uid`` on ``node`` and bind it in the background (event-loop thread), once
+        its volumes are bound when it has any to wait for."""
         if not self.cache.assume(uid, node):
             log.info("not binding %s/%s: it is no longer waiting for a node", namespace, name)
+            if self.volumes is not None:
+                self.volumes.dropped(uid)
             return
+        if self.volumes is not None and self.volumes.holds(uid, namespace, name, node):
+            return
+        self.send_bind(uid, namespace, name, node)
+
+    def send_bind(self, uid: str, namespace: str, name: str, node: str) -> None:
+        """Bind an assumed pod in the background."""
         self.binds_in_flight += 1
         self._spawn(self._bind(uid, namespace, name, node))
+
+    def give_up(self, uid: str, namespace: str, name: str, node: str, message: str) -> None:
+        """An assumed pod will not be bound now (its volumes could not be): forget it, offer
+        it again after a backoff, and tell why on the pod (condition and event)."""
+        attempts = self.attempts[uid] = self.attempts.get(uid, 0) + 1
+        self._count("VOLUMES_FAILED")
+        self.cache.forget(uid, hold=backoff(attempts))
+        entry = self.cache.pods.get(uid)
+        if entry is not None:
+            self.write(self.writer.pod_unschedulable(entry.pod, message))
+            self.write(self.writer.pod_event(entry.pod, "FailedScheduling", message, "Warning"))
 
     async def _bind(self, uid: str, namespace: str, name: str, node: str) -> None:
         try:
@@ -202,6 +234,8 @@ class BackgroundWork:
                 self.write(self.writer.flush())
 
     async def cancel(self) -> None:
+        if self.volumes is not None:
+            self.volumes.cancel()
         for task in list(self.tasks):
             task.cancel()
         if self.tasks:

@@ -3,8 +3,10 @@
 A session runs in a worker thread and calls its committer synchronously from
 ``Statement.commit``. ``LoopCommitter`` hands every decision to the event loop
 (``call_soon_threadsafe``), where the daemon assumes the pod in the cache at once and binds it
-in the background. ``DryRunCommitter`` writes nothing: it logs each decision at info with the
-chosen node's per-plugin scores and the runner-up's.
+in the background; the volume writes the plugins ask for before a bind (``pre_bind``) are
+handed over first, in order, so the loop knows them before the bind arrives.
+``DryRunCommitter`` writes nothing: it logs each decision at info with the chosen node's
+per-plugin scores and the runner-up's, and each volume write it would make.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from pumice.daemon.explain import explain_choice
+from pumice.framework.committer import PreBindWriter
 from pumice.model import TaskInfo
 
 if TYPE_CHECKING:
@@ -28,6 +31,36 @@ EvictSink = Callable[[str, str, str, str], None]
 """(uid, namespace, name, reason)"""
 NominateSink = Callable[[str, str], None]
 """(uid, node)"""
+VolumeSink = Callable[[str, str, str, "str | None", str], None]
+"""(uid, job, claim, volume or None to provision, node)"""
+
+
+class _LoopWrites:
+    """A pod's pre-bind writer: each write goes to the loop as it is asked."""
+
+    def __init__(self, committer: LoopCommitter, task: TaskInfo) -> None:
+        self._committer = committer
+        self._task = task
+
+    def bind_volume(self, claim: str, volume: str) -> None:
+        self._committer.send_write(self._task, claim, volume, self._task.node_name or "")
+
+    def provision_volume(self, claim: str, node: str) -> None:
+        self._committer.send_write(self._task, claim, None, node)
+
+
+class _LoggedWrites:
+    """A pod's pre-bind writer in dry-run: logs what would be written."""
+
+    def __init__(self, task: TaskInfo, node: str) -> None:
+        self._task = task
+        self._node = node
+
+    def bind_volume(self, claim: str, volume: str) -> None:
+        log.info("dry-run: bind volume %s to claim %s (for %s)", volume, claim, self._task.key)
+
+    def provision_volume(self, claim: str, node: str) -> None:
+        log.info("dry-run: select node %s for claim %s (for %s)", node, claim, self._task.key)
 
 
 class LoopCommitter:
@@ -39,13 +72,23 @@ class LoopCommitter:
         on_bind: BindSink,
         on_evict: EvictSink,
         on_nominate: NominateSink,
+        on_volume: VolumeSink | None = None,
     ) -> None:
         self._loop = loop
         self._on_bind = on_bind
         self._on_evict = on_evict
         self._on_nominate = on_nominate
+        self._on_volume = on_volume
         self.binds = 0
         self.evictions = 0
+
+    def pre_bind(self, task: TaskInfo, node: str) -> PreBindWriter:
+        return _LoopWrites(self, task)
+
+    def send_write(self, task: TaskInfo, claim: str, volume: str | None, node: str) -> None:
+        if self._on_volume is None:
+            raise RuntimeError("this committer binds no volumes")
+        self._loop.call_soon_threadsafe(self._on_volume, task.uid, task.job, claim, volume, node)
 
     def bind(self, task: TaskInfo, node: str) -> None:
         self.binds += 1
@@ -70,6 +113,9 @@ class DryRunCommitter:
     def attach(self, session: Session) -> None:
         """The session whose plugins explain the decisions (set right after it opens)."""
         self.session = session
+
+    def pre_bind(self, task: TaskInfo, node: str) -> PreBindWriter:
+        return _LoggedWrites(task, node)
 
     def bind(self, task: TaskInfo, node: str) -> None:
         self.binds += 1

@@ -42,6 +42,7 @@ from pumice.daemon.recorder import ANSWER_TIMEOUT, STOP_WAIT, LiveCycle, Recorde
 from pumice.daemon.reload import ConfigReloader, Loader
 from pumice.daemon.reporting import Reporter
 from pumice.daemon.storage import storage_served
+from pumice.daemon.volumes import VolumeBinder
 from pumice.framework.config import RecordSettings, SchedulerConfig
 from pumice.framework.host import PluginHost
 from pumice.framework.session import Session
@@ -217,6 +218,13 @@ class Daemon:
                     partial(nominate, status_kube),
                 )
                 self.work.on_bound_uid = self.metrics.bound
+                self.work.volumes = VolumeBinder(
+                    cache,
+                    kube,
+                    self.work.send_bind,
+                    self.work.give_up,
+                    timeout=self.options.config.scheduler.volume_bind_timeout,
+                )
             advisor = None
             if self.options.suggester is not None and not self.dry_run:  # nothing to write to
                 advisor = Advisor(self.options.suggester, self.running_config, self.bind_work_due)
@@ -370,10 +378,14 @@ class Daemon:
                 await self.leadership.pause(stop, self.period)
                 continue
             now = time.monotonic()
+            settled = True  # nothing changed while this turn's session (if any) ran
             if self._worth_a_session(cache, seen, now - last_session):
                 seen, last_session = cache.generation, now
                 self._arrived.clear()  # what arrives from here on is not in this snapshot
                 outcome = await self.cycle(cache)
+                # (a victim's deletion seen while the session ran: the next session binds its
+                # preemptor, so this one's committing nothing is not idleness)
+                settled = cache.generation == seen
             else:
                 # Nothing changed that a session could act on: say what is wrong with any
                 # new bad object, and wait.
@@ -384,7 +396,7 @@ class Daemon:
             if self.options.until_idle and outcome.failed:
                 log.error("a session failed; --until-idle gives up")
                 return
-            if self.options.until_idle and self._idle(outcome):
+            if self.options.until_idle and settled and self._idle(outcome):
                 log.info("idle: nothing more to schedule; exiting")
                 return
             await self._pause(stop, outcome.seconds)
@@ -453,6 +465,7 @@ class Daemon:
     def _idle(self, outcome: CycleOutcome) -> bool:
         assert self.cache is not None
         in_flight = self.work.in_flight if self.work is not None else 0
+        in_flight += self.work.waiting_for_volumes if self.work is not None else 0
         return (
             outcome.binds == 0
             and outcome.evictions == 0
@@ -517,7 +530,14 @@ class Daemon:
         if self.work is None:
             return DryRunCommitter()
         loop = asyncio.get_running_loop()
-        return LoopCommitter(loop, self.work.bind, self.work.evict, self.work.nominate)
+        volumes = self.work.volumes
+        return LoopCommitter(
+            loop,
+            self.work.bind,
+            self.work.evict,
+            self.work.nominate,
+            volumes.expect if volumes is not None else None,
+        )
 
     def _decided(self, committer: LoopCommitter | DryRunCommitter, outcome: CycleOutcome) -> None:
         """After each cycle, on the event loop: a shadow run compares its decisions here."""

@@ -157,7 +157,9 @@ class _StateCollector(Collector):
         )
         attempts.add_metric(["scheduled"], outcomes.get("BOUND", 0))
         attempts.add_metric(["unschedulable"], self.metrics.unschedulable)
-        attempts.add_metric(["error"], outcomes.get("FAILED", 0))
+        attempts.add_metric(
+            ["error"], outcomes.get("FAILED", 0) + outcomes.get("VOLUMES_FAILED", 0)
+        )
         yield attempts
         binds = CounterMetricFamily(
             "pumice_binds",
@@ -177,6 +179,21 @@ class _StateCollector(Collector):
             if key.startswith("evict-"):
                 evictions.add_metric([key.removeprefix("evict-").lower()], value)
         yield evictions
+        volumes = daemon.work.volumes if daemon.work is not None else None
+        volume_binds = CounterMetricFamily(
+            "pumice_volume_binds",
+            "Pods whose volumes were bound before them (bound), or given up (failed)",
+            labels=["outcome"],
+        )
+        for outcome in ("bound", "failed"):
+            counted = volumes.outcomes.get(outcome, 0) if volumes is not None else 0
+            volume_binds.add_metric([outcome], counted)
+        yield volume_binds
+        yield GaugeMetricFamily(
+            "pumice_pods_waiting_for_volumes",
+            "Pods assumed on their nodes that wait for their (or their gang's) volumes",
+            value=volumes.waiting if volumes is not None else 0,
+        )
         yield CounterMetricFamily(
             "pumice_session_failures",
             "Sessions that raised (retried next period)",

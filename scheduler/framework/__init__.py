@@ -4,11 +4,19 @@ configuration."""
 from pumice.framework.argspec import ArgumentSpec
 from pumice.framework.arguments import Arguments
 from pumice.framework.base import Action, Plugin
+from pumice.framework.committer import PreBindWriter
 from pumice.framework.config import ConfigError, SchedulerConfig, load_config, parse_config
 from pumice.framework.hookspecs import hookimpl
 from pumice.framework.host import PluginConflictError, PluginError, PluginHost
 from pumice.framework.released import predicate_once_gone
-from pumice.framework.results import Feasibility, JobInvalid, MetricSample, PredicateResult, Vote
+from pumice.framework.results import (
+    Feasibility,
+    JobInvalid,
+    MetricSample,
+    PredicateResult,
+    ReasonList,
+    Vote,
+)
 from pumice.framework.session import RecordingCommitter, Session, SessionError
 from pumice.framework.statement import Statement, StatementError
 from pumice.framework.view import SessionView
@@ -25,7 +33,9 @@ __all__ = [
     "PluginConflictError",
     "PluginError",
     "PluginHost",
+    "PreBindWriter",
     "PredicateResult",
+    "ReasonList",
     "RecordingCommitter",
     "SchedulerConfig",
     "Session",

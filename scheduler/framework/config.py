@@ -257,6 +257,9 @@ class SchedulerSettings:
     tie_break: Literal["deterministic", "random"] = "deterministic"
     record: RecordSettings | None = None
     """None: no flight recorder."""
+    volume_bind_timeout: float = 600.0
+    """Seconds a placed pod waits for its volumes to be bound before it is given up
+    (kube-scheduler's VolumeBinding ``bindTimeoutSeconds``)."""
     suggestions: bool = True
     """Search, outside the cycles, what would admit an unschedulable PodGroup and append it
     to its condition (``pumice.daemon.advice``)."""

@@ -36,6 +36,11 @@ FILTERED_FIELDS = {
     "predicate.NodePortsEnable": "containers' ports[].hostPort",
     "predicate.PodAffinityEnable": "spec.affinity.podAffinity, spec.affinity.podAntiAffinity",
     "predicate.PodTopologySpreadEnable": "spec.topologySpreadConstraints (DoNotSchedule)",
+    "predicate.VolumeBindingEnable": (
+        "the binding of their claims (spec.volumes[].persistentVolumeClaim, .ephemeral)"
+    ),
+    "predicate.VolumeZoneEnable": "the zone labels of their claims' volumes",
+    "predicate.NodeVolumeLimitsEnable": "the CSI attach limits of their volumes",
 }
 """The pod fields a filter's flag switches off, for the warning (others: "its fields")."""
 PREEMPT = "preempt"

@@ -97,6 +97,7 @@ SCHEDULER_KEYS = (
     "plugins",
     "tieBreak",
     "record",
+    "volumeBindTimeout",
     "suggestions",
 )
 RECORD_KEYS = ("dir", "keepCycles", "maxBytes")
@@ -339,6 +340,9 @@ class _Parser:
             plugin_packages=self.plugin_packages(section.get("plugins")),
             tie_break="random" if tie_break == "random" else "deterministic",
             record=self.record(section.get("record")),
+            volume_bind_timeout=self.seconds(
+                section, path, "volumeBindTimeout", default.volume_bind_timeout
+            ),
             suggestions=self.flag(section, path, "suggestions", default.suggestions),
         )
 

@@ -66,14 +66,16 @@ def task_shape(task: TaskInfo) -> Hashable:
 def predicate_part(name: str, answer: Any, n: int, check: Callable[..., Any]) -> PredicatePart:
     """Normalise a predicate hook's answer (mask or PredicateResult) to a part of length n."""
     resolvable: frozenset[str] = frozenset()
+    prefilter = False
     if isinstance(answer, PredicateResult):
         mask, reasons, resolvable = answer.mask, answer.reasons, answer.resolvable
+        prefilter = answer.prefilter
     else:
         mask, reasons = answer, f"node(s) rejected by {name}"
     mask = check(name, "predicate", mask, n, np.bool_)
     if not isinstance(reasons, str):
         reasons = check(name, "predicate reasons", reasons, n, object)
-    return PredicatePart(name, mask, reasons, resolvable)
+    return PredicatePart(name, mask, reasons, resolvable, prefilter)
 
 
 @dataclass(slots=True)
@@ -265,6 +267,8 @@ class ShapeCache:
             if answer is None or part is None:
                 continue
             fresh = predicate_part(name, answer, len(rows), self.check)
+            if fresh.prefilter or part.prefilter:
+                return False  # a reason of the pod's own is for every row: evaluate in full
             if not fresh.resolvable <= part.resolvable:
                 part.resolvable = part.resolvable | fresh.resolvable
             if isinstance(part.reasons, str) and fresh.reasons != part.reasons:

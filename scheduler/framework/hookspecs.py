@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from pumice.framework.committer import PreBindWriter
     from pumice.framework.results import JobInvalid, MetricSample, PredicateResult, Vote
     from pumice.framework.view import SessionView
     from pumice.model.node import NodeTable
@@ -280,6 +281,26 @@ class PluginSpec:
         Combination: every plugin."""
 
     @hookspec
+    def pre_bind(self, task: TaskInfo, node: str, writer: PreBindWriter) -> None:
+        """After a statement commits the allocation of ``task`` to ``node``, before the pod is
+        handed to the committer to bind: ask ``writer`` for what must exist before the pod may
+        bind (volume binding: a volume's ``claimRef``, a claim's selected node). Every
+        allocation of the statement goes through this before the first of them is bound, so
+        the committer knows all of a gang's writes before it binds any of its pods.
+
+        The committer carries the writes out: the daemon assumes them in its cache at once,
+        makes them, and binds the pod only once they took effect (every claim bound); if they
+        fail or time out it forgets the pod and offers it again after a backoff (what was
+        written stays written, as kube-scheduler leaves it). Dry-run logs them; ``pumice
+        simulate`` records them. A committer that binds nothing gives a writer that ignores
+        them.
+
+        Combination: every plugin, in tier order. Raising fails the bind: the allocation is
+        undone as a failed bind is, and nothing asked for so far is written. No flag: a plugin
+        whose predicate assumed these writes must always make them.
+        """
+
+    @hookspec
     def job_enqueued(self, job: JobInfo) -> None:
         """Synchronously after a statement admits ``job`` (its phase became Inqueue).
         Combination: every plugin."""
@@ -356,6 +377,7 @@ HOOK_FLAGS: dict[str, str | None] = {
     "reclaimable": "reclaimable",
     "on_allocate": None,
     "job_enqueued": None,
+    "pre_bind": None,
     "on_deallocate": None,
     "podgroup_conditions": None,
     "queue_status": None,
@@ -390,6 +412,7 @@ COMBINATION: dict[str, str] = {
     "reclaimable": "protections first; intersected in a tier; first non-empty tier wins",
     "on_allocate": "every plugin",
     "job_enqueued": "every plugin",
+    "pre_bind": "every plugin, in order, before the pod is bound; raising fails the bind",
     "on_deallocate": "every plugin",
     "podgroup_conditions": "appended in tier order",
     "queue_status": "merged; a key set twice is a contract error",

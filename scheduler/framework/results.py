@@ -28,12 +28,34 @@ class PredicateResult:
     nodes are ignored). ``resolvable`` names the reasons that evicting pods from the node may
     cure (kube-scheduler's ``Unschedulable`` as opposed to ``UnschedulableAndUnresolvable``):
     preempt and reclaim try such nodes, and only those, besides the nodes that pass. Every
-    other reason is unresolvable.
+    other reason is unresolvable. A node with several reasons gets a ``ReasonList``.
+
+    ``prefilter``: the reason belongs to the pod, not to any node (kube-scheduler's PreFilter
+    rejections, e.g. ``persistentvolumeclaim "data" not found``): every node is rejected with
+    the one string ``reasons``, and the task's message reads ``0/N nodes are available:
+    <reason>.``, without a count and whatever else rejected the nodes.
     """
 
     mask: npt.NDArray[np.bool_]
     reasons: str | npt.NDArray[np.object_]
     resolvable: frozenset[str] = frozenset()
+    prefilter: bool = False
+
+
+class ReasonList(str):
+    """Several reasons for one node (kube-scheduler's status with more than one reason): the
+    string reads as the reasons joined by ``", "``, and ``Feasibility`` counts each of
+    ``parts`` on its own, as kube-scheduler's message does."""
+
+    parts: tuple[str, ...]
+
+    def __new__(cls, parts: tuple[str, ...]) -> ReasonList:
+        made = super().__new__(cls, ", ".join(parts))
+        made.parts = parts
+        return made
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (ReasonList, (self.parts,))
 
 
 @dataclass(slots=True)
@@ -46,6 +68,8 @@ class PredicatePart:
     reasons: npt.NDArray[np.object_] | str
     resolvable: frozenset[str] = frozenset()
     """The reasons that evicting pods may cure (see ``PredicateResult``)."""
+    prefilter: bool = False
+    """The reason is the pod's own and rejects every node (see ``PredicateResult``)."""
 
     def resolvable_mask(self) -> npt.NDArray[np.bool_]:
         """Nodes this plugin passes, or rejects only for a resolvable reason."""
@@ -109,8 +133,21 @@ class Feasibility:
         return int(self.mask.sum())
 
     def reason_counts(self) -> Counter[str]:
-        """How many nodes were rejected for each reason."""
-        return Counter(str(r) for r in self.reasons[~self.mask])
+        """How many nodes were rejected for each reason (each of a ``ReasonList``'s parts)."""
+        counts: Counter[str] = Counter()
+        for reason in self.reasons[~self.mask]:
+            if isinstance(reason, ReasonList):
+                counts.update(reason.parts)
+            else:
+                counts[str(reason)] += 1
+        return counts
+
+    def prefilter_reason(self) -> str | None:
+        """The pod's own reason (a ``prefilter`` part, the first in tier order), if any."""
+        for part in self.parts:
+            if part.prefilter and not part.mask.any():
+                return str(part.reasons)
+        return None
 
     def message(
         self,
@@ -123,8 +160,14 @@ class Feasibility:
         A node that fails a predicate counts once, under the first predicate's reason.
         ``shortfall`` (nodes x dimensions, named by ``dims``) marks where a request exceeds what
         a node has; a node that passed every predicate counts once under ``Insufficient <dim>``
-        for each dimension it is short of, and is not available.
+        for each dimension it is short of, and is not available. A reason of the pod's own
+        (``prefilter``) is the whole message, without a count, as kube-scheduler writes a
+        PreFilter rejection: ``0/3 nodes are available: pod has unbound immediate
+        PersistentVolumeClaims.``
         """
+        pod_reason = self.prefilter_reason()
+        if pod_reason is not None:
+            return f"0/{len(self.mask)} nodes are available: {pod_reason}."
         counts = self.reason_counts()
         available = self.mask
         if shortfall is not None:

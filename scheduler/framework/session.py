@@ -31,7 +31,7 @@ import numpy.typing as npt
 from pumice.framework.arguments import Arguments
 from pumice.framework.base import Plugin
 from pumice.framework.candidates import Candidates
-from pumice.framework.committer import Committer, RecordingCommitter
+from pumice.framework.committer import IGNORED_WRITES, Committer, RecordingCommitter
 from pumice.framework.config import PluginOption, SchedulerConfig
 from pumice.framework.contributions import Contributions, gather
 from pumice.framework.evaluation import ShapeCache
@@ -341,6 +341,17 @@ class Session:
         nominate = getattr(self.committer, "nominate", None)
         if nominate is not None:
             nominate(task, node)
+
+    def pre_bind(self, task: TaskInfo, node: str) -> None:
+        """Every plugin's ``pre_bind`` for ``task`` about to be bound to ``node``, with the
+        committer's writer (one that ignores the writes when the committer has none)."""
+        hooks = self._flat["pre_bind"]
+        if not hooks:
+            return
+        opener = getattr(self.committer, "pre_bind", None)
+        writer = opener(task, node) if opener is not None else IGNORED_WRITES
+        for _, hook in hooks:
+            hook(task, node, writer)
 
     def best_node(
         self,

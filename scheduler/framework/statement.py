@@ -140,18 +140,23 @@ class Statement:
     def commit(self) -> list[tuple[Operation, Exception]]:
         """Send evictions and binds to the committer; pipelines stay in the session.
 
-        An allocation becomes Binding. In a statement that evicted tasks, every pipelined task
-        (a preemptor waiting for the room) is also nominated for its node
-        (``Session.nominate``). A committer failure undoes that one operation and is returned
-        (and logged); the rest still go.
+        An allocation becomes Binding. Every allocation first goes through the plugins'
+        ``pre_bind`` (all of them before the first bind, so the committer knows a gang's writes
+        before it binds any of its pods); one that a plugin fails there is not bound. In a
+        statement that evicted tasks, every pipelined task (a preemptor waiting for the room)
+        is also nominated for its node (``Session.nominate``). A committer failure undoes that
+        one operation and is returned (and logged); the rest still go.
         """
         failures: list[tuple[Operation, Exception]] = []
         committer = self.session.committer
         evicting = any(op.kind is OpKind.EVICT for op in self.operations)
+        refused = self._pre_bind()
         for op in self.operations:
             if op.task is None:  # a phase change: nothing to send
                 continue
             try:
+                if op.task.uid in refused:
+                    raise refused[op.task.uid]
                 if op.kind is OpKind.PIPELINE:
                     if evicting:
                         self.session.nominate(op.task, op.node)
@@ -171,6 +176,19 @@ class Statement:
                     self._unplace(op.task)
         self.operations = []
         return failures
+
+    def _pre_bind(self) -> dict[str, Exception]:
+        """``pre_bind`` of every allocation; the tasks a plugin failed there, with why."""
+        refused: dict[str, Exception] = {}
+        if not self.session.implemented("pre_bind"):
+            return refused
+        for op in self.operations:
+            if op.kind is OpKind.ALLOCATE and op.task is not None:
+                try:
+                    self.session.pre_bind(op.task, op.node)
+                except Exception as exc:
+                    refused[op.task.uid] = exc
+        return refused
 
     # -- undo helpers -----------------------------------------------------------------------
 

@@ -1,12 +1,11 @@
 """What the simulated volume controllers read off claims, volumes, classes and nodes.
 
-The vocabulary of kube-scheduler's volume binding and of the PV controller, for plain dicts:
-a claim is *bound* when it has ``spec.volumeName`` and the ``pv.kubernetes.io/bind-completed``
-annotation; a claim's or volume's class is the beta annotation, else ``storageClassName``;
-``best_volume`` picks, among available volumes, the smallest that fits a claim (size, access
-modes, class, volume mode, label selector), given them smallest first (``Index.free``);
-``topology`` is the node affinity a volume
-provisioned for a node gets (its hostname, or the class's ``allowedTopologies`` it satisfies).
+The vocabulary of volume binding (when a claim is bound, what a claim's class is, whether a
+volume fits a claim) is ``pumice.model.volumes``, shared with the scheduler's volume filters and
+re-exported here. ``best_volume`` picks, among available volumes, the smallest that fits a
+claim (size, access modes, class, volume mode, label selector), given them smallest first
+(``Index.free``); ``topology`` is the node affinity a volume provisioned for a node gets (its
+hostname, or the class's ``allowedTopologies`` it satisfies).
 """
 
 from __future__ import annotations
@@ -16,121 +15,64 @@ from collections.abc import Iterable
 from fractions import Fraction
 from typing import Any
 
-from pumice.sim import quantities
+from pumice.model.volumes import (
+    BETA_CLASS,
+    BETA_STORAGE_PROVISIONER,
+    BIND_COMPLETED,
+    BOUND_BY_CONTROLLER,
+    HOSTNAME,
+    NO_PROVISIONER,
+    PROVISIONED_BY,
+    SELECTED_NODE,
+    STORAGE_PROVISIONER,
+    WAIT_FOR_FIRST_CONSUMER,
+    amount,
+    annotations_of,
+    capacity,
+    claim_ref_key,
+    claims_of,
+    class_of,
+    fits,
+    is_bound,
+    refers_to,
+    requested,
+    selector_matches,
+)
 from pumice.sim.objects import Key, Obj, get_path, meta
 
-BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
-BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
-SELECTED_NODE = "volume.kubernetes.io/selected-node"
-STORAGE_PROVISIONER = "volume.kubernetes.io/storage-provisioner"
-BETA_STORAGE_PROVISIONER = "volume.beta.kubernetes.io/storage-provisioner"
-PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
-BETA_CLASS = "volume.beta.kubernetes.io/storage-class"
-NO_PROVISIONER = "kubernetes.io/no-provisioner"
-HOSTNAME = "kubernetes.io/hostname"
-WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
-
+__all__ = [
+    "BETA_CLASS",
+    "BETA_STORAGE_PROVISIONER",
+    "BIND_COMPLETED",
+    "BOUND_BY_CONTROLLER",
+    "HOSTNAME",
+    "NO_PROVISIONER",
+    "PROVISIONED_BY",
+    "PVC_PROTECTION",
+    "SELECTED_NODE",
+    "STORAGE_PROVISIONER",
+    "TERMINAL",
+    "WAIT_FOR_FIRST_CONSUMER",
+    "Index",
+    "allowed_everywhere",
+    "amount",
+    "annotations_of",
+    "available",
+    "best_volume",
+    "capacity",
+    "claim_ref_key",
+    "claims_of",
+    "class_of",
+    "fits",
+    "is_bound",
+    "refers_to",
+    "requested",
+    "selector_matches",
+    "topology",
+]
 
 PVC_PROTECTION = "kubernetes.io/pvc-protection"
 TERMINAL = ("Succeeded", "Failed")
-
-
-def claims_of(pod: Obj) -> list[str]:
-    """The claims a pod uses: named ones, and its generic ephemeral volumes' (``POD-VOLUME``)."""
-    out = []
-    for volume in get_path(pod, "spec", "volumes") or []:
-        if not isinstance(volume, dict):
-            continue
-        named = (volume.get("persistentVolumeClaim") or {}).get("claimName")
-        if named:
-            out.append(str(named))
-        elif volume.get("ephemeral") is not None:
-            out.append(f"{meta(pod).get('name')}-{volume.get('name')}")
-    return out
-
-
-def annotations_of(obj: Obj) -> dict[str, Any]:
-    return meta(obj).get("annotations") or {}
-
-
-def is_bound(claim: Obj) -> bool:
-    """Fully bound, as kube-scheduler counts it: a volume name and bind-completed."""
-    return bool(get_path(claim, "spec", "volumeName")) and BIND_COMPLETED in annotations_of(claim)
-
-
-def class_of(obj: Obj) -> str:
-    """The StorageClass name of a claim or a volume ("" for none)."""
-    beta = annotations_of(obj).get(BETA_CLASS)
-    if beta is not None:
-        return str(beta)
-    return str(get_path(obj, "spec", "storageClassName") or "")
-
-
-def amount(text: Any) -> Fraction:
-    try:
-        return quantities.decode(text)[0]
-    except (quantities.BadQuantity, TypeError, ValueError):
-        return Fraction(0)
-
-
-def requested(claim: Obj) -> Fraction:
-    return amount(get_path(claim, "spec", "resources", "requests", "storage"))
-
-
-def capacity(volume: Obj) -> Fraction:
-    return amount(get_path(volume, "spec", "capacity", "storage"))
-
-
-def claim_ref_key(volume: Obj) -> Key | None:
-    ref = get_path(volume, "spec", "claimRef")
-    if not isinstance(ref, dict) or not ref.get("name"):
-        return None
-    return (str(ref.get("namespace") or ""), str(ref["name"]))
-
-
-def refers_to(volume: Obj, claim: Obj) -> bool:
-    """The volume's claimRef names this claim (and this claim's uid, when it has one)."""
-    ref = get_path(volume, "spec", "claimRef") or {}
-    m = meta(claim)
-    if claim_ref_key(volume) != (str(m.get("namespace") or ""), str(m.get("name"))):
-        return False
-    return not ref.get("uid") or ref.get("uid") == m.get("uid")
-
-
-def selector_matches(selector: Any, labels: dict[str, Any]) -> bool:
-    """A ``LabelSelector`` (matchLabels, matchExpressions) against labels; none matches all."""
-    if not isinstance(selector, dict):
-        return True
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(key) != value:
-            return False
-    for expr in selector.get("matchExpressions") or []:
-        key, op = expr.get("key"), expr.get("operator")
-        values = expr.get("values") or []
-        present = key in labels
-        if op == "In" and not (present and labels[key] in values):
-            return False
-        if op == "NotIn" and present and labels[key] in values:
-            return False
-        if op == "Exists" and not present:
-            return False
-        if op == "DoesNotExist" and present:
-            return False
-    return True
-
-
-def fits(volume: Obj, claim: Obj) -> bool:
-    """Could ``claim`` bind ``volume``, leaving aside who else may have it?"""
-    spec = volume.get("spec") or {}
-    wanted = set(get_path(claim, "spec", "accessModes") or [])
-    return (
-        class_of(volume) == class_of(claim)
-        and capacity(volume) >= requested(claim)
-        and wanted <= set(spec.get("accessModes") or [])
-        and (spec.get("volumeMode") or "Filesystem")
-        == (get_path(claim, "spec", "volumeMode") or "Filesystem")
-        and selector_matches(get_path(claim, "spec", "selector"), meta(volume).get("labels") or {})
-    )
 
 
 def available(volume: Obj) -> bool:

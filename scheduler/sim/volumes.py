@@ -16,7 +16,8 @@ Driven by store changes, like the real PV controller and an external provisioner
 * a claim carries the ``kubernetes.io/pvc-protection`` finalizer (admission adds it): deleted,
   it is ``Terminating`` until no pod that has not ended uses it;
 * a volume without a claim is ``Available``; one whose claim went is ``Released`` (deleted
-  when its reclaim policy is ``Delete``); a bound claim whose volume went is ``Lost``.
+  when its reclaim policy is ``Delete``); a bound claim whose volume went is ``Lost``;
+* a pod's generic ephemeral volumes get their claims (``pumice.sim.ephemeral``).
 
 The provisioning itself, its faults (``fail_provisioning``, ``provisioning_delay``) and what a
 failure does are ``pumice.sim.provisioner``'s. Events are recorded on the claims as the
@@ -29,6 +30,7 @@ import asyncio
 import bisect
 
 from pumice.sim import volumematch as vm
+from pumice.sim.ephemeral import EphemeralVolumes
 from pumice.sim.objects import Key, Obj, get_path, meta, with_meta
 from pumice.sim.provisioner import Provisioner, VolumeConfig, claim_key, record_event
 from pumice.sim.registry import Registry
@@ -49,6 +51,7 @@ class VolumeControllers:
         self.registry = registry
         self.store = registry.store
         self.provisioner = Provisioner(registry, config, lambda key: self._queue("claim", key))
+        self.ephemeral = EphemeralVolumes(registry)
         self._work: dict[tuple[str, str, str], None] = {}
         self._drain_handle: asyncio.Handle | None = None
         self._index = vm.Index()
@@ -71,6 +74,9 @@ class VolumeControllers:
         for key, claim in self.store.table(CLAIMS).items():
             self._index.claim(key, claim)
             self._queue("claim", key)
+        for key, pod in self.store.table(PODS.table).items():
+            if _has_ephemeral(pod):
+                self._queue("pod", key)
 
     def stop(self) -> None:
         self._running = False
@@ -103,11 +109,14 @@ class VolumeControllers:
                 self._queue_waiting()
         elif table == STORAGE_CLASSES.table:
             self._queue_waiting()
-        elif table == PODS.table and (
-            change.type == DELETED or get_path(change.obj, "status", "phase") in vm.TERMINAL
-        ):
-            for name in vm.claims_of(change.obj):  # a claim being deleted may go now
-                self._queue("claim", (change.key[0], name))
+        elif table == PODS.table:
+            if change.type == DELETED and _has_ephemeral(change.obj):
+                self.ephemeral.gone(change.obj)
+            elif change.type != DELETED and _has_ephemeral(change.obj):
+                self._queue("pod", change.key)
+            if change.type == DELETED or get_path(change.obj, "status", "phase") in vm.TERMINAL:
+                for name in vm.claims_of(change.obj):  # a claim being deleted may go now
+                    self._queue("claim", (change.key[0], name))
 
     def _queue_waiting(self) -> None:
         """Every unbound claim is looked at again (a volume came free, a class changed):
@@ -135,6 +144,10 @@ class VolumeControllers:
                 return
             if what == "claim":
                 self._sync_claim((ns, name))
+            elif what == "pod":
+                pod = self.store.get(PODS.table, (ns, name))
+                if pod is not None:
+                    self.ephemeral.sync(pod)
             else:
                 self._sync_volume(name)
 
@@ -346,6 +359,13 @@ class VolumeControllers:
             claim = self.store.get(CLAIMS, key) or claim
         self._once(claim, "Normal", "ExternalProvisioning", waiting, PV_CONTROLLER)
         self.provisioner.provision(claim, sc, node)
+
+
+def _has_ephemeral(pod: Obj) -> bool:
+    return any(
+        isinstance(v, dict) and v.get("ephemeral") is not None
+        for v in get_path(pod, "spec", "volumes") or []
+    )
 
 
 def _waiting(provisioner: str) -> str:

@@ -91,3 +91,21 @@ def test_a_bound_pod_with_a_claim_still_counts_on_its_node() -> None:
     cache.assigned_pods.on_add(running)
     assert cache.pods["uid-run"].state is PodState.ADDED
     assert cache.snapshot().nodes["n1"].pod_count == 1
+
+
+def test_where_storage_is_served_claims_are_evaluated_and_dra_still_refused() -> None:
+    pvc = pod("p", volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}])
+    eph = pod("e", volumes=[{"name": "s", "ephemeral": CLAIM_TEMPLATE}])
+    dra = pod("g", resourceClaims=[{"name": "gpu", "resourceClaimName": "gpu-0"}])
+    assert refusal(pvc, storage=True) is None and refusal(eph, storage=True) is None
+    assert refusal(dra, storage=True) == (
+        "pumice does not evaluate spec.resourceClaims; the pod stays pending"
+    )
+
+
+def test_in_tree_disks_are_kept_by_the_slimmer_and_not_refused() -> None:
+    disk = {"name": "d", "gcePersistentDisk": {"pdName": "data"}}
+    volumes = [{"name": "tmp", "emptyDir": {}}, disk]
+    assert refusal(pod("p", volumes=volumes)) is None
+    cache = ClusterCache("pumice")
+    assert cache.slim_pod(pod("p", volumes=volumes))["spec"]["volumes"] == [disk]

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pumice.cache import ClusterCache
+from pumice.cache import ClusterCache, PodState
 from pumice.cache.storage import KINDS
 from pumice.model import NO_STORAGE, ClusterSnapshot
 
@@ -77,6 +77,7 @@ def test_each_kind_is_kept_by_its_key_slimmed() -> None:
         "name": "data",
         "namespace": "batch",
         "uid": "uid-data",
+        "resourceVersion": "7",  # the precondition of pumice's own writes
         "annotations": {},
     }
     assert kept["spec"]["resources"] == {"requests": {"storage": "1Gi"}}
@@ -137,3 +138,57 @@ def test_a_bad_object_is_skipped_not_raised() -> None:
     cache.storage.handler("volumes").on_add({"metadata": {"name": "pv1"}, "spec": "nonsense"})
     cache.storage.handler("volumes").on_add(volume("pv2"))
     assert "pv2" in cache.storage.volumes
+
+
+def test_an_assumed_write_stands_until_the_informer_shows_it() -> None:
+    """The daemon's selected node, laid over the claim at once (the next session sees it),
+    kept through informer updates that do not carry it yet, dropped once one does."""
+    cache = cache_with_storage()
+    claims = cache.storage.handler("claims")
+    claims.on_add(claim("data"))
+    selected = "volume.kubernetes.io/selected-node"
+    mine = {
+        **claim("data"),
+        "metadata": {**claim("data")["metadata"], "annotations": {selected: "n2"}},
+    }
+    cache.storage.assume(
+        "claims", "batch/data", mine, lambda c: selected in c["metadata"]["annotations"]
+    )
+    assert cache.snapshot().storage.claims["batch/data"] is mine
+    assert cache.storage.claims["batch/data"]["metadata"]["annotations"] == {}  # the informer's
+    other = claim("data")
+    other["metadata"]["annotations"] = {"volume.kubernetes.io/storage-provisioner": "csi"}
+    claims.on_update(claim("data"), other)  # an update from before the write landed
+    assert cache.snapshot().storage.claims["batch/data"] is mine
+    landed = claim("data")
+    landed["metadata"]["annotations"] = {selected: "n2"}
+    claims.on_update(other, landed)
+    assert cache.storage.assumed["claims"] == {}
+    seen = cache.snapshot().storage.claims["batch/data"]
+    assert seen["metadata"]["annotations"] == {selected: "n2"}
+
+
+def test_a_forgotten_write_is_no_longer_seen() -> None:
+    cache = cache_with_storage()
+    cache.storage.handler("volumes").on_add(volume("pv1"))
+    taken = {**volume("pv1"), "spec": {**volume("pv1")["spec"], "claimRef": {"name": "data"}}}
+    cache.storage.assume("volumes", "pv1", taken, lambda v: bool(v["spec"].get("claimRef")))
+    assert cache.snapshot().storage.volumes["pv1"]["spec"]["claimRef"] == {"name": "data"}
+    cache.storage.forget("volumes", "pv1")
+    assert "claimRef" not in cache.snapshot().storage.volumes["pv1"]["spec"]
+
+
+def test_claims_are_refused_only_where_the_storage_apis_are_not_served() -> None:
+    spec = {"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]}
+    pending = {
+        "metadata": {"name": "p", "namespace": "batch", "uid": "uid-p"},
+        "spec": {"schedulerName": "pumice", "containers": [{"name": "c"}], **spec},
+        "status": {"phase": "Pending"},
+    }
+    served, unserved = cache_with_storage(), ClusterCache()
+    for cache in (served, unserved):
+        cache.nodes.on_add({"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "4"}}})
+        cache.pending_pods.on_add(cache.slim_pod(pending))
+    assert served.pods["uid-p"].state is PodState.INITIAL
+    assert served.snapshot().task("uid-p") is not None  # the filters decide
+    assert unserved.pods["uid-p"].state is PodState.BLOCKED

@@ -226,7 +226,15 @@ def test_running_pods_of_any_scheduler_hold_their_nodes(tmp_path: Path, capsys: 
 def test_the_json_has_exactly_the_documented_keys(capsys: Capsys) -> None:
     conf = str(EXAMPLES / "volcano-scheduler.conf")
     result = json_of([str(EXAMPLES / "preemption.yaml"), "--config", conf], capsys)
-    assert set(result) == {"placements", "evictions", "unschedulable", "queues", "podgroups"}
+    assert set(result) == {
+        "placements",
+        "evictions",
+        "unschedulable",
+        "queues",
+        "podgroups",
+        "volumes",
+    }
+    assert result["volumes"] == {}  # always there; no pod of this cluster names a claim
     placements = result["placements"]
     evictions = result["evictions"]
     unschedulable = result["unschedulable"]

@@ -48,16 +48,20 @@ daemon about a second."""
 
 def scenario_modules() -> list[str]:
     """Every test module that simulates a cluster through ``support.manifests.simulate``,
-    directly or through ``support.constraint_cases``'s checks — found, not listed, so a new one
-    is never left out (a module that only builds pods with ``constraint_cases`` is not one)."""
+    directly or through the checks of ``support.constraint_cases`` or ``support.volume_cases``
+    — found, not listed, so a new one is never left out (a module that only builds pods with
+    them is not one)."""
     uses = re.compile(r"from support\.manifests import[^)\n]*(\([^)]*)?\bsimulate\b")
-    checks = re.compile(r"\bcheck_(filter_case|score_values|score_winner)\(")
+    checks = re.compile(r"\bcheck_(filter_case|score_values|score_winner|volume_case)\(")
     found = []
     for path in sorted((ROOT / "tests").rglob("test_*.py")):
         text = path.read_text()
         if path.name != Path(__file__).name and (
             uses.search(text)
-            or ("from support.constraint_cases import" in text and checks.search(text))
+            or (
+                re.search(r"from support\.(constraint|volume)_cases import", text)
+                and checks.search(text)
+            )
         ):
             found.append(str(path.relative_to(ROOT)))
     return found

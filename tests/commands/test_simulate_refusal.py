@@ -1,4 +1,5 @@
-"""``pumice simulate`` refuses what pumice does not evaluate, in the daemon's words."""
+"""``pumice simulate`` refuses what pumice does not evaluate, in the daemon's words; what it
+evaluates (claims, ephemeral volumes) is turned away for what it is, in kube-scheduler's words."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from support.manifests import node, pending, placed, pod, simulate
 Capsys = pytest.CaptureFixture[str]
 
 
-def test_pods_with_claims_are_listed_unschedulable_with_the_refusal(
+def test_pods_with_resource_claims_are_refused_and_missing_volume_claims_said(
     tmp_path: Path, capsys: Capsys
 ) -> None:
     claims = {"resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu-0"}]}
@@ -30,8 +31,7 @@ def test_pods_with_claims_are_listed_unschedulable_with_the_refusal(
     assert placed(result) == {"default/plain": "n1"}
     assert pending(result) == {
         "default/dra": "pumice does not evaluate spec.resourceClaims; the pod stays pending",
-        "default/pvc": (
-            "pumice does not evaluate spec.volumes[].persistentVolumeClaim; the pod stays pending"
-        ),
-        "default/eph": "pumice does not evaluate spec.volumes[].ephemeral; the pod stays pending",
+        "default/pvc": '0/1 nodes are available: persistentvolumeclaim "data" not found.',
+        # the claim made for the ephemeral volume has no class: it binds at once, or not
+        "default/eph": "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims.",
     }

@@ -36,7 +36,7 @@ tiers:
 - plugins:
   - name: predicates
     arguments:
-      predicate.VolumeBindingEnable: true # line 11
+      predicate.CacheEnable: true    # line 11
   - name: nodeorder
     arguments:
       imagelocality.weight: 2        # line 14
@@ -56,7 +56,7 @@ def expected_warnings(path: Path) -> list[str]:
     return [
         f"{path}:7: tiers[0].plugins[2].enableHierarchy: warning: hierarchical sharing is not "
         "supported by pumice; drf shares as if it were off",
-        f"{path}:11: tiers[1].plugins[0].arguments.predicate.VolumeBindingEnable: warning: set "
+        f"{path}:11: tiers[1].plugins[0].arguments.predicate.CacheEnable: warning: set "
         "but not implemented in pumice; ignored",
         f"{path}:14: tiers[1].plugins[1].arguments.imagelocality.weight: warning: set but not "
         "implemented in pumice; ignored",

@@ -55,23 +55,27 @@ def nodes_of(ledger: Ledger, prefix: str) -> Counter[str]:
 
 
 @pytest.mark.parametrize(
-    ("spec", "field"),
+    ("spec", "field", "storage"),
     [
         (
             {"resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu-0"}]},
             "spec.resourceClaims",
+            True,
         ),
+        # evaluated where the storage APIs are served (tests/daemon/test_volumes_e2e.py)
         (
             {"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]},
             "spec.volumes[].persistentVolumeClaim",
+            False,
         ),
     ],
-    ids=["resourceClaims", "persistentVolumeClaim"],
+    ids=["resourceClaims", "persistentVolumeClaim-without-storage-apis"],
 )
 async def test_a_pod_with_an_unevaluated_constraint_stays_pending_and_says_why(
-    sim: Any, tmp_path: Path, spec: Obj, field: str
+    make_sim: Any, tmp_path: Path, spec: Obj, field: str, storage: bool
 ) -> None:
     message = f"pumice does not evaluate {field}; the pod stays pending"
+    sim = await make_sim(storage=storage)
     seed(sim, [node("n1", cpu="4"), node("n2", cpu="4")])
     ledger = Ledger(sim)
     async with running_daemon(sim.kubeconfig, write_config(tmp_path)):

@@ -15,8 +15,10 @@ an in-process sim, with short periods and a short Lease):
   Lease back;
 * the cluster stops serving ``events.k8s.io`` (fault injection: discovery and the first event
   create answer 404), replica B takes the released Lease (get, update), falls back to core
-  events, resolves a bind answered 409 by reading the pod (get), and, after the same node
-  churn, patches a core event's count as it stops.
+  events, resolves a bind answered 409 by reading the pod (get), binds the volumes of two pods
+  before binding them (a claim's selected node for one to provision, a local volume's claimRef
+  for the other: patch), and, after the same node churn, patches a core event's count as it
+  stops.
 
 A removed grant usually stops the story at its first use (the daemon cannot list, watch,
 write...). The story gives up at the first refusal rather than waiting for what can no longer
@@ -37,7 +39,7 @@ from typing import Any
 
 import pytest
 from kubernetes_asyncio import client as k8s_client
-from sim.volumekit import claim, volume
+from sim.volumekit import claim, storage_class, volume
 
 from daemon.test_leader_e2e import holder, lease
 from daemon.test_preemption_e2e import ACTIONS, prioritised, priority_class, running
@@ -200,10 +202,45 @@ async def tell(sim: Any, config: Path) -> Story:
             sim.faults.fail(409, verb="create", resource="pods/binding", count=1)
             seed(sim, [pod("late", cpu="100m")])
             await teller.until("bound after a conflict", lambda: running(sim, "late"))
+            seed(sim, volume_pods())
+            await teller.until(
+                "volumes bound, then their pods",
+                lambda: running(sim, "writer") and running(sim, "reader"),
+            )
             await teller.node_churn("n3", "picky")
     except Refused:
         pass
     return teller.story
+
+
+def volume_pods() -> list[dict[str, Any]]:
+    """A pod whose claim is provisioned once pumice selects its node, and one whose claim
+    pumice binds to a local volume on n1."""
+    local = volume("pv-local", "1Gi", "local")
+    local["spec"]["nodeAffinity"] = {
+        "required": {
+            "nodeSelectorTerms": [
+                {
+                    "matchExpressions": [
+                        {"key": "kubernetes.io/hostname", "operator": "In", "values": ["n1"]}
+                    ]
+                }
+            ]
+        }
+    }
+    pods = []
+    for name, claimed in (("writer", "scratch"), ("reader", "local-data")):
+        p = pod(name, cpu="100m")
+        p["spec"]["volumes"] = [{"name": "v", "persistentVolumeClaim": {"claimName": claimed}}]
+        pods.append(p)
+    return [
+        storage_class("fast", mode="WaitForFirstConsumer"),
+        storage_class("local", "kubernetes.io/no-provisioner", "WaitForFirstConsumer"),
+        local,
+        claim("scratch", "1Gi", "fast", namespace="batch"),
+        claim("local-data", "1Gi", "local", namespace="batch"),
+        *pods,
+    ]
 
 
 FULL_STORY = [
@@ -219,6 +256,7 @@ FULL_STORY = [
     "lease released",
     "replica-b leads",
     "bound after a conflict",
+    "volumes bound, then their pods",
     "picky sees n3",
     "picky without n3",
 ]

@@ -423,18 +423,17 @@ def test_unimplemented_predicates_warn_once_when_set_true(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     forget_warnings()
-    args = {"predicate.VolumeBindingEnable": True, "predicate.VolumeZoneEnable": False}
+    args = {"predicate.CacheEnable": True, "predicate.DynamicResourceAllocationEnable": False}
     with caplog.at_level(logging.WARNING, logger="pumice.plugins.predicates"):
         PredicatesPlugin(Arguments(args))
         PredicatesPlugin(Arguments(args))
-        PredicatesPlugin(Arguments({"predicate.NodeVolumeLimitsEnable": "true"}))
-        PredicatesPlugin(Arguments({"predicate.PodAffinityEnable": True}))  # implemented now
+        PredicatesPlugin(Arguments({"predicate.DynamicResourceAllocationEnable": "true"}))
+        PredicatesPlugin(Arguments({"predicate.VolumeBindingEnable": True}))  # implemented now
     messages = [r.getMessage() for r in caplog.records]
     assert messages == [
-        "plugin predicates: predicate.VolumeBindingEnable: set but not implemented in pumice; "
-        "ignored",
-        "plugin predicates: predicate.NodeVolumeLimitsEnable: set but not implemented in "
-        "pumice; ignored",
+        "plugin predicates: predicate.CacheEnable: set but not implemented in pumice; ignored",
+        "plugin predicates: predicate.DynamicResourceAllocationEnable: set but not implemented "
+        "in pumice; ignored",
     ]
 
 

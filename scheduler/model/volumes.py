@@ -1,0 +1,271 @@
+"""The vocabulary of volume binding, for plain-dict claims, volumes, classes and pods.
+
+Shared by the scheduler's volume filters (``pumice.plugins``), the daemon's pre-bind wait and
+the simulated cluster's volume controllers (``pumice.sim``), so that the scheduler and the
+controllers it talks to read a claim the same way. Pure functions, no I/O.
+
+* A claim is *bound* ("fully bound", as kube-scheduler counts it) when it has
+  ``spec.volumeName`` and the ``pv.kubernetes.io/bind-completed`` annotation.
+* A claim's or a volume's class is the beta annotation
+  ``volume.beta.kubernetes.io/storage-class`` if present, else ``spec.storageClassName``.
+* A class *delays binding* when its ``volumeBindingMode`` is ``WaitForFirstConsumer``; a claim
+  without a class, or whose class does not exist, binds at once (kube's
+  ``IsDelayBindingMode``).
+* ``claims_of(pod)`` names the claims a pod uses: ``persistentVolumeClaim.claimName``, and for
+  a generic ephemeral volume the claim ``<pod name>-<volume name>`` that the ephemeral-volume
+  controller creates for it.
+* A volume *fits* a claim when classes are equal, its capacity is at least the request, its
+  access modes include the claim's, the volume modes agree (none is ``Filesystem``) and the
+  claim's label selector matches the volume's labels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from pumice.model.quantity import QuantityError, parse_quantity
+
+Obj = Mapping[str, Any]
+
+BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
+BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
+SELECTED_NODE = "volume.kubernetes.io/selected-node"
+STORAGE_PROVISIONER = "volume.kubernetes.io/storage-provisioner"
+BETA_STORAGE_PROVISIONER = "volume.beta.kubernetes.io/storage-provisioner"
+PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
+BETA_CLASS = "volume.beta.kubernetes.io/storage-class"
+NO_PROVISIONER = "kubernetes.io/no-provisioner"
+HOSTNAME = "kubernetes.io/hostname"
+WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
+IMMEDIATE = "Immediate"
+READ_WRITE_ONCE_POD = "ReadWriteOncePod"
+FILESYSTEM = "Filesystem"
+LOST = "Lost"
+AVAILABLE = "Available"
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimUse:
+    """One volume of a pod that names a claim: the volume's name, the claim's name, and
+    whether it is a generic ephemeral volume (its claim made for the pod)."""
+
+    volume: str
+    claim: str
+    ephemeral: bool = False
+
+
+def meta(obj: Obj) -> Mapping[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def annotations_of(obj: Obj) -> Mapping[str, Any]:
+    return meta(obj).get("annotations") or {}
+
+
+def spec_of(obj: Obj) -> Mapping[str, Any]:
+    return obj.get("spec") or {}
+
+
+def claim_uses(pod: Obj) -> tuple[ClaimUse, ...]:
+    """The pod's volumes that name claims, in spec order (see the module docstring)."""
+    out: list[ClaimUse] = []
+    pod_name = str(meta(pod).get("name") or "")
+    for volume in spec_of(pod).get("volumes") or ():
+        if not isinstance(volume, Mapping):
+            continue
+        name = str(volume.get("name") or "")
+        source = volume.get("persistentVolumeClaim")
+        if isinstance(source, Mapping):
+            out.append(ClaimUse(name, str(source.get("claimName") or "")))
+        elif volume.get("ephemeral") is not None:
+            out.append(ClaimUse(name, f"{pod_name}-{name}", ephemeral=True))
+    return tuple(out)
+
+
+def claims_of(pod: Obj) -> list[str]:
+    """The names of the claims a pod uses (named ones, and its ephemeral volumes')."""
+    return [use.claim for use in claim_uses(pod)]
+
+
+def claim_key(claim: Obj) -> str:
+    """``namespace/name`` of a claim (how the cache's store keys it)."""
+    m = meta(claim)
+    return f"{m.get('namespace') or 'default'}/{m.get('name')}"
+
+
+def is_bound(claim: Obj) -> bool:
+    """Fully bound, as kube-scheduler counts it: a volume name and bind-completed."""
+    return bool(spec_of(claim).get("volumeName")) and BIND_COMPLETED in annotations_of(claim)
+
+
+def class_of(obj: Obj) -> str:
+    """The StorageClass name of a claim or a volume ("" for none)."""
+    beta = annotations_of(obj).get(BETA_CLASS)
+    if beta is not None:
+        return str(beta)
+    return str(spec_of(obj).get("storageClassName") or "")
+
+
+def selected_node(claim: Obj) -> str:
+    """The node a scheduler chose for provisioning the claim ("" for none)."""
+    return str(annotations_of(claim).get(SELECTED_NODE) or "")
+
+
+def access_modes(obj: Obj) -> frozenset[str]:
+    return frozenset(str(m) for m in spec_of(obj).get("accessModes") or ())
+
+
+def amount(text: Any) -> Fraction:
+    """A storage quantity's value; 0 for none or one that does not parse."""
+    if text is None:
+        return Fraction(0)
+    try:
+        return parse_quantity(text)
+    except (QuantityError, TypeError, ValueError):
+        return Fraction(0)
+
+
+def requested(claim: Obj) -> Fraction:
+    return amount(((spec_of(claim).get("resources") or {}).get("requests") or {}).get("storage"))
+
+
+def capacity(volume: Obj) -> Fraction:
+    return amount((spec_of(volume).get("capacity") or {}).get("storage"))
+
+
+def volume_mode(obj: Obj) -> str:
+    return str(spec_of(obj).get("volumeMode") or FILESYSTEM)
+
+
+def claim_ref_key(volume: Obj) -> tuple[str, str] | None:
+    """``(namespace, name)`` of the claim a volume's ``claimRef`` names, or None."""
+    ref = spec_of(volume).get("claimRef")
+    if not isinstance(ref, Mapping) or not ref.get("name"):
+        return None
+    return (str(ref.get("namespace") or ""), str(ref["name"]))
+
+
+def refers_to(volume: Obj, claim: Obj) -> bool:
+    """The volume's claimRef names this claim (and this claim's uid, when it has one)."""
+    ref = spec_of(volume).get("claimRef") or {}
+    m = meta(claim)
+    if claim_ref_key(volume) != (str(m.get("namespace") or ""), str(m.get("name"))):
+        return False
+    return not ref.get("uid") or ref.get("uid") == m.get("uid")
+
+
+def selector_matches(selector: Any, labels: Mapping[str, Any]) -> bool:
+    """A ``LabelSelector`` (matchLabels, matchExpressions) against labels; none matches all."""
+    if not isinstance(selector, Mapping):
+        return True
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expr in selector.get("matchExpressions") or []:
+        key, op = expr.get("key"), expr.get("operator")
+        values = expr.get("values") or []
+        present = key in labels
+        if op == "In" and not (present and labels[key] in values):
+            return False
+        if op == "NotIn" and present and labels[key] in values:
+            return False
+        if op == "Exists" and not present:
+            return False
+        if op == "DoesNotExist" and present:
+            return False
+    return True
+
+
+def fits(volume: Obj, claim: Obj) -> bool:
+    """Could ``claim`` bind ``volume``, leaving aside who else may have it?"""
+    return (
+        class_of(volume) == class_of(claim)
+        and capacity(volume) >= requested(claim)
+        and access_modes(claim) <= access_modes(volume)
+        and volume_mode(volume) == volume_mode(claim)
+        and selector_matches(spec_of(claim).get("selector"), meta(volume).get("labels") or {})
+    )
+
+
+def is_delay_binding(claim: Obj, classes: Mapping[str, Obj]) -> bool | str:
+    """Does the claim's class wait for the first consumer? A string is kube's error for a
+    class without a binding mode (``VolumeBindingMode not set for StorageClass "x"``)."""
+    name = class_of(claim)
+    if not name:
+        return False
+    sc = classes.get(name)
+    if sc is None:
+        return False
+    mode = sc.get("volumeBindingMode")
+    if not mode:
+        return f'VolumeBindingMode not set for StorageClass "{name}"'
+    return bool(mode == WAIT_FOR_FIRST_CONSUMER)
+
+
+def can_provision(sc: Obj | None) -> bool:
+    """Does the class name a provisioner that may create volumes?"""
+    if sc is None:
+        return False
+    provisioner = str(sc.get("provisioner") or "")
+    return bool(provisioner) and provisioner != NO_PROVISIONER
+
+
+def allowed_topology_matches(allowed: Any, labels: Mapping[str, Any]) -> bool:
+    """Does a node with ``labels`` lie inside a class's ``allowedTopologies`` (none: yes)?
+    The terms are ORed, each term's label expressions ANDed (``In`` their values)."""
+    if not allowed:
+        return True
+    for term in allowed:
+        expressions = (term or {}).get("matchLabelExpressions") or []
+        if all(labels.get(e.get("key")) in (e.get("values") or []) for e in expressions):
+            return True
+    return False
+
+
+def node_affinity_terms(volume: Obj) -> Sequence[Mapping[str, Any]] | None:
+    """The ``nodeSelectorTerms`` of a volume's required node affinity (None: anywhere)."""
+    affinity = spec_of(volume).get("nodeAffinity")
+    if not isinstance(affinity, Mapping):
+        return None
+    required = affinity.get("required")
+    if not isinstance(required, Mapping):
+        return None
+    return list(required.get("nodeSelectorTerms") or ())
+
+
+def local_volume_nodes(volume: Obj) -> frozenset[str] | None:
+    """The host names a volume's node affinity names with ``kubernetes.io/hostname In``
+    (kube's ``GetLocalPersistentVolumeNodeNames``): per term the intersection of such
+    requirements, the union over terms; None when there are none."""
+    terms = node_affinity_terms(volume)
+    if terms is None:
+        return None
+    found: set[str] = set()
+    for term in terms:
+        nodes: set[str] | None = None
+        for expr in (term or {}).get("matchExpressions") or ():
+            if expr.get("key") == HOSTNAME and expr.get("operator") == "In":
+                values = {str(v) for v in expr.get("values") or ()}
+                nodes = values if nodes is None else nodes & values
+        found |= nodes or set()
+    return frozenset(found) if found else None
+
+
+def owned_by(claim: Obj, pod: Obj) -> bool:
+    """Is the pod the claim's controller owner (the ephemeral-volume rule)?"""
+    pod_uid = meta(pod).get("uid")
+    for ref in meta(claim).get("ownerReferences") or ():
+        if isinstance(ref, Mapping) and ref.get("controller") and ref.get("uid") == pod_uid:
+            return ref.get("kind") == "Pod"
+    return False
+
+
+def not_owner_message(claim_name: str, pod: Obj) -> str:
+    namespace = meta(pod).get("namespace") or "default"
+    return (
+        f"PVC {namespace}/{claim_name} was not created for pod "
+        f"{namespace}/{meta(pod).get('name')} (pod is not owner)"
+    )
