@@ -310,7 +310,8 @@ class ClusterCache:
         ):
             # it completed (a watch that leaves out finished pods says so with a delete): its
             # PodGroup still counts it, as Volcano's does, until the pod is gone for good
-            self._assigned_upsert(pod)
+            # (kept, so slimmed: a deleted object comes from the watch as the server sent it)
+            self._assigned_upsert(self.slim_pod(pod))
             return
         entry.on_assigned_watch = False
         if entry.state is not PodState.ADDED:
@@ -324,8 +325,8 @@ class ClusterCache:
 
     def _sync(self, entry: PodEntry) -> None:
         """Make the snapshot hold exactly the task this entry calls for (or none)."""
-        desired = self._task_for(entry)
         current = self.state.task(entry.uid)
+        desired = self._task_for(entry, current)
         if current is not None and (desired is None or current.job != desired.job):
             self._remove_task(current)
         if desired is None:
@@ -336,6 +337,8 @@ class ClusterCache:
             self.state.put_task(desired)
         except NodeAccountingError:
             # An assumed pod that no longer fits (others landed first): bound, as it will be.
+            # (Out of its job first: its job indexes it by the status it came with.)
+            self.state.remove_task(desired.uid)
             desired.status = TaskStatus.BOUND
             self.state.put_task(desired)
 
@@ -362,7 +365,7 @@ class ClusterCache:
         )
         self._lone_jobs.add(task.job)
 
-    def _task_for(self, entry: PodEntry) -> TaskInfo | None:
+    def _task_for(self, entry: PodEntry, current: TaskInfo | None) -> TaskInfo | None:
         state = entry.state
         if state in (PodState.LEFT, PodState.GATED, PodState.BLOCKED):
             return None
@@ -377,7 +380,7 @@ class ClusterCache:
         completed = state is PodState.ADDED and is_terminal(entry.pod)
         if completed and entry.group is None:
             return None
-        task = self._parse_task(entry)
+        task = self._parse_task(entry, current)
         if task is None:
             return None
         job = self._job_of(entry, task)
@@ -392,8 +395,8 @@ class ClusterCache:
             task.status = TaskStatus.RELEASING
         return task
 
-    def _parse_task(self, entry: PodEntry) -> TaskInfo | None:
-        return parse_task(entry, self.priorities.of)
+    def _parse_task(self, entry: PodEntry, current: TaskInfo | None) -> TaskInfo | None:
+        return parse_task(entry, self.priorities.of, current)
 
     def _job_of(self, entry: PodEntry, task: TaskInfo) -> str | None:
         """The job the task belongs to; None (and the entry BLOCKED) when it may not run."""

@@ -24,11 +24,12 @@ from __future__ import annotations
 import contextlib
 import enum
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pumice.model import Resource, TaskInfo
+from pumice.model.objects import pod_priority
 from pumice.model.status import status_of_pod
 
 log = logging.getLogger("pumice.cache")
@@ -94,12 +95,28 @@ def is_terminal(pod: Obj) -> bool:
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
 
-def parse_task(entry: PodEntry, priority_of: Callable[[str | None], int | None]) -> TaskInfo | None:
+def parse_task(
+    entry: PodEntry,
+    priority_of: Callable[[str | None], int | None],
+    current: TaskInfo | None = None,
+) -> TaskInfo | None:
     """The task of the entry's pod; None (and the entry BLOCKED) for a pending pod that cannot
     be parsed. A pod without ``spec.priority`` gets what the priority admission would have set
     (``priority_of`` its class, the ``globalDefault`` one's for none): objects that never went
-    through an API server (``pumice simulate``) lack it."""
+    through an API server (``pumice simulate``) lack it.
+
+    ``current`` is the task the cache holds for the pod now, if any. When the entry's pod is
+    that task's pod, or differs from it only in node and status (the pod was assumed, or seen
+    bound), the task is carried over (``TaskInfo.placed_as``) instead of parsed again: a pod
+    is parsed once on its way from pending to bound."""
     pod = entry.pod
+    if current is not None and (current.pod is pod or same_but_placement(current.pod, pod)):
+        task = current.placed_as(pod)
+        spec = pod.get("spec") or {}
+        if spec.get("priority") is None:
+            value = priority_of(spec.get("priorityClassName"))
+            task.priority = pod_priority(pod) if value is None else value
+        return task
     try:
         task = TaskInfo.from_pod(pod)
     except (ValueError, TypeError, KeyError) as exc:
@@ -135,3 +152,28 @@ def derive(task: TaskInfo) -> None:
     session meets the same error as before, where it is reported."""
     with contextlib.suppress(ValueError, TypeError, KeyError, AttributeError):
         _ = (task.shape, task.links, task.labels)
+
+
+_IDENTITY_FIELDS = ("uid", "name", "namespace", "labels", "annotations", "creationTimestamp")
+"""What a task reads of a pod's metadata (``TaskInfo.from_pod`` and its derived parts)."""
+_ABSENT = object()
+
+
+def same_but_placement(old: Mapping[str, Any] | None, new: Obj) -> bool:
+    """Do two objects of a pod differ at most in their node, status and metadata no task
+    reads (resourceVersion, deletion)? Then a task of one is a task of the other once its node
+    and status are read again (``TaskInfo.placed_as``). Comparing costs little: slimmed pods
+    share their equal parts, and equal parts compare by identity first."""
+    if old is None:
+        return False
+    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+    for key in _IDENTITY_FIELDS:
+        if old_meta.get(key) != new_meta.get(key):
+            return False
+    old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+    if len(old_spec) - ("nodeName" in old_spec) != len(new_spec) - ("nodeName" in new_spec):
+        return False
+    for key, value in new_spec.items():
+        if key != "nodeName" and old_spec.get(key, _ABSENT) != value:
+            return False
+    return True

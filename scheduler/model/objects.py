@@ -71,6 +71,18 @@ def lone_pod_job(namespace: str, pod_uid: str) -> str:
     return f"{namespace}/podgroup-{pod_uid}"
 
 
+def pod_priority(pod: Mapping[str, Any]) -> int:
+    """A pod's priority as a task has it: ``spec.priority`` (1 without one), unless Volcano's
+    ``volcano.sh/task-priority`` label or annotation gives another."""
+    meta = pod.get("metadata") or {}
+    raw = (pod.get("spec") or {}).get("priority")
+    priority = 1 if raw is None else int(raw)
+    override = _label_or_annotation(meta, TASK_PRIORITY_ANNOTATION)
+    if override is not None and override.lstrip("-").isdigit():
+        priority = int(override)
+    return priority
+
+
 def _label_or_annotation(meta: Mapping[str, Any], key: str) -> str | None:
     annotations = meta.get("annotations") or {}
     labels = meta.get("labels") or {}
@@ -192,6 +204,26 @@ class TaskInfo:
         other._derived = self._derived
         return other
 
+    def placed_as(self, pod: Mapping[str, Any]) -> TaskInfo:
+        """A copy for ``pod``, a newer object of the same pod that differs from this task's
+        only in its node, status and resourceVersion (the caller checked the rest: see
+        ``pumice.cache.pods.same_but_placement``): status and node are read from ``pod``;
+        the request, terms, links and labels worked out so far carry over, since they are
+        functions of what did not change. This is how a pod moves from pending to bound
+        without being parsed again."""
+        other = self.copy()
+        other.pod = pod
+        other.status = status_of_pod(pod)
+        other.node_name = (pod.get("spec") or {}).get("nodeName") or None
+        old = self._derived
+        if old is None or old.pod is not self.pod or old.resreq is not self.resreq:
+            other._derived = _Derived(pod, self.resreq)
+        elif old.pod is not pod:
+            carried = other._derived = _Derived(pod, self.resreq)
+            carried.terms, carried.nonzero, carried.shape = old.terms, old.nonzero, old.shape
+            carried.links, carried.labels = old.links, old.labels
+        return other
+
     @property
     def key(self) -> str:
         """``namespace/name``, as Kubernetes names a pod."""
@@ -210,10 +242,7 @@ class TaskInfo:
         namespace = meta.get("namespace") or "default"
         name = meta["name"]
         group = (meta.get("annotations") or {}).get(GROUP_NAME_ANNOTATION)
-        priority = 1 if spec.get("priority") is None else int(spec["priority"])
-        override = _label_or_annotation(meta, TASK_PRIORITY_ANNOTATION)
-        if override is not None and override.lstrip("-").isdigit():
-            priority = int(override)
+        priority = pod_priority(pod)
         preemptable_value = _label_or_annotation(meta, PREEMPTABLE_KEY)
         resreq = pod_requests(pod)
         uid = meta.get("uid") or f"{namespace}/{name}"
@@ -364,6 +393,28 @@ class JobInfo:
             return
         self.total_request = self.total_request.sub(known.resreq, clip=True)
         self._unindex(known)
+
+    def replace_task(self, task: TaskInfo) -> None:
+        """Put ``task`` in the place of this job's task with the same uid and an equal request
+        (the same pod, moved to another status or node): the sums stay as they are where the
+        status allows, as in ``update_task_status``, instead of being taken apart and added up
+        again."""
+        old = self.tasks[task.uid]
+        task.job = self.uid
+        self.tasks[task.uid] = task
+        status = task.status
+        if old.status == status:
+            self.task_status_index[status][task.uid] = task
+            return
+        if _and(old.status, _ALLOCATED) and _and(status, _ALLOCATED):
+            bucket = self.task_status_index[old.status]
+            del bucket[task.uid]
+            if not bucket:
+                del self.task_status_index[old.status]
+            self.task_status_index.setdefault(status, {})[task.uid] = task
+            return
+        self._unindex(old)
+        self._index(task)
 
     def update_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
         """Move a task of this job to ``status``, keeping the index and ``allocated`` right."""
