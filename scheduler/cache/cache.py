@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from pumice.cache.groups import (
     Obj,
@@ -46,6 +46,7 @@ from pumice.model import (
     QueueInfo,
     TaskInfo,
 )
+from pumice.model.node import NodeFields
 from pumice.model.objects import GROUP_NAME_ANNOTATION, lone_pod_job
 from pumice.model.status import TaskStatus
 from pumice.model.unevaluated import refusal
@@ -226,6 +227,23 @@ class ClusterCache:
         self.node_objects[name] = node
         self.ghosts.discard(name)
         self.state.put_node(NodeInfo.from_node(node))
+
+    def add_nodes(self, nodes: Iterable[Obj]) -> None:
+        """Many ADDED nodes at once (an initial list, a manifest): as ``nodes.on_add`` for
+        each, but the node table grows once. A node the cache cannot take is logged and
+        skipped, as the handler does."""
+        parsed = []
+        for node in nodes:
+            self._touch()
+            try:
+                fields = NodeFields.of(node)
+            except Exception:
+                log.exception("cannot apply Node %s to the cache; skipped", _name_of(node))
+                continue
+            self.node_objects[fields.name] = node
+            self.ghosts.discard(fields.name)
+            parsed.append(fields)
+        self.state.put_nodes(parsed)
 
     def _node_delete(self, node: Obj) -> None:
         name = str(node["metadata"]["name"])
@@ -515,3 +533,7 @@ class ClusterCache:
 
     def _pc_delete(self, pc: Obj) -> None:
         self._revalidate(self.priorities.delete(pc))
+
+
+def _name_of(obj: Obj) -> object:
+    return (obj.get("metadata") or {}).get("name")

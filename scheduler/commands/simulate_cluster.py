@@ -50,14 +50,18 @@ class SimulatedCluster:
     def add(self, objects: Iterable[Obj]) -> None:
         """Deliver every object as an ADDED event, kinds in the order above."""
         cache = self.cache
+        nodes: list[Obj] = []
         for obj in sorted(objects, key=lambda o: FEED_ORDER.get(str(o.get("kind")), 5)):
             kind = obj.get("kind")
+            if kind != "Node" and nodes:
+                cache.add_nodes(nodes)  # together: the node table grows once
+                nodes = []
             if kind == "Namespace":
                 cache.namespaces.on_add(obj)
             elif kind == "PriorityClass":
                 cache.priority_classes.on_add(obj)
             elif kind == "Node":
-                cache.nodes.on_add(obj)
+                nodes.append(obj)
             elif kind == "Queue":
                 self.queues[object_key(obj)] = obj
                 cache.queues.on_add(obj)
@@ -66,6 +70,8 @@ class SimulatedCluster:
                 cache.podgroups_handler.on_add(obj)
             elif kind == "Pod":
                 self._add_pod(obj)
+        if nodes:
+            cache.add_nodes(nodes)
 
     def _add_pod(self, pod: Obj) -> None:
         pod = self.cache.slim_pod(pod)  # what the pod informers deliver

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from pumice.errors import PumiceError
-from pumice.model.node import NodeInfo, NodeTable
+from pumice.model.node import NodeFields, NodeInfo, NodeTable, add_new_nodes
 from pumice.model.objects import JobInfo, QueueInfo, TaskInfo
 from pumice.model.resource import Resource
 from pumice.model.status import TaskStatus
@@ -187,6 +187,23 @@ class ClusterSnapshot:
                     self._account(task)
             return
         known.set_spec(node)
+
+    def put_nodes(self, nodes: Iterable[NodeFields]) -> None:
+        """``put_node`` for many nodes at once (``NodeFields``): the new ones join the table
+        together (``add_new_nodes``), the known ones take their new spec."""
+        new: dict[str, NodeFields] = {}
+        for fields in nodes:
+            known = self.nodes.get(fields.name)
+            if known is not None:
+                known.set_spec(NodeInfo.from_fields(fields))
+            else:
+                new[fields.name] = fields  # named twice: the later one, as put_node would
+        for node in add_new_nodes(self.table, list(new.values())):
+            self.nodes[node.name] = node
+            for uid in self.orphans.pop(node.name, ()):
+                task = self.task(uid)
+                if task is not None:
+                    self._account(task)
 
     def remove_node(self, name: str) -> None:
         """Take a node out; refused while tasks are accounted on it."""
