@@ -372,7 +372,10 @@ class Daemon:
             if self.options.until_idle and outcome.failed:
                 log.error("a session failed; --until-idle gives up")
                 return
-            if self.options.until_idle and self._idle(outcome):
+            # idle only if the last session saw the cache as it is: pods that wait may fit
+            # now if something (a victim leaving) changed while it ran
+            settled = not cache.waiting() or cache.generation == seen
+            if self.options.until_idle and settled and self._idle(outcome):
                 log.info("idle: nothing more to schedule; exiting")
                 return
             await self._pause(stop, outcome.seconds)
