@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from types import MappingProxyType
 
 from pumice.cache.groups import (
     Obj,
@@ -55,6 +56,7 @@ log = logging.getLogger("pumice.cache")
 
 NO_QUEUE = ""
 """The queue of other schedulers' pods: not a queue any session knows."""
+NO_MEMBERS: Mapping[str, int] = MappingProxyType({})
 LEFT_RETENTION = 60.0
 """Seconds a pod that left the pending watch waits for an assigned ADD before it is dropped."""
 
@@ -83,7 +85,6 @@ class ClusterCache:
         self.queue_problems: dict[str, str] = {}
         self.priorities = PriorityClasses()
         self._group_pods: dict[str, set[str]] = {}
-        self._lone_jobs: set[str] = set()
         self._held: dict[str, float] = {}
         self.slim_pod = PodSlimmer()
         """What the pod informers store and deliver: pods slimmed, equal parts shared."""
@@ -362,9 +363,9 @@ class ClusterCache:
 
     def _remove_task(self, task: TaskInfo) -> None:
         self.state.remove_task(task.uid)
-        if task.job in self._lone_jobs:
-            self._lone_jobs.discard(task.job)
-            self.state.remove_job(task.job)
+        job = self.state.jobs.get(task.job)
+        if job is not None and job.podgroup is None and not job.tasks:
+            self.state.remove_job(task.job)  # a lone pod's job (a PodGroup's has its object)
         self._bury_ghost(task.node_name)
 
     def _add_lone_job(self, task: TaskInfo) -> None:
@@ -379,9 +380,9 @@ class ClusterCache:
                 min_available=1,
                 creation_timestamp=task.creation_timestamp,
                 preemptable=task.preemptable,
+                min_task_member=NO_MEMBERS,  # one shared empty mapping: one job per pod
             )
         )
-        self._lone_jobs.add(task.job)
 
     def _task_for(self, entry: PodEntry, current: TaskInfo | None) -> TaskInfo | None:
         state = entry.state

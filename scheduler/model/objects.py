@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from types import MappingProxyType
 from typing import Any
 
 from pumice.model.podterms import PodLinks, pod_links
@@ -38,6 +39,7 @@ DEFAULT_QUEUE = "default"
 
 
 _new_object = object.__new__
+_NO_LABELS: Mapping[str, str] = MappingProxyType({})
 
 
 class _Derived:
@@ -159,8 +161,11 @@ class TaskInfo:
         labels = derived.labels
         if labels is None:
             meta = (self.pod or {}).get("metadata") or {}
-            raw = meta.get("labels") or {}
-            labels = derived.labels = {str(k): str(v) for k, v in raw.items()}
+            raw = meta.get("labels") or _NO_LABELS
+            if all(type(k) is str and type(v) is str for k, v in raw.items()):
+                labels = derived.labels = raw  # as the API server sends them: no copy
+            else:
+                labels = derived.labels = {str(k): str(v) for k, v in raw.items()}
         return labels
 
     @property

@@ -129,3 +129,30 @@ def test_same_but_placement_ignores_only_node_status_and_version() -> None:
     assert not same_but_placement(p, relabelled)
     annotated = {**placed, "metadata": {**placed["metadata"], "annotations": {"a": "b"}}}
     assert not same_but_placement(p, annotated)
+
+
+def test_a_pod_on_a_node_is_not_shaped_until_a_session_asks(cache: ClusterCache) -> None:
+    cache.pending_pods.on_add(pod("waits", cpu="1"))
+    cache.assigned_pods.on_add(pod("runs", cpu="1", node_name="n1", phase="Running"))
+    waits, runs = task_of(cache, "uid-waits"), task_of(cache, "uid-runs")
+    assert waits._derived is not None and waits._derived.shape is not None  # worked out
+    assert runs._derived is not None and runs._derived.shape is None  # not yet
+    assert runs._derived.links is not None  # what other pods' affinity reads, at once
+    assert runs.shape == waits.shape  # and on demand it is the same shape as ever
+
+
+def test_a_tasks_labels_are_the_pods_own_when_they_are_text() -> None:
+    labelled = pod("a")
+    labelled["metadata"]["labels"] = {"app": "web", "tier": "1"}
+    assert TaskInfo.from_pod(labelled).labels is labelled["metadata"]["labels"]
+    odd = pod("b")
+    odd["metadata"]["labels"] = {"replicas": 3}
+    assert TaskInfo.from_pod(odd).labels == {"replicas": "3"}
+
+
+def test_a_lone_pods_job_goes_with_its_pod(cache: ClusterCache) -> None:
+    cache.assigned_pods.on_add(pod("other", node_name="n1", scheduler="x", phase="Running"))
+    job = task_of(cache, "uid-other").job
+    assert job in cache.state.jobs and not cache.state.jobs[job].min_task_member
+    cache.assigned_pods.on_delete(pod("other", node_name="n1", scheduler="x", phase="Running"))
+    assert job not in cache.state.jobs
