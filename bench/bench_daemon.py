@@ -274,8 +274,11 @@ async def sync_only(http: aiohttp.ClientSession, tmp: Path, args: argparse.Names
         writes = WriteLog(http, sim.url)
         started = time.time()
         proc = await spawn(DAEMON.argv(sim.kubeconfig), stdout=log.open("wb"), stderr=STDOUT)
+        spy = await start_py_spy(proc.pid, args.py_spy)
+        assert sim.proc is not None
+        sim_cpu = cpu_seconds(sim.proc.pid)
         synced: float | None = None
-        synced_rss = float("nan")
+        synced_rss = synced_cpu = float("nan")
         try:
             while time.time() - started < args.limit and proc.returncode is None:
                 await asyncio.sleep(0.1)
@@ -284,18 +287,25 @@ async def sync_only(http: aiohttp.ClientSession, tmp: Path, args: argparse.Names
                     line = next((x for x in lines if "cache synced" in x), "")
                     if line:
                         synced = _when(line) or time.time()
-                        synced_rss = peak_rss_mib(proc.pid)
+                        synced_rss, synced_cpu = peak_rss_mib(proc.pid), cpu_seconds(proc.pid)
+                        sim_cpu = cpu_seconds(sim.proc.pid) - sim_cpu
                         print(f"  {json.loads(line).get('event', line)}")
                 await writes.poll()
                 if writes.binds("pending") >= args.pods:
                     break
             cpu, rss = cpu_seconds(proc.pid), peak_rss_mib(proc.pid)
+            if spy is not None:
+                spy.send_signal(signal.SIGINT)
+                await spy.wait()
         finally:
             await stop(proc)
     nan = float("nan")
     bound = writes.bound.get("pending") or [nan]
     sync_s = synced - started if synced is not None else nan
-    print(f"  process start -> cache synced {sync_s:.2f} s; peak RSS then {synced_rss:,.0f} MiB")
+    print(
+        f"  process start -> cache synced {sync_s:.2f} s; peak RSS then {synced_rss:,.0f} MiB;"
+        f" CPU until then: the daemon {synced_cpu:.1f} s, the sim {sim_cpu:.1f} s"
+    )
     print(
         f"  cache synced -> first bind {min(bound) - (synced or nan):.2f} s;"
         f" -> all {writes.binds('pending')}/{args.pods} bound {max(bound) - (synced or nan):.2f} s"
