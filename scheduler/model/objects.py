@@ -64,7 +64,17 @@ def parse_timestamp(value: str | None) -> float:
     """Seconds since the epoch for a Kubernetes RFC 3339 timestamp; 0.0 when absent."""
     if not value:
         return 0.0
-    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    seconds = _timestamps.get(value)
+    if seconds is None:
+        if len(_timestamps) >= 4096:
+            _timestamps.clear()
+        seconds = datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        _timestamps[value] = seconds
+    return seconds
+
+
+_timestamps: dict[str, float] = {}
+"""Timestamps already read: pods made together share their creation second."""
 
 
 def lone_pod_job(namespace: str, pod_uid: str) -> str:
@@ -76,20 +86,36 @@ def lone_pod_job(namespace: str, pod_uid: str) -> str:
 def pod_priority(pod: Mapping[str, Any]) -> int:
     """A pod's priority as a task has it: ``spec.priority`` (1 without one), unless Volcano's
     ``volcano.sh/task-priority`` label or annotation gives another."""
-    meta = pod.get("metadata") or {}
-    raw = (pod.get("spec") or {}).get("priority")
+    meta = pod.get("metadata") or _NO_LABELS
+    return _priority(
+        pod.get("spec") or _NO_LABELS,
+        meta.get("annotations") or _NO_LABELS,
+        meta.get("labels") or _NO_LABELS,
+    )
+
+
+def _priority(
+    spec: Mapping[str, Any], annotations: Mapping[str, Any], labels: Mapping[str, Any]
+) -> int:
+    raw = spec.get("priority")
     priority = 1 if raw is None else int(raw)
-    override = _label_or_annotation(meta, TASK_PRIORITY_ANNOTATION)
+    override = _label_or_annotation(annotations, labels, TASK_PRIORITY_ANNOTATION)
     if override is not None and override.lstrip("-").isdigit():
         priority = int(override)
     return priority
 
 
-def _label_or_annotation(meta: Mapping[str, Any], key: str) -> str | None:
-    annotations = meta.get("annotations") or {}
-    labels = meta.get("labels") or {}
-    value = annotations.get(key, labels.get(key))
+def _label_or_annotation(
+    annotations: Mapping[str, Any], labels: Mapping[str, Any], key: str
+) -> str | None:
+    """The annotation ``key``, else the label (the annotation wins when both are there)."""
+    value = annotations.get(key, _ABSENT)
+    if value is _ABSENT:
+        value = labels.get(key)
     return None if value is None else str(value)
+
+
+_ABSENT = object()
 
 
 @dataclass(slots=True, eq=False)
@@ -246,9 +272,17 @@ class TaskInfo:
         spec = pod.get("spec") or {}
         namespace = meta.get("namespace") or "default"
         name = meta["name"]
-        group = (meta.get("annotations") or {}).get(GROUP_NAME_ANNOTATION)
-        priority = pod_priority(pod)
-        preemptable_value = _label_or_annotation(meta, PREEMPTABLE_KEY)
+        annotations = meta.get("annotations") or _NO_LABELS
+        labels = meta.get("labels") or _NO_LABELS
+        group = annotations.get(GROUP_NAME_ANNOTATION)
+        if annotations or labels:
+            priority = _priority(spec, annotations, labels)
+            preemptable_value = _label_or_annotation(annotations, labels, PREEMPTABLE_KEY)
+            role = _label_or_annotation(annotations, labels, TASK_SPEC_KEY) or ""
+        else:  # nothing to look up
+            raw_priority = spec.get("priority")
+            priority = 1 if raw_priority is None else int(raw_priority)
+            preemptable_value, role = None, ""
         resreq = pod_requests(pod)
         uid = meta.get("uid") or f"{namespace}/{name}"
         return cls(
@@ -257,7 +291,7 @@ class TaskInfo:
             namespace=namespace,
             job=f"{namespace}/{group}" if group else lone_pod_job(namespace, uid),
             resreq=resreq,
-            role=_label_or_annotation(meta, TASK_SPEC_KEY) or "",
+            role=role,
             priority=priority,
             preemptable=preemptable_value is None or preemptable_value.lower() != "false",
             status=status_of_pod(pod),
