@@ -6,8 +6,8 @@ informers slim them: a pod with a node to the assigned-pods handler, one of ours
 node to the pending-pods handler, others' pending pods nowhere, as their watches would have
 it); then, as after the daemon's initial-sync gate, cycles run. Every cycle's snapshot is
 the cache's, taken at the simulated ``clock``. What a cycle decides comes back as the API
-server's answers would: a bound pod is assumed, then shows up bound (and Running) on the
-assigned watch; an evicted pod is deleted; a nominated pod gets ``status.nominatedNodeName``;
+server's answers would: a bound pod shows up bound (and Running) on the assigned watch (the
+daemon's assumption until then is a step the answer makes moot); an evicted pod is deleted; a nominated pod gets ``status.nominatedNodeName``;
 PodGroups and Queues get the status ``pumice.daemon.outcome`` computes — the code whose results
 the daemon writes — through their handlers, so the next cycle reads its Inqueue phases and node
 reservations back as the daemon's next session does.
@@ -95,10 +95,13 @@ class SimulatedCluster:
         return snap
 
     def bind(self, task: TaskInfo, node: str) -> None:
-        """Assumed at once, then seen bound and Running on the assigned watch."""
+        """Seen bound and Running on the assigned watch, then gone from the pending one. (The
+        daemon assumes the pod first, until the API server answers; here the answer is there
+        at once, and the cache ends in the same state without the step.)"""
         old = self.pods.get(task.uid)
-        if old is None or not self.cache.assume(task.uid, node):
-            return
+        entry = self.cache.pods.get(task.uid)
+        if old is None or entry is None or entry.state is not PodState.INITIAL:
+            return  # no longer waiting for a node (what assume would have refused)
         status = {k: v for k, v in (old.get("status") or {}).items() if k != "nominatedNodeName"}
         spec = {**(old.get("spec") or {}), "nodeName": node}
         new = {**old, "spec": spec, "status": {**status, "phase": "Running"}}
