@@ -7,10 +7,11 @@ node to the pending-pods handler, others' pending pods nowhere, as their watches
 it); then, as after the daemon's initial-sync gate, cycles run. Every cycle's snapshot is
 the cache's, taken at the simulated ``clock``. What a cycle decides comes back as the API
 server's answers would: a bound pod shows up bound (and Running) on the assigned watch (the
-daemon's assumption until then is a step the answer makes moot); an evicted pod is deleted; a nominated pod gets ``status.nominatedNodeName``;
-PodGroups and Queues get the status ``pumice.daemon.outcome`` computes — the code whose results
-the daemon writes — through their handlers, so the next cycle reads its Inqueue phases and node
-reservations back as the daemon's next session does.
+daemon's assumption until then is a step the answer makes moot); an evicted pod is deleted;
+a nominated pod gets ``status.nominatedNodeName``; PodGroups and Queues get the status
+``pumice.daemon.outcome`` computes — the code whose results the daemon writes — through
+their handlers, so the next cycle reads its Inqueue phases and node reservations back as the
+daemon's next session does.
 """
 
 from __future__ import annotations
