@@ -373,9 +373,8 @@ class Daemon:
                 log.error("a session failed; --until-idle gives up")
                 return
             # idle only if the last session saw the cache as it is: pods that wait may fit
-            # now if something (a victim leaving) changed while it ran
-            settled = not cache.waiting() or cache.generation == seen
-            if self.options.until_idle and settled and self._idle(outcome):
+            # now if something (a victim leaving) changed while it ran (``_settled``)
+            if self.options.until_idle and self._idle(outcome) and self._settled(cache, seen):
                 log.info("idle: nothing more to schedule; exiting")
                 return
             await self._pause(stop, outcome.seconds)
@@ -419,6 +418,11 @@ class Daemon:
         # status it wrote would be stale at once.
         busy = self.work is not None and self.work.in_flight > 0
         return changed and since >= STATUS_REFRESH and not busy
+
+    @staticmethod
+    def _settled(cache: ClusterCache, seen: int | None) -> bool:
+        """Did the last session see the cache as it is, or does no pod wait anyway?"""
+        return cache.generation == seen or not cache.waiting()
 
     def _committed_last(self) -> bool:
         # A dry-run commit changes nothing: the next session would only log it again.
