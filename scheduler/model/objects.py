@@ -86,7 +86,7 @@ def lone_pod_job(namespace: str, pod_uid: str) -> str:
 def pod_priority(pod: Mapping[str, Any]) -> int:
     """A pod's priority as a task has it: ``spec.priority`` (1 without one), unless Volcano's
     ``volcano.sh/task-priority`` label or annotation gives another."""
-    meta = pod.get("metadata") or _NO_LABELS
+    meta: Mapping[str, Any] = pod.get("metadata") or _NO_LABELS
     return _priority(
         pod.get("spec") or _NO_LABELS,
         meta.get("annotations") or _NO_LABELS,
