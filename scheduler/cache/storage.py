@@ -80,6 +80,12 @@ _SLIMMERS: dict[str, Callable[[Obj], Obj]] = {
 }
 
 
+def slimmer(kind: str) -> Callable[[Obj], Obj]:
+    """What the store ``kind`` keeps of an object: the daemon's informer of that kind stores
+    only this too (its ``transform``), not the object as the API server sent it."""
+    return _SLIMMERS[kind]
+
+
 class StorageCache:
     """The five stores, their informer handlers, and the sessions' read-only view."""
 

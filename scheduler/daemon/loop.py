@@ -29,6 +29,7 @@ import structlog
 
 from pumice.cache import ClusterCache, PodState
 from pumice.cache.storage import describe as describe_storage
+from pumice.cache.storage import slimmer as storage_slimmer
 from pumice.daemon.advice import Advisor, Suggester
 from pumice.daemon.binding import BackgroundWork, BoundCallback
 from pumice.daemon.collector import CollectorPolicy
@@ -280,8 +281,11 @@ class Daemon:
             # with any order, so they simply start together after the nodes.
             specs.insert(1, (QUEUES, cache.queues, "queues", None))
             specs.insert(2, (PODGROUPS, cache.podgroups_handler, "podgroups", None))
+        slimmers = {}
         for kind, store in self._storage_kinds:
             specs.append((kind, cache.storage.handler(store), kind.plural, None))
+            # their informers store them slimmed too: not a second, whole copy of each
+            slimmers[kind.plural] = storage_slimmer(store)
         runners = []
         for i, (kind, handler, name, selector) in enumerate(specs):
             informer = Informer(
@@ -290,7 +294,7 @@ class Daemon:
                 handler,
                 name=name,
                 field_selector=selector,
-                transform=cache.slim_pod if kind is PODS else None,
+                transform=cache.slim_pod if kind is PODS else slimmers.get(name),
             )
             self.informers.append(informer)
             runners.append(asyncio.get_running_loop().create_task(informer.run(), name=name))
