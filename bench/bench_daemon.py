@@ -1,29 +1,43 @@
 """The daemon end to end on the simulated API server, beside a bare greedy binder.
 
-One ``pumice sim-cluster`` process (its own core) serves N nodes. Two schedulers run against
-it in turn, each as its own process, and each is measured the same way, as kube-scheduler's
-scheduler_perf measures: the scheduler is started and left to sync and go idle, then M pods
-naming it are created through the API (one creator, ``--create-concurrency`` requests at once),
-and the figure is **creation → bound**: the sim's write log from the first pod created to the
-last bind accepted, in pods/s.
+Two schedulers, each its own process, are measured the same way, each on a fresh copy of the
+simulated cluster (``pumice sim-cluster``, N nodes) started for it, in the same run:
 
-* the bare greedy binder (``--greedy-binder``, this file as a process): an informer of its
-  pending pods binds each pod as it arrives to the first node that fits (no scheduling),
-  through the same ``pumice.kube`` Binder;
-* the daemon: ``pumice run`` with the bundled config (period 100ms) and no rate flags: its
-  client's default sets no limit against the sim, which shows API Priority and Fairness.
+* the daemon: ``pumice run`` with the bundled config as it ships (its period included) and no
+  tuning flags; only ``--kubeconfig`` and ``--http-address 127.0.0.1:0`` (a free port);
+* the bare greedy binder (``daemonkit.py``): an informer of its pending pods binds each pod
+  as it arrives to the first node that fits, through the same ``pumice.kube`` Binder; no
+  scheduling at all.
 
-Then, as a secondary figure, the daemon is stopped, M more pods are created while it is down and
-it is started again: process start → all bound (start-up, the initial lists, the backlog), and
-its peak RSS (VmHWM).
+Two ways, as scheduler_perf and a restarted scheduler see it:
 
-Run: ``.venv/bin/python -P bench/bench_daemon.py [--nodes 5000] [--pods 10000] [--limit 600]``.
-``--record`` measures the daemon a second time with its flight recorder on (``pumice run
---record DIR``) in each round — after the plain run in odd rounds, before it in even ones, since
-the cluster grows by M bound pods with every run — and prints the recorder's overhead: pods/s
-and the daemon's CPU per pod, with and without, per round and over the rounds; the recorder's
-own process (``pumice.daemon.recordwriter``) is measured apart. It prints figures and never
-fails; a phase that is not done within ``--limit`` seconds reports how far it got.
+* **creation → bound**: the scheduler is started and left to sync and go idle, then M pods
+  naming it are created through the API (one creator, ``--create-concurrency`` requests at
+  once); the figure is the sim's write log from the first pod created to the last bind;
+* **backlog** (process start → last bind): the M pods are in the cluster file, pending before
+  the scheduler starts; the figure runs from the moment its process is spawned to the last
+  bind accepted (start-up, the initial lists, the scheduling and the binds).
+
+``--rounds`` (default 3) repeats both, alternating the two schedulers and which goes first.
+Each figure comes with the process's CPU time per pod and its peak RSS, and the machine's load
+average; ``--load N`` runs N busy loops (started and stopped by pid) during the measurements.
+Every command line the bench runs is printed, flags and all.
+
+``--sync-only BOUND`` measures start-up at scale instead: M pending pods of ours and BOUND
+running pods of another scheduler (``--claims``: a third of them with a claim, bound to a
+volume, and a required anti-affinity term), the daemon started as above: process start →
+cache synced (and its RSS then), → first bind, → all M bound, and the peak RSS.
+
+Run: ``.venv/bin/python -P bench/bench_daemon.py [--nodes 5000] [--pods 10000] [--rounds 3]
+[--load N] [--limit 600]``. ``--record`` measures the daemon again with its flight recorder on
+after each creation → bound run. It prints figures and never fails; a phase that is not done
+within ``--limit`` seconds reports how far it got.
+
+With ``--record``, every round also measures the daemon with ``--record DIR`` (each run on its
+own fresh sim, so neither meets a cluster the other grew) and prints the recorder's overhead:
+pods/s and the daemon's CPU per pod, with and without, per round and as the median over the
+rounds; the recorder's own process (``pumice.daemon.recordwriter``, a child of the daemon) is
+measured apart, from ``/proc``, including what it writes after the daemon stopped.
 """
 
 from __future__ import annotations
@@ -33,357 +47,130 @@ import asyncio
 import contextlib
 import json
 import os
-import re
 import signal
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 
-from pumice.kube import PODS, Binder, Conflict, Informer, KubeSettings, connect
-from pumice.model import Resource, pod_requests
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-Obj = dict[str, Any]
+from daemonkit import (
+    PYTHON,
+    BusyLoops,
+    Sim,
+    WriteLog,
+    command_line,
+    cpu_seconds,
+    create_pods,
+    load_average,
+    peak_rss_mib,
+    spawn,
+    stop,
+    wait_bound,
+    write_cluster,
+)
 
-
-def pending_pod(scheduler: str, namespace: str, i: int) -> Obj:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": f"{scheduler}-{i:05d}", "namespace": namespace},
-        "spec": {
-            "schedulerName": scheduler,
-            "containers": [
-                {
-                    "name": "main",
-                    "image": "busybox:1.36",
-                    "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}},
-                }
-            ],
-        },
-    }
+KIT = Path(__file__).resolve().with_name("daemonkit.py")
+STDOUT = asyncio.subprocess.STDOUT
 
 
-def write_cluster(path: Path, nodes: int, pods: int, bound: int = 0) -> None:
-    """N nodes, ``pods`` pending pods per scheduler, and ``bound`` pods of another scheduler
-    already running on the nodes (round robin)."""
-    docs: list[Obj] = []
-    for i in range(nodes):
-        name = f"node-{i:05d}"
-        capacity = {"cpu": "32", "memory": "128Gi", "pods": "110"}
-        docs.append(
-            {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-                "status": {"capacity": capacity, "allocatable": capacity},
-            }
-        )
-    for scheduler in ("greedy", "pumice"):
-        docs.extend(pending_pod(scheduler, scheduler, i) for i in range(pods))
-    for i in range(bound):
-        docs.append(
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {"name": f"running-{i:06d}", "namespace": "running"},
-                "spec": {
-                    "schedulerName": "default-scheduler",
-                    "nodeName": f"node-{i % nodes:05d}",
-                    "containers": [
-                        {
-                            "name": "main",
-                            "image": "busybox:1.36",
-                            "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
-                        }
-                    ],
-                },
-                "status": {"phase": "Running"},
-            }
-        )
-    path.write_text("\n---\n".join(json.dumps(d) for d in docs))  # JSON is YAML, and fast
+@dataclass
+class Scheduler:
+    """How to start one of the two schedulers, and how it says it is ready."""
+
+    who: str
+    name: str
+    """The ``spec.schedulerName`` its pods carry."""
+    extra: tuple[str, ...] = ()
+
+    def argv(self, kubeconfig: Path) -> list[str]:
+        if self.name == "greedy":
+            return [*PYTHON, str(KIT), str(kubeconfig)]
+        return [
+            *PYTHON, "-m", "pumice.cli", "run", "--kubeconfig", str(kubeconfig),
+            "--http-address", "127.0.0.1:0", *self.extra,
+        ]  # fmt: skip
+
+    def ready(self, log: Path) -> bool:
+        text = log.read_text()
+        return "ready" in text if self.name == "greedy" else "cache synced" in text
 
 
-async def start_server(cluster: Path, kubeconfig: Path) -> tuple[asyncio.subprocess.Process, str]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-P", "-m", "pumice.cli", "sim-cluster",
-        "--cluster", str(cluster), "--kubeconfig-out", str(kubeconfig),
-        "--history-size", "100000", "--pod-start-delay", "3600",
-        stdout=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    assert proc.stdout is not None
-    line = (await asyncio.wait_for(proc.stdout.readline(), 300)).decode()
-    if "serving" not in line:
-        raise SystemExit(f"sim-cluster did not start: {line!r}")
-    url = line.split("serving ", 1)[1].split(" ", 1)[0]
-    await proc.stdout.readline()
-    return proc, url
+GREEDY = Scheduler("bare greedy binder", "greedy")
+DAEMON = Scheduler("pumice daemon", "pumice")
 
 
-class WriteLog:
-    """The sim's write log, read a little at a time (``?since=``): the accepted pod creates and
-    binds per namespace, with the server's timestamps."""
-
-    def __init__(self, http: aiohttp.ClientSession, url: str) -> None:
-        self.http = http
-        self.url = url
-        self.cursor = 0
-        self.created: dict[str, list[float]] = {}
-        self.bound: dict[str, list[float]] = {}
-        self.other: dict[str, int] = {}
-        """Other accepted writes by namespace (events, status) while pods were bound."""
-
-    async def poll(self) -> None:
-        async with self.http.get(f"{self.url}/sim/writes", params={"since": self.cursor}) as resp:
-            items = (await resp.json())["items"]
-        self.cursor += len(items)
-        for w in items:
-            if w["code"] != 201:
-                continue
-            if w["resource"] == "pods/binding":
-                self.bound.setdefault(w["namespace"], []).append(w["time"])
-            elif w["resource"] == "pods" and w["verb"] == "create":
-                self.created.setdefault(w["namespace"], []).append(w["time"])
-            else:
-                self.other[w["namespace"]] = self.other.get(w["namespace"], 0) + 1
-
-    def binds(self, namespace: str) -> int:
-        return len(self.bound.get(namespace, ()))
-
-    def span(self, namespace: str) -> float:
-        """Seconds from the first pod created to the last pod bound in ``namespace``."""
-        created, bound = self.created.get(namespace), self.bound.get(namespace)
-        if not created or not bound:
-            return float("nan")
-        return max(bound) - min(created)
-
-
-async def create_pods(
-    kubeconfig: Path, scheduler: str, namespace: str, count: int, concurrency: int
-) -> float:
-    """Create ``count`` pending pods naming ``scheduler``, ``concurrency`` at a time; seconds."""
-    kube = await connect(KubeSettings(kubeconfig=str(kubeconfig), qps=1e9, burst=10**9))
-    try:
-        try:
-            body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
-            await kube.request("POST", "/api/v1/namespaces", body=body)
-        except Conflict:
-            pass
-        indices = iter(range(count))
-        start = time.perf_counter()
-
-        async def creator() -> None:
-            for i in indices:
-                await kube.request(
-                    "POST", PODS.path(namespace), body=pending_pod(scheduler, namespace, i)
-                )
-
-        await asyncio.gather(*(creator() for _ in range(concurrency)))
-        return time.perf_counter() - start
-    finally:
-        await kube.close()
-
-
-async def wait_bound(
-    writes: WriteLog, namespace: str, pods: int, limit: float, proc: asyncio.subprocess.Process
-) -> None:
-    deadline = time.perf_counter() + limit
-    while time.perf_counter() < deadline and proc.returncode is None:
-        await writes.poll()
-        if writes.binds(namespace) >= pods:
-            return
-        await asyncio.sleep(0.25)
-
-
-async def stop(proc: asyncio.subprocess.Process) -> None:
-    if proc.returncode is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            await asyncio.wait_for(proc.wait(), 30)
-        except TimeoutError:
-            proc.kill()
-            await proc.wait()
-
-
-def peak_rss_mib(pid: int) -> float:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return float("nan")
+@dataclass
+class Figure:
+    rate: float
+    cpu_ms: float
+    rss: float
+    children_ms: float = 0.0
+    """CPU of the processes it started (the recorder's), ms per pod, until they ended."""
 
 
 def child_pids(pid: int) -> list[int]:
     """The processes ``pid`` started (the daemon's recorder process)."""
     found: list[int] = []
     for task in Path(f"/proc/{pid}/task").glob("*"):
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, ValueError):
             found += [int(c) for c in (task / "children").read_text().split()]
     return found
 
 
-def thread_cpu(pid: int) -> dict[int, float]:
-    """CPU seconds of each of the process's threads so far (thread id -> seconds)."""
-    out = {}
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        out[int(task.name)] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return out
+async def outlived(last: dict[int, float], limit: float) -> float:
+    """Wait for the processes ``last`` names (pid -> CPU seconds so far) to end; their CPU
+    seconds in all at the end."""
+    start = time.perf_counter()
+    while time.perf_counter() - start < limit:
+        alive = False
+        for pid in list(last):
+            used = cpu_seconds(pid)
+            if used == used:  # not NaN: still there
+                last[pid], alive = used, True
+        if not alive:
+            break
+        await asyncio.sleep(0.1)
+    return sum(v for v in last.values() if v == v)
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU the process used so far (the machine's other load does not count)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return float("nan")
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def median(values: list[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def overhead_summary(pairs: list[tuple[Figure, Figure]]) -> None:
+    """The recorder's cost per round and the medians: pods/s and the daemon's CPU per pod."""
+    pairs = [(p, r) for p, r in pairs if p.rate and r.rate and p.cpu_ms]
+    if not pairs:
+        return
+    slower = [(1 - r.rate / p.rate) * 100 for p, r in pairs]
+    cpu = [(r.cpu_ms / p.cpu_ms - 1) * 100 for p, r in pairs]
+    print(
+        f"recorder overhead over {len(pairs)} rounds (median): {median(slower):+.1f} % pods/s"
+        f" (rounds: {', '.join(f'{v:+.1f}' for v in slower)}); daemon CPU per pod"
+        f" {median(cpu):+.1f} % (rounds: {', '.join(f'{v:+.1f}' for v in cpu)});"
+        f" recorder process {median([r.children_ms for _, r in pairs]):.3f} ms per pod"
+    )
 
 
 def report(
-    who: str, writes: WriteLog, namespace: str, pods: int, created: float, cpu: float
-) -> float:
-    """Print and return the creation → bound figure of one scheduler."""
-    bound, span = writes.binds(namespace), writes.span(namespace)
+    who: str, how: str, bound: int, pods: int, span: float, cpu: float, rss: float
+) -> Figure:
     rate = bound / span if span == span and span > 0 else 0.0
     done = "" if bound >= pods else " (not all: stopped at the limit)"
+    per_pod = cpu / max(1, bound) * 1e3
     print(
-        f"{who}: {bound}/{pods} pods created -> bound in {span:.2f} s = {rate:,.0f} pods/s{done}"
-        f" (creating them took {created:.2f} s); its CPU meanwhile {cpu:.1f} s"
-        f" = {cpu / max(1, bound) * 1e3:.2f} ms per pod;"
-        f" {writes.other.get(namespace, 0)} other writes (events, status)"
+        f"  {who}, {how}: {bound}/{pods} pods in {span:.2f} s = {rate:,.0f} pods/s{done};"
+        f" CPU {cpu:.1f} s = {per_pod:.2f} ms per pod; peak RSS {rss:,.0f} MiB; {load_average()}"
     )
-    return rate
-
-
-# -- the bare greedy binder ------------------------------------------------------------------
-
-
-class GreedyBinder:
-    """Binds each pending pod as its informer sees it to the first node that fits."""
-
-    def __init__(self, nodes: list[Obj], binder: Binder) -> None:
-        self.names = [n["metadata"]["name"] for n in nodes]
-        self.free = [
-            Resource.from_k8s({k: v for k, v in n["status"]["allocatable"].items() if k != "pods"})
-            for n in nodes
-        ]
-        self.binder = binder
-        self.cursor = 0
-        self.tasks: set[asyncio.Task[Any]] = set()
-
-    def on_add(self, pod: Obj) -> None:
-        if pod["spec"].get("nodeName"):
-            return
-        need = pod_requests(pod)
-        for _ in range(len(self.names)):
-            if need.less_equal(self.free[self.cursor]):
-                break
-            self.cursor = (self.cursor + 1) % len(self.names)
-        self.free[self.cursor] = self.free[self.cursor].sub(need, clip=True)
-        meta = pod["metadata"]
-        node = self.names[self.cursor]
-        task = asyncio.get_running_loop().create_task(
-            self.binder.bind(meta["namespace"], meta["name"], meta["uid"], node)
-        )
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
-
-    def on_update(self, old: Obj, new: Obj) -> None:
-        pass
-
-    def on_delete(self, obj: Obj) -> None:
-        pass
-
-
-async def greedy_binder(kubeconfig: str) -> int:
-    """The ``--greedy-binder`` process: prints ``ready`` once its informer synced, then binds
-    until SIGTERM."""
-    done = asyncio.Event()
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, done.set)
-    kube = await connect(KubeSettings(kubeconfig=kubeconfig, qps=1e9, burst=10**9))
-    try:
-        nodes = (await kube.request("GET", "/api/v1/nodes"))["items"]
-        handler = GreedyBinder(nodes, Binder(kube, concurrency=64))
-        informer = Informer(
-            kube,
-            PODS,
-            handler,
-            name="greedy",
-            field_selector="spec.schedulerName=greedy,spec.nodeName=",
-        )
-        runner = asyncio.get_running_loop().create_task(informer.run())
-        await informer.synced.wait()
-        print("ready", flush=True)
-        await done.wait()
-        runner.cancel()
-        await asyncio.gather(runner, *handler.tasks, return_exceptions=True)
-    finally:
-        await kube.close()
-    return 0
-
-
-async def greedy(
-    kubeconfig: Path, writes: WriteLog, pods: int, limit: float, width: int, namespace: str
-) -> float:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-P", __file__, "--greedy-binder", str(kubeconfig),
-        stdout=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    assert proc.stdout is not None
-    try:
-        line = await asyncio.wait_for(proc.stdout.readline(), 120)
-        if b"ready" not in line:
-            print(f"bare greedy binder did not start: {line!r}")
-            return 0.0
-        cpu = cpu_seconds(proc.pid)
-        created = await create_pods(kubeconfig, "greedy", namespace, pods, width)
-        await wait_bound(writes, namespace, pods, limit, proc)
-        cpu = cpu_seconds(proc.pid) - cpu
-    finally:
-        await stop(proc)
-    return report("bare greedy binder", writes, namespace, pods, created, cpu)
-
-
-# -- the daemon ------------------------------------------------------------------------------
-
-
-async def start_daemon(
-    kubeconfig: Path, config: Path, log: Path, extra: tuple[str, ...] = ()
-) -> tuple[asyncio.subprocess.Process, float]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-P", "-m", "pumice.cli", "run", "--http-address", "127.0.0.1:0",
-        "--kubeconfig", str(kubeconfig), "--config", str(config), *extra,
-        stdout=log.open("wb"), stderr=asyncio.subprocess.STDOUT,
-    )  # fmt: skip
-    return proc, time.perf_counter()
-
-
-def cycle_summaries(log: Path) -> list[str]:
-    """The daemon's ``cycle N: ...`` lines with binds (its log is JSON lines)."""
-    found = []
-    for line in log.read_text().splitlines():
-        try:
-            event = str(json.loads(line).get("event", ""))
-        except (ValueError, AttributeError):
-            continue
-        if event.startswith("cycle ") and not event.split(": ", 1)[-1].startswith("0 binds"):
-            found.append(event)
-    return found
-
-
-def print_cycles(log: Path) -> None:
-    cycles = cycle_summaries(log)
-    shown = "; ".join(cycles[:3]) + ("; ..." if len(cycles) > 3 else "")
-    print(f"  {len(cycles)} cycles with binds: {shown}")
+    return Figure(rate, per_pod, rss)
 
 
 async def start_py_spy(pid: int, profile: str | None) -> asyncio.subprocess.Process | None:
@@ -395,229 +182,204 @@ async def start_py_spy(pid: int, profile: str | None) -> asyncio.subprocess.Proc
     if not spy.exists():
         print("  (py-spy is not installed in this environment: no profile)")
         return None
-    return await asyncio.create_subprocess_exec(
-        str(spy), "record", "--pid", str(pid), "--rate", "200", "--format", "raw", "--gil",
-        "--output", profile, "--nonblocking",
+    return await spawn(
+        [str(spy), "record", "--pid", str(pid), "--rate", "200", "--format", "raw", "--gil",
+         "--output", profile, "--nonblocking"],
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
     )  # fmt: skip
 
 
-async def daemon(
-    kubeconfig: Path,
-    config: Path,
-    writes: WriteLog,
-    pods: int,
-    limit: float,
-    width: int,
-    namespace: str,
-    profile: str | None = None,
-    extra: tuple[str, ...] = (),
-    figures: dict[str, float] | None = None,
-) -> float:
-    """``pumice run`` synced and idle, then the pods are created: creation → bound, pods/s
-    (and into ``figures``: the daemon's and its children's CPU ms per pod)."""
-    log = config.parent / f"daemon-{namespace}.log"
-    proc, started = await start_daemon(kubeconfig, config, log, extra)
-    created = 0.0
-    try:
-        while "cache synced" not in log.read_text():
-            if proc.returncode is not None or time.perf_counter() - started > limit:
-                print("pumice daemon did not sync")
-                return 0.0
-            await asyncio.sleep(0.1)
-        await asyncio.sleep(1.0)  # idle: its first cycles found nothing to do
-        spy = await start_py_spy(proc.pid, profile)
-        cpu = cpu_seconds(proc.pid)
-        kids = child_pids(proc.pid)
-        kids_start = kids_cpu = sum(cpu_seconds(k) for k in kids)
-        kids_end: dict[int, float] = {}
-        threads = thread_cpu(proc.pid)
-        created = await create_pods(kubeconfig, "pumice", namespace, pods, width)
-        await wait_bound(writes, namespace, pods, limit, proc)
-        cpu = cpu_seconds(proc.pid) - cpu
-        kids_end = {k: cpu_seconds(k) for k in kids}
-        kids_cpu = sum(kids_end.values()) - kids_cpu
-        threads = {t: c - threads.get(t, 0.0) for t, c in thread_cpu(proc.pid).items()}
-        rss = peak_rss_mib(proc.pid)
-        if spy is not None:
-            spy.send_signal(signal.SIGINT)  # py-spy writes its profile on SIGINT
-            await spy.wait()
-    finally:
-        await stop(proc)
-    kids_total, lingered = await outlived(kids_end if kids else {}, limit)
-    who = "pumice daemon" + (" " + " ".join(extra) if extra else "")
-    rate = report(who, writes, namespace, pods, created, cpu)
-    print_cycles(log)
-    print(f"  peak RSS {rss:,.0f} MiB")
-    bound = max(1, writes.binds(namespace))
-    loop_cpu = threads.get(proc.pid, 0.0)
-    others = sorted((c for t, c in threads.items() if t != proc.pid and c > 0), reverse=True)
-    print(
-        f"  its CPU by thread: event loop {loop_cpu / bound * 1e3:.3f} ms per pod, the others"
-        f" {', '.join(f'{c / bound * 1e3:.3f}' for c in others[:4]) or '0'} ms per pod"
-    )
-    if kids:
-        print(
-            f"  its recorder process meanwhile {kids_cpu:.1f} s"
-            f" = {kids_cpu / bound * 1e3:.2f} ms per pod; in all (it wrote on for"
-            f" {lingered:.1f} s after the daemon stopped) {(kids_total - kids_start):.1f} s"
-            f" = {(kids_total - kids_start) / bound * 1e3:.2f} ms per pod"
-        )
-    if figures is not None:
-        figures.update(rate=rate, cpu=cpu / bound * 1e3, children=kids_cpu / bound * 1e3)
-    return rate
-
-
-async def outlived(last: dict[int, float], limit: float) -> tuple[float, float]:
-    """Wait for the processes ``last`` names (pid -> CPU seconds so far) to end: their CPU
-    seconds at the end, and how long they ran on."""
-    pids = list(last)
-    start = time.perf_counter()
-    while time.perf_counter() - start < limit:
-        alive = False
-        for pid in pids:
-            used = cpu_seconds(pid)
-            if used == used:  # not NaN: still there
-                last[pid], alive = used, True
-        if not alive:
-            break
-        await asyncio.sleep(0.1)
-    return sum(v for v in last.values() if v == v), time.perf_counter() - start
-
-
-async def recorded(
-    kubeconfig: Path, config: Path, writes: WriteLog, args: argparse.Namespace, suffix: str
-) -> dict[str, float]:
-    """The daemon with ``--record``: creation → bound and CPU per pod, and the recording."""
-    directory = config.parent / f"recording{suffix}"
-    figures: dict[str, float] = {}
-    await daemon(
-        kubeconfig, config, writes, args.pods, args.limit, args.create_concurrency,
-        f"recorded{suffix}", extra=("--record", str(directory)), figures=figures,
-    )  # fmt: skip
-    files = list(directory.rglob("*.rec")) if directory.is_dir() else []
-    size = sum(p.stat().st_size for p in files)
-    print(f"  recording: {len(files)} cycles, {size / 2**20:,.1f} MiB")
-    return figures
-
-
-def overhead(who: str, plain: dict[str, float], rec: dict[str, float]) -> None:
-    if plain.get("rate") and rec.get("rate"):
-        print(
-            f"{who}: {plain['rate']:,.0f} -> {rec['rate']:,.0f} pods/s"
-            f" = {(1 - rec['rate'] / plain['rate']) * 100:+.1f} % slower (creation -> bound);"
-            f" daemon CPU {plain['cpu']:.3f} -> {rec['cpu']:.3f} ms per pod"
-            f" = {(rec['cpu'] / plain['cpu'] - 1) * 100:+.1f} %;"
-            f" recorder process {rec['children']:.3f} ms per pod"
-        )
-
-
-def median(values: list[float]) -> float:
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-
-
-def overhead_summary(pairs: list[tuple[dict[str, float], dict[str, float]]]) -> None:
-    pairs = [(p, r) for p, r in pairs if p.get("rate") and r.get("rate")]
-    if len(pairs) < 2:
-        return
-    slower = [(1 - r["rate"] / p["rate"]) * 100 for p, r in pairs]
-    cpu = [(r["cpu"] / p["cpu"] - 1) * 100 for p, r in pairs]
-    print(
-        f"recorder overhead over {len(pairs)} rounds (median): {median(slower):+.1f} % pods/s"
-        f" (rounds: {', '.join(f'{v:+.1f}' for v in slower)}); daemon CPU per pod"
-        f" {median(cpu):+.1f} % (rounds: {', '.join(f'{v:+.1f}' for v in cpu)});"
-        f" recorder process {median([r['children'] for _, r in pairs]):.3f} ms per pod"
-    )
-    # Each run meets a cluster larger by one run's pods: an odd round (recorded after plain)
-    # and the even one after it (recorded first) err in opposite directions; their mean does not.
-    twos = [(cpu[i] + cpu[i + 1]) / 2 for i in range(0, len(cpu) - 1, 2)]
-    if twos:
-        print(
-            f"  daemon CPU per pod, mean of each odd and even round: "
-            f"{', '.join(f'{v:+.1f}' for v in twos)} %"
-        )
-
-
-async def daemon_backlog(
-    kubeconfig: Path, config: Path, writes: WriteLog, pods: int, limit: float, width: int
-) -> None:
-    """The pods are created while no daemon runs, then it starts: process start → all bound."""
-    await create_pods(kubeconfig, "pumice", "backlog", pods, width)
-    log = config.parent / "backlog.log"
-    proc, started = await start_daemon(kubeconfig, config, log)
-    first: float | None = None
-    rss = float("nan")
-    try:
-        while time.perf_counter() - started < limit and proc.returncode is None:
-            await asyncio.sleep(0.25)
-            await writes.poll()
+async def created(
+    http: aiohttp.ClientSession, cluster: Path, who: Scheduler, args: argparse.Namespace, log: Path
+) -> Figure:
+    """Started, synced and idle, then the pods are created: creation → bound."""
+    async with Sim(cluster) as sim:
+        writes = WriteLog(http, sim.url)
+        proc = await spawn(who.argv(sim.kubeconfig), stdout=log.open("wb"), stderr=STDOUT)
+        try:
+            started = time.perf_counter()
+            while not who.ready(log):
+                if proc.returncode is not None or time.perf_counter() - started > args.limit:
+                    print(f"  {who.who} did not get ready")
+                    return Figure(0.0, 0.0, 0.0)
+                await asyncio.sleep(0.1)
+            await asyncio.sleep(1.0)  # idle: its first cycles found nothing to do
+            spy = await start_py_spy(proc.pid, args.py_spy if who.name == "pumice" else None)
+            cpu = cpu_seconds(proc.pid)
+            kids = {k: cpu_seconds(k) for k in child_pids(proc.pid)}
+            kids_start = sum(kids.values())
+            made = await create_pods(
+                sim.kubeconfig, who.name, "created", args.pods, args.create_concurrency
+            )
+            await wait_bound(writes, "created", args.pods, args.limit, proc)
+            cpu = cpu_seconds(proc.pid) - cpu
+            kids = {k: cpu_seconds(k) for k in kids}
             rss = peak_rss_mib(proc.pid)
-            if writes.binds("backlog") and first is None:
-                first = time.perf_counter() - started
-            if writes.binds("backlog") >= pods:
-                break
-        elapsed = time.perf_counter() - started
-    finally:
-        await stop(proc)
-    bound = writes.binds("backlog")
-    done = "" if bound >= pods else f" (stopped at the {limit:.0f} s limit)"
-    first_text = "never" if first is None else f"after {first:.2f} s"
-    print(
-        f"pumice daemon, backlog: {bound}/{pods} pods created before it started, process start"
-        f" -> all bound in {elapsed:.2f} s = {bound / elapsed:,.0f} pods/s{done}"
+            if spy is not None:
+                spy.send_signal(signal.SIGINT)  # py-spy writes its profile on SIGINT
+                await spy.wait()
+        finally:
+            await stop(proc)
+    kids_cpu = await outlived(kids, args.limit) - kids_start if kids else 0.0
+    how = f"creation -> bound (creating took {made:.2f} s)"
+    bound = writes.binds("created")
+    figure = report(who.who, how, bound, args.pods, writes.span("created"), cpu, rss)
+    if who.name == "pumice":
+        print(f"    {writes.other.get('created', 0)} other writes (events, status)")
+    if kids:
+        figure.children_ms = kids_cpu / max(1, bound) * 1e3
+        print(
+            f"    its recorder process: CPU {kids_cpu:.1f} s = {figure.children_ms:.3f} ms per pod"
+        )
+    return figure
+
+
+async def backlog(
+    http: aiohttp.ClientSession, cluster: Path, who: Scheduler, args: argparse.Namespace, log: Path
+) -> Figure:
+    """The pods are pending before it starts: process start → last bind."""
+    async with Sim(cluster) as sim:
+        writes = WriteLog(http, sim.url)
+        started = time.time()
+        proc = await spawn(who.argv(sim.kubeconfig), stdout=log.open("wb"), stderr=STDOUT)
+        profile = f"{args.py_spy}.backlog" if args.py_spy and who.name == "pumice" else None
+        spy = await start_py_spy(proc.pid, profile)
+        try:
+            await wait_bound(writes, "backlog", args.pods, args.limit, proc)
+            cpu = cpu_seconds(proc.pid)
+            rss = peak_rss_mib(proc.pid)
+            if spy is not None:
+                spy.send_signal(signal.SIGINT)
+                await spy.wait()
+        finally:
+            await stop(proc)
+    bound = writes.bound.get("backlog") or [float("nan")]
+    figure = report(
+        who.who,
+        "backlog, process start -> last bind",
+        writes.binds("backlog"),
+        args.pods,
+        writes.span("backlog", since=started),
+        cpu,
+        rss,
     )
-    print(f"  first bind {first_text}; peak RSS {rss:,.0f} MiB")
-    print_cycles(log)
+    print(f"    first bind {min(bound) - started:.2f} s after the process started")
+    return figure
 
 
-async def sync_only(kubeconfig: Path, config: Path, limit: float) -> None:
-    """``pumice run --dry-run`` until its cache is synced and one cycle ran: time and RSS."""
-    log = config.parent / "sync.log"
+async def rounds(http: aiohttp.ClientSession, tmp: Path, args: argparse.Namespace) -> None:
+    nodes_only = tmp / "nodes.yaml"
+    write_cluster(nodes_only, args.nodes)
+    pending = {s.name: tmp / f"backlog-{s.name}.yaml" for s in (GREEDY, DAEMON)}
+    for name, path in pending.items():
+        write_cluster(path, args.nodes, {"backlog": (name, args.pods)})
+    print(f"sim:    {command_line(Sim(nodes_only).argv())} (a fresh one for every measurement)")
+    print(f"daemon: {command_line(DAEMON.argv(Path('KUBECONFIG')))}")
+    print(f"binder: {command_line(GREEDY.argv(Path('KUBECONFIG')))}")
+    results: dict[tuple[str, str], list[Figure]] = {}
+    pairs: list[tuple[Figure, Figure]] = []
+    for r in range(args.rounds):
+        print(f"round {r + 1}:")
+        order = (GREEDY, DAEMON) if r % 2 == 0 else (DAEMON, GREEDY)
+        for who in order:
+            log = tmp / f"{who.name}-created-{r + 1}.log"
+            figure = await created(http, nodes_only, who, args, log)
+            results.setdefault((who.name, "created"), []).append(figure)
+            if args.record and who is DAEMON:
+                recorder = Scheduler("pumice daemon --record", "pumice",
+                                     ("--record", str(tmp / f"recording-{r + 1}")))  # fmt: skip
+                log = tmp / f"recorded-{r + 1}.log"
+                recorded = await created(http, nodes_only, recorder, args, log)
+                pairs.append((figure, recorded))
+                if figure.rate and recorded.rate and figure.cpu_ms:
+                    print(
+                        f"    recorder: {(1 - recorded.rate / figure.rate) * 100:+.1f} % slower;"
+                        f" daemon CPU per pod {(recorded.cpu_ms / figure.cpu_ms - 1) * 100:+.1f} %"
+                    )
+        if not args.no_backlog:
+            for who in order:
+                log = tmp / f"{who.name}-backlog-{r + 1}.log"
+                figure = await backlog(http, pending[who.name], who, args, log)
+                results.setdefault((who.name, "backlog"), []).append(figure)
+    overhead_summary(pairs)
+    print("daemon / bare binder, per round:")
+    for how in ("created", "backlog"):
+        ours, bare = results.get(("pumice", how), []), results.get(("greedy", how), [])
+        if not ours or not bare:
+            continue
+        ratios = [o.rate / b.rate if b.rate else 0.0 for o, b in zip(ours, bare, strict=True)]
+        best = max(o.rate for o in ours) / max(max(b.rate for b in bare), 1e-9)
+        print(
+            f"  {how}: " + ", ".join(f"{x:.2f}x" for x in ratios) + f" (best of each {best:.2f}x);"
+            f" daemon {', '.join(f'{o.rate:,.0f}' for o in ours)} pods/s,"
+            f" binder {', '.join(f'{b.rate:,.0f}' for b in bare)} pods/s;"
+            f" daemon CPU {', '.join(f'{o.cpu_ms:.2f}' for o in ours)} ms per pod"
+        )
 
-    def events() -> list[str]:
-        """The log's messages (JSON lines when not on a terminal, else plain text)."""
-        out = []
-        for line in log.read_text().splitlines():
-            try:
-                out.append(str(json.loads(line)["event"]))
-            except (ValueError, KeyError, TypeError):
-                out.append(line)
-        return out
 
-    start = time.perf_counter()
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-P", "-m", "pumice.cli", "run", "--dry-run",
-        "--kubeconfig", str(kubeconfig), "--config", str(config),
-        "--http-address", "127.0.0.1:0",
-        stdout=log.open("wb"), stderr=asyncio.subprocess.STDOUT,
-    )  # fmt: skip
-    synced = cycled = None
-    synced_rss = rss = float("nan")
-    while time.perf_counter() - start < limit and proc.returncode is None:
-        await asyncio.sleep(0.2)
-        said = events()
-        rss = peak_rss_mib(proc.pid)
-        if synced is None and any("cache synced" in e for e in said):
-            synced, synced_rss = time.perf_counter() - start, rss
-        if any(re.search(r"\bcycle \d+:", e) for e in said):
-            cycled = time.perf_counter() - start
-            break
-    if proc.returncode is None:
-        proc.send_signal(signal.SIGTERM)
-        await proc.wait()
-    said = events()
-    print(f"start-up: {next((e for e in said if 'cache synced' in e), 'not synced')}")
-    cycle = next((e for e in said if re.search(r"\bcycle \d+:", e)), None)
-    if cycle:
-        print(f"  first {cycle}")
+def _when(line: str) -> float | None:
+    """The time of a daemon log line (JSON with an ISO ``timestamp``), seconds since the epoch."""
+    try:
+        stamp = json.loads(line)["timestamp"]
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+async def sync_only(http: aiohttp.ClientSession, tmp: Path, args: argparse.Namespace) -> None:
+    """Start-up at scale: process start → cache synced → first bind → all bound."""
+    cluster = tmp / "cluster.yaml"
+    write_cluster(cluster, args.nodes, {"pending": ("pumice", args.pods)}, args.sync_only,
+                  args.claims)  # fmt: skip
+    with_claims = " (a third with a claim and an anti-affinity term)" if args.claims else ""
+    print(
+        f"cluster: {args.nodes} nodes, {args.pods} pending pods of ours, {args.sync_only} running"
+        f" pods of another scheduler{with_claims}"
+    )
+    log = tmp / "sync.log"
+    async with Sim(cluster) as sim:
+        print(f"sim:    {command_line(sim.argv())}")
+        print(f"daemon: {command_line(DAEMON.argv(sim.kubeconfig))}")
+        writes = WriteLog(http, sim.url)
+        started = time.time()
+        proc = await spawn(DAEMON.argv(sim.kubeconfig), stdout=log.open("wb"), stderr=STDOUT)
+        spy = await start_py_spy(proc.pid, args.py_spy)
+        assert sim.proc is not None
+        sim_cpu = cpu_seconds(sim.proc.pid)
+        synced: float | None = None
+        synced_rss = synced_cpu = float("nan")
+        try:
+            while time.time() - started < args.limit and proc.returncode is None:
+                await asyncio.sleep(0.1)
+                if synced is None:
+                    lines = log.read_text().splitlines()
+                    line = next((x for x in lines if "cache synced" in x), "")
+                    if line:
+                        synced = _when(line) or time.time()
+                        synced_rss, synced_cpu = peak_rss_mib(proc.pid), cpu_seconds(proc.pid)
+                        sim_cpu = cpu_seconds(sim.proc.pid) - sim_cpu
+                        print(f"  {json.loads(line).get('event', line)}")
+                await writes.poll()
+                if writes.binds("pending") >= args.pods:
+                    break
+            cpu, rss = cpu_seconds(proc.pid), peak_rss_mib(proc.pid)
+            if spy is not None:
+                spy.send_signal(signal.SIGINT)
+                await spy.wait()
+        finally:
+            await stop(proc)
     nan = float("nan")
+    bound = writes.bound.get("pending") or [nan]
+    sync_s = synced - started if synced is not None else nan
     print(
-        f"  process start -> cache synced {synced if synced is not None else nan:.1f} s"
-        f" (peak RSS {synced_rss:,.0f} MiB); -> first cycle"
-        f" {cycled if cycled is not None else nan:.1f} s; peak RSS {rss:,.0f} MiB"
+        f"  process start -> cache synced {sync_s:.2f} s; peak RSS then {synced_rss:,.0f} MiB;"
+        f" CPU until then: the daemon {synced_cpu:.1f} s, the sim {sim_cpu:.1f} s"
     )
+    print(
+        f"  cache synced -> first bind {min(bound) - (synced or nan):.2f} s;"
+        f" -> all {writes.binds('pending')}/{args.pods} bound {max(bound) - (synced or nan):.2f} s"
+    )
+    print(f"  peak RSS {rss:,.0f} MiB; CPU {cpu:.1f} s; {load_average()}")
 
 
 async def main() -> int:
@@ -632,121 +394,57 @@ async def main() -> int:
         metavar="N",
         help="pod creates in flight at once (the same for both schedulers)",
     )
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (default 3)")
     parser.add_argument(
-        "--rounds",
-        type=int,
-        default=1,
-        help="measure both schedulers this many times, alternating (the machine's other load "
-        "varies); the best of each is compared too",
+        "--no-backlog", action="store_true", help="only creation -> bound, not the backlog"
     )
     parser.add_argument(
-        "--no-backlog",
-        action="store_true",
-        help="skip the secondary figure (daemon start with the pods already there)",
+        "--load", type=int, default=0, metavar="N", help="N busy loops while measuring"
     )
     parser.add_argument(
         "--sync-only",
         type=int,
         metavar="BOUND",
-        help="only start-up: BOUND running pods of another scheduler besides the pending ones; "
-        "time to a synced cache and the daemon's RSS (dry-run, nothing bound)",
+        help="only start-up at scale: BOUND running pods of another scheduler besides the "
+        "pending ones; time to a synced cache, to the first bind and to all bound, and RSS",
+    )
+    parser.add_argument(
+        "--claims",
+        action="store_true",
+        help="with --sync-only: a third of the running pods carry a claim (bound to a volume) "
+        "and a required anti-affinity term",
     )
     parser.add_argument(
         "--py-spy",
         metavar="FILE",
         help="profile the daemon while the pods are created and bound (py-spy record, "
-        "collapsed stacks) into FILE; needs py-spy in the environment (pip install py-spy)",
+        "collapsed stacks) into FILE, and its backlog run into FILE.backlog; needs py-spy in "
+        "the environment (pip install py-spy)",
     )
     parser.add_argument(
-        "--logs", metavar="DIR", help="keep the daemon's logs there (default: thrown away)"
+        "--logs", metavar="DIR", help="keep the processes' logs there (default: thrown away)"
     )
     parser.add_argument(
         "--record",
         action="store_true",
         help="also measure the daemon with its flight recorder on (pumice run --record DIR) "
-        "after each plain run, and print the recorder's overhead",
+        "after each creation -> bound run, and print the recorder's overhead",
     )
-    parser.add_argument("--greedy-binder", metavar="KUBECONFIG", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.greedy_binder:
-        return await greedy_binder(args.greedy_binder)
+    print(f"bench_daemon.py {' '.join(sys.argv[1:])}".rstrip() + f"; {load_average()}")
     with tempfile.TemporaryDirectory(prefix="pumice-bench-") as scratch:
-        tmp = args.logs or scratch
-        Path(tmp).mkdir(parents=True, exist_ok=True)
-        cluster, kubeconfig = Path(tmp) / "cluster.yaml", Path(tmp) / "kubeconfig"
-        # Pending pods are seeded only for --sync-only: the other phases create theirs.
-        seeded = args.pods if args.sync_only is not None else 0
-        write_cluster(cluster, args.nodes, seeded, args.sync_only or 0)
-        config = Path(tmp) / "scheduler.yaml"
-        conf = Path(__file__).resolve().parent.parent / "conf" / "scheduler.yaml"
-        config.write_text(conf.read_text() + "\nscheduler:\n  period: 100ms\n")
-        server, url = await start_server(cluster, kubeconfig)
-        try:
+        tmp = Path(args.logs or scratch)
+        tmp.mkdir(parents=True, exist_ok=True)
+        async with aiohttp.ClientSession() as http, BusyLoops(args.load):
             if args.sync_only is not None:
-                print(f"cluster: {args.nodes} nodes, {args.pods} pending pods per scheduler")
-                print(f"  and {args.sync_only} running pods of another scheduler")
-                await sync_only(kubeconfig, config, args.limit)
-                return 0
-            print(
-                f"cluster: {args.nodes} nodes; {args.pods} pods created per scheduler,"
-                f" {args.create_concurrency} creates in flight"
-            )
-            print(
-                "daemon: pumice run --config <bundled conf/scheduler.yaml + period 100ms>"
-                " --http-address 127.0.0.1:0 (no --qps/--burst: the defaults)"
-            )
-            async with aiohttp.ClientSession() as http:
-                writes = WriteLog(http, url)
-                width = args.create_concurrency
-                rates: list[tuple[float, float]] = []
-                recorded_pairs: list[tuple[dict[str, float], dict[str, float]]] = []
-                for r in range(args.rounds):
-                    suffix = f"-{r + 1}" if args.rounds > 1 else ""
-                    if suffix:
-                        print(f"round {r + 1}:")
-                    bare = await greedy(
-                        kubeconfig, writes, args.pods, args.limit, width, f"greedy{suffix}"
-                    )
-                    # the cluster grows with every run: the recorded run goes first every
-                    # other round, so that neither side always meets the larger cluster
-                    rec: dict[str, float] = {}
-                    if args.record and r % 2:
-                        rec = await recorded(kubeconfig, config, writes, args, suffix)
-                    plain: dict[str, float] = {}
-                    ours = await daemon(
-                        kubeconfig,
-                        config,
-                        writes,
-                        args.pods,
-                        args.limit,
-                        width,
-                        f"pumice{suffix}",
-                        args.py_spy,
-                        figures=plain,
-                    )
-                    rates.append((bare, ours))
-                    if bare:
-                        print(f"daemon / bare binder: {ours / bare:.2f}x (creation -> bound)")
-                    if args.record and not r % 2:
-                        rec = await recorded(kubeconfig, config, writes, args, suffix)
-                    if args.record:
-                        overhead("recorder overhead", plain, rec)
-                        recorded_pairs.append((plain, rec))
-                overhead_summary(recorded_pairs)
-                if len(rates) > 1:
-                    bare, ours = max(b for b, _ in rates), max(o for _, o in rates)
-                    print(
-                        f"best of {len(rates)}: bare binder {bare:,.0f} pods/s, daemon"
-                        f" {ours:,.0f} pods/s, daemon / bare binder {ours / max(bare, 1e-9):.2f}x"
-                    )
-                if not args.no_backlog:
-                    await daemon_backlog(kubeconfig, config, writes, args.pods, args.limit, width)
-        finally:
-            server.send_signal(signal.SIGTERM)
-            await server.wait()
+                await sync_only(http, tmp, args)
+            else:
+                await rounds(http, tmp, args)
+    print(load_average())
     return 0
 
 
 if __name__ == "__main__":
     os.environ.pop("KUBECONFIG", None)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.exit(asyncio.run(main()))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -101,13 +102,11 @@ def main() -> int:
         dump = Path(tmp) / "cluster.json"
         write_dump(dump, args.nodes, args.gangs, args.size)
         size_mb = dump.stat().st_size / 2**20
+        command = [str(pumice), "simulate", str(dump), "--output", "json"]
+        print(f"bench_simulate.py {' '.join(sys.argv[1:])}".rstrip() + f"; {_load()}")
+        print(f"runs: pumice simulate {dump.name} --output json (the shipped default config)")
         start = time.perf_counter()
-        done = subprocess.run(
-            [str(pumice), "simulate", str(dump), "--output", "json"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
         elapsed = time.perf_counter() - start
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     peak_mb = usage.ru_maxrss / 1024
@@ -126,8 +125,13 @@ def main() -> int:
     print(f"  {placed / elapsed:,.0f} pods/s of wall time")
     # on a shared machine the wall time depends on the neighbours; the CPU time does not
     print(f"  {cpu:.1f} s of CPU: {placed / cpu:,.0f} pods per CPU-second")
-    print(f"  peak RSS {peak_mb:,.0f} MiB")
+    print(f"  peak RSS {peak_mb:,.0f} MiB; {_load()}")
     return 0
+
+
+def _load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load {one:.2f} {five:.2f} {fifteen:.2f}"
 
 
 if __name__ == "__main__":

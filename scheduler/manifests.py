@@ -92,6 +92,26 @@ class Manifests:
 
 
 def _check_object(obj: Any, source: str, document: int, item: int | None) -> Obj:
+    if (  # what every well-formed object is, checked at once (a manifest holds thousands)
+        type(obj) is dict
+        and type(obj.get("apiVersion")) is str
+        and type(obj.get("kind")) is str
+        and obj["apiVersion"]
+        and obj["kind"]
+        and type(metadata := obj.get("metadata")) is dict
+        and type(metadata.get("name")) is str
+        and metadata["name"]
+        and type(metadata.get("namespace", "")) is str
+        and type(obj.get("spec", {})) is dict
+        and type(obj.get("status", {})) is dict
+    ):
+        return obj
+    return _check_slowly(obj, source, document, item)
+
+
+def _check_slowly(obj: Any, source: str, document: int, item: int | None) -> Obj:
+    """``_check_object`` for an object that is not plainly well formed: what is wrong."""
+
     def fail(message: str) -> ManifestError:
         return ManifestError(source, message, document, item)
 
@@ -169,7 +189,7 @@ def parse_manifests(text: str, source: str = "<string>") -> Manifests:
 
 def load_manifests(*paths: str | Path) -> Manifests:
     """Objects of every file in ``paths``, in order."""
-    result = Manifests()
+    parsed = []
     for path in paths:
         source = str(path)
         try:
@@ -177,5 +197,9 @@ def load_manifests(*paths: str | Path) -> Manifests:
         except (OSError, UnicodeDecodeError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise ManifestError(source, f"cannot read: {reason}") from None
-        result = result + parse_manifests(text, source)
-    return result
+        parsed.append(parse_manifests(text, source))
+    if len(parsed) == 1:
+        return parsed[0]  # (adding would group its objects by kind a second time)
+    return Manifests.of(
+        [obj for one in parsed for obj in one.objects], [s for one in parsed for s in one.sources]
+    )

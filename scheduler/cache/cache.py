@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from types import MappingProxyType
 
 from pumice.cache.groups import (
     Obj,
@@ -46,6 +47,7 @@ from pumice.model import (
     QueueInfo,
     TaskInfo,
 )
+from pumice.model.node import NodeFields
 from pumice.model.objects import GROUP_NAME_ANNOTATION, lone_pod_job
 from pumice.model.status import TaskStatus
 from pumice.model.unevaluated import refusal
@@ -54,6 +56,7 @@ log = logging.getLogger("pumice.cache")
 
 NO_QUEUE = ""
 """The queue of other schedulers' pods: not a queue any session knows."""
+NO_MEMBERS: Mapping[str, int] = MappingProxyType({})
 LEFT_RETENTION = 60.0
 """Seconds a pod that left the pending watch waits for an assigned ADD before it is dropped."""
 
@@ -82,7 +85,6 @@ class ClusterCache:
         self.queue_problems: dict[str, str] = {}
         self.priorities = PriorityClasses()
         self._group_pods: dict[str, set[str]] = {}
-        self._lone_jobs: set[str] = set()
         self._held: dict[str, float] = {}
         self.slim_pod = PodSlimmer()
         """What the pod informers store and deliver: pods slimmed, equal parts shared."""
@@ -227,6 +229,23 @@ class ClusterCache:
         self.ghosts.discard(name)
         self.state.put_node(NodeInfo.from_node(node))
 
+    def add_nodes(self, nodes: Iterable[Obj]) -> None:
+        """Many ADDED nodes at once (an initial list, a manifest): as ``nodes.on_add`` for
+        each, but the node table grows once. A node the cache cannot take is logged and
+        skipped, as the handler does."""
+        parsed = []
+        for node in nodes:
+            self._touch()
+            try:
+                fields = NodeFields.of(node)
+            except Exception:
+                log.exception("cannot apply Node %s to the cache; skipped", _name_of(node))
+                continue
+            self.node_objects[fields.name] = node
+            self.ghosts.discard(fields.name)
+            parsed.append(fields)
+        self.state.put_nodes(parsed)
+
     def _node_delete(self, node: Obj) -> None:
         name = str(node["metadata"]["name"])
         self.node_objects.pop(name, None)
@@ -310,7 +329,8 @@ class ClusterCache:
         ):
             # it completed (a watch that leaves out finished pods says so with a delete): its
             # PodGroup still counts it, as Volcano's does, until the pod is gone for good
-            self._assigned_upsert(pod)
+            # (kept, so slimmed: a deleted object comes from the watch as the server sent it)
+            self._assigned_upsert(self.slim_pod(pod))
             return
         entry.on_assigned_watch = False
         if entry.state is not PodState.ADDED:
@@ -324,8 +344,8 @@ class ClusterCache:
 
     def _sync(self, entry: PodEntry) -> None:
         """Make the snapshot hold exactly the task this entry calls for (or none)."""
-        desired = self._task_for(entry)
         current = self.state.task(entry.uid)
+        desired = self._task_for(entry, current)
         if current is not None and (desired is None or current.job != desired.job):
             self._remove_task(current)
         if desired is None:
@@ -336,14 +356,16 @@ class ClusterCache:
             self.state.put_task(desired)
         except NodeAccountingError:
             # An assumed pod that no longer fits (others landed first): bound, as it will be.
+            # (Out of its job first: its job indexes it by the status it came with.)
+            self.state.remove_task(desired.uid)
             desired.status = TaskStatus.BOUND
             self.state.put_task(desired)
 
     def _remove_task(self, task: TaskInfo) -> None:
         self.state.remove_task(task.uid)
-        if task.job in self._lone_jobs:
-            self._lone_jobs.discard(task.job)
-            self.state.remove_job(task.job)
+        job = self.state.jobs.get(task.job)
+        if job is not None and job.podgroup is None and not job.tasks:
+            self.state.remove_job(task.job)  # a lone pod's job (a PodGroup's has its object)
         self._bury_ghost(task.node_name)
 
     def _add_lone_job(self, task: TaskInfo) -> None:
@@ -358,11 +380,11 @@ class ClusterCache:
                 min_available=1,
                 creation_timestamp=task.creation_timestamp,
                 preemptable=task.preemptable,
+                min_task_member=NO_MEMBERS,  # one shared empty mapping: one job per pod
             )
         )
-        self._lone_jobs.add(task.job)
 
-    def _task_for(self, entry: PodEntry) -> TaskInfo | None:
+    def _task_for(self, entry: PodEntry, current: TaskInfo | None) -> TaskInfo | None:
         state = entry.state
         if state in (PodState.LEFT, PodState.GATED, PodState.BLOCKED):
             return None
@@ -380,7 +402,7 @@ class ClusterCache:
         completed = state is PodState.ADDED and is_terminal(entry.pod)
         if completed and entry.group is None:
             return None
-        task = self._parse_task(entry)
+        task = self._parse_task(entry, current)
         if task is None:
             return None
         job = self._job_of(entry, task)
@@ -395,8 +417,8 @@ class ClusterCache:
             task.status = TaskStatus.RELEASING
         return task
 
-    def _parse_task(self, entry: PodEntry) -> TaskInfo | None:
-        return parse_task(entry, self.priorities.of)
+    def _parse_task(self, entry: PodEntry, current: TaskInfo | None) -> TaskInfo | None:
+        return parse_task(entry, self.priorities.of, current)
 
     def _job_of(self, entry: PodEntry, task: TaskInfo) -> str | None:
         """The job the task belongs to; None (and the entry BLOCKED) when it may not run."""
@@ -515,3 +537,7 @@ class ClusterCache:
 
     def _pc_delete(self, pc: Obj) -> None:
         self._revalidate(self.priorities.delete(pc))
+
+
+def _name_of(obj: Obj) -> object:
+    return (obj.get("metadata") or {}).get("name")

@@ -19,6 +19,7 @@ hold as read-only (an update arrives as a new object).
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -75,6 +76,16 @@ DROPPED_METADATA_FIELDS = frozenset(
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 _CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
 _INTERNED_SPEC_FIELDS = ("nodeName", "schedulerName", "priorityClassName", "preemptionPolicy")
+_DROP, _VOLUMES, _CONTAINERS, _INTERN = "drop", "volumes", "containers", "intern"
+_SPEC_ACTIONS = {
+    **dict.fromkeys(DROPPED_SPEC_FIELDS, _DROP),
+    "volumes": _VOLUMES,
+    **dict.fromkeys(_CONTAINER_LISTS, _CONTAINERS),
+    **dict.fromkeys(_INTERNED_SPEC_FIELDS, _INTERN),
+}
+"""What becomes of each spec field (others: kept, dicts and lists shared)."""
+SLIMMED_LIMIT = 1 << 10
+"""Container lists remembered as they came (each with its env, commands, probes...)."""
 SHARED_LIMIT = 1 << 15
 """Distinct shared parts remembered; past this the memory starts over (a changing cluster
 must not grow it forever; parts already shared stay shared)."""
@@ -86,6 +97,9 @@ class PodSlimmer:
     def __init__(self, limit: int = SHARED_LIMIT) -> None:
         self.limit = limit
         self._shared: dict[int, Any] = {}
+        self._slimmed: dict[int, tuple[Any, Any]] = {}
+        """Hash of a container list as it came -> (that list, its slimmed and shared form):
+        the pods of one template bring equal lists, slimmed once."""
 
     def __len__(self) -> int:
         """How many shared parts are remembered."""
@@ -120,10 +134,30 @@ class PodSlimmer:
             out["spec"] = self._spec(spec)
         status = pod.get("status")
         if isinstance(status, dict):
+            # (filtered first: a running pod's status is its own, IPs and start times)
             out["status"] = self.share(
                 {k: v for k, v in status.items() if k not in DROPPED_STATUS_FIELDS}
             )
         return out
+
+    def _once(self, raw: Any, slim: Callable[[Any], Any]) -> Any:
+        """``slim(raw)``, or what it gave for an equal part before (compared, not trusted to
+        the hash alone)."""
+        try:
+            key = hash(orjson.dumps(raw))
+        except TypeError:
+            return slim(raw)  # not JSON (built in code, not read from the API server)
+        known = self._slimmed.get(key)
+        if known is not None and known[0] == raw:
+            return known[1]
+        if len(self._slimmed) >= SLIMMED_LIMIT:
+            self._slimmed.clear()  # parts as they came are large: few are remembered
+        slimmed = slim(raw)
+        self._slimmed[key] = (raw, slimmed)
+        return slimmed
+
+    def _containers(self, containers: list[Any]) -> Any:
+        return self.share([self._container(c) for c in containers])
 
     def _metadata(self, meta: Obj) -> Obj:
         out = {k: v for k, v in meta.items() if k not in DROPPED_METADATA_FIELDS}
@@ -144,18 +178,19 @@ class PodSlimmer:
     def _spec(self, spec: Obj) -> Obj:
         out: Obj = {}
         for key, value in spec.items():
-            if key == "volumes":
+            action = _SPEC_ACTIONS.get(key)
+            if action is _DROP:
+                continue
+            if action is _VOLUMES:
                 # only the volumes that constrain scheduling (claims, disks): a pod naming one
                 # must stay visible as such, or it would be placed as if it named none
                 value = constraining_volumes(value)
                 if value is not None:
                     out[key] = self.share(value)
                 continue
-            if key in DROPPED_SPEC_FIELDS:
-                continue
-            if key in _CONTAINER_LISTS and isinstance(value, list):
-                value = self.share([self._container(c) for c in value])
-            elif key in _INTERNED_SPEC_FIELDS and type(value) is str:
+            if action is _CONTAINERS and isinstance(value, list):
+                value = self._once(value, self._containers)
+            elif action is _INTERN and type(value) is str:
                 value = sys.intern(value)
             elif isinstance(value, (dict, list)):
                 value = self.share(value)  # tolerations, affinity, nodeSelector, overhead...

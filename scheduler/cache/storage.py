@@ -97,6 +97,12 @@ _SLIMMERS: dict[str, Callable[[Obj], Obj]] = {
 }
 
 
+def slimmer(kind: str) -> Callable[[Obj], Obj]:
+    """What the store ``kind`` keeps of an object: the daemon's informer of that kind stores
+    only this too (its ``transform``), not the object as the API server sent it."""
+    return _SLIMMERS[kind]
+
+
 @dataclass(slots=True)
 class Assumed:
     """An object as the daemon's write makes it, until the informer shows the write."""

@@ -67,8 +67,20 @@ def key_of(obj: Mapping[str, Any]) -> str:
     return f"{meta.get('namespace') or 'default'}/{meta['name']}"
 
 
-def _resource_lists(obj: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
-    """Every resource list of an object that holds quantities, with its field path."""
+Where = str | tuple[str, int, str]
+"""A field path, or a container's (group, index, part): made into text only to say what is
+wrong, not for each of the 10,000 pods that are right."""
+
+
+def _path(where: Where) -> str:
+    if isinstance(where, str):
+        return where
+    group, i, part = where
+    return f"spec.{group}[{i}].resources.{part}"
+
+
+def _resource_lists(obj: Mapping[str, Any]) -> Iterator[tuple[Where, Any]]:
+    """Every resource list of an object that holds quantities, with where it is."""
     kind = obj.get("kind")
     spec = obj.get("spec") or {}
     if kind == "Pod":
@@ -76,7 +88,7 @@ def _resource_lists(obj: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
             for i, container in enumerate(spec.get(group) or ()):
                 resources = (container or {}).get("resources") or {}
                 for part in ("requests", "limits"):
-                    yield f"spec.{group}[{i}].resources.{part}", resources.get(part)
+                    yield (group, i, part), resources.get(part)
         yield "spec.overhead", spec.get("overhead")
         yield "spec.resources.requests", (spec.get("resources") or {}).get("requests")
     elif kind == "Node":
@@ -101,10 +113,11 @@ def check_object(source: str, obj: Obj) -> None:
     wrong = shape_error(obj)
     if wrong is not None:
         raise InputError(source, obj, *wrong)
-    for path, resources in _resource_lists(obj):
+    for where, resources in _resource_lists(obj):
         if resources is None:
             continue
         if not isinstance(resources, dict):
+            path = _path(where)
             raise InputError(source, obj, path, "must be a mapping of resource to quantity")
         for name, quantity in resources.items():
             if quantity is None:
@@ -112,9 +125,10 @@ def check_object(source: str, obj: Obj) -> None:
             try:
                 amount = parse_quantity(quantity)
             except QuantityError as exc:
-                raise InputError(source, obj, f"{path}.{name}", str(exc)) from None
+                raise InputError(source, obj, f"{_path(where)}.{name}", str(exc)) from None
             if amount < 0:
-                raise InputError(source, obj, f"{path}.{name}", f"negative quantity {quantity!r}")
+                path = f"{_path(where)}.{name}"
+                raise InputError(source, obj, path, f"negative quantity {quantity!r}")
     if obj.get("kind") == "PriorityClass" and not _is_int(obj.get("value")):
         raise InputError(source, obj, "value", "must be an integer")
     if obj.get("kind") == "Pod":

@@ -24,7 +24,7 @@ import sys
 import tempfile
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pumice.cache import ClusterCache
 from pumice.commands.cluster_input import read_cluster
@@ -39,9 +39,9 @@ from pumice.framework.host import PluginConflictError
 from pumice.kube import KubeConfigError, KubeError, KubeSettings
 from pumice.logsetup import LOG_FORMATS
 from pumice.manifests import ManifestError
-from pumice.sim import SimConfig, SimServer
-from pumice.sim.errors import ApiError
-from pumice.sim.resources import for_object
+
+if TYPE_CHECKING:
+    from pumice.sim import SimServer
 
 DEFAULT_LOG_LEVEL = logging.INFO
 """``pumice run`` logs its decisions at info unless told otherwise."""
@@ -148,6 +148,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _served(obj: dict[str, Any]) -> bool:
     """Does the simulated API server serve this object's kind?"""
+    from pumice.sim.resources import for_object  # the simulated server loads only for --sim
+
     return for_object(str(obj.get("apiVersion", "")), str(obj.get("kind", ""))) is not None
 
 
@@ -216,6 +218,8 @@ def run(args: argparse.Namespace) -> int:
         server: SimServer | None = None
         with tempfile.TemporaryDirectory(prefix="pumice-run-") as tmp:
             if files is not None:
+                from pumice.sim import SimConfig, SimServer  # only for --sim: 10 % of start-up
+
                 # the simulated server's access log would drown the decisions
                 logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
                 server = SimServer(SimConfig())
@@ -267,14 +271,22 @@ def run(args: argparse.Namespace) -> int:
     except KubeConfigError as exc:
         print(f"pumice run: {exc}", file=sys.stderr)
         return 2
-    except ApiError as exc:  # a seeded object the simulated server refuses
-        print(f"pumice run: --sim: {exc}", file=sys.stderr)
-        return 2
     except KubeError as exc:
         print(f"pumice run: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        if files is not None and _refused_by_sim(exc):  # a seeded object it refuses
+            print(f"pumice run: --sim: {exc}", file=sys.stderr)
+            return 2
+        raise
+
+
+def _refused_by_sim(exc: Exception) -> bool:
+    from pumice.sim.errors import ApiError
+
+    return isinstance(exc, ApiError)
 
 
 def record_settings(
@@ -343,6 +355,8 @@ def sim_summary(server: SimServer, scheduler_name: str) -> str:
 
 
 def _table(api_version: str, kind: str) -> str:
+    from pumice.sim.resources import for_object
+
     rtype = for_object(api_version, kind)
     assert rtype is not None
     return rtype.table

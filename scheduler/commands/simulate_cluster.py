@@ -8,8 +8,8 @@ watches would have it); then, as after the daemon's initial-sync gate, cycles ru
 APIs count as served (a claim the files lack does not exist, but for a pod's generic ephemeral
 volume, whose claim is made as the ephemeral-volume controller makes it). Every cycle's
 snapshot is the cache's, taken at the simulated ``clock``. What a cycle decides comes back as
-the API server's answers would: a bound pod is assumed, then shows up bound (and Running) on
-the assigned watch; an evicted pod is deleted; a nominated pod gets
+the API server's answers would: a bound pod shows up bound (and Running) on the assigned
+watch (the daemon's assumption until then is a step the answer makes moot); an evicted pod is deleted; a nominated pod gets
 ``status.nominatedNodeName``; PodGroups and Queues get the status ``pumice.daemon.outcome``
 computes — the code whose results the daemon writes — through their handlers, so the next cycle
 reads its Inqueue phases and node reservations back as the daemon's next session does. The
@@ -87,14 +87,18 @@ class SimulatedCluster:
     def add(self, objects: Iterable[Obj]) -> None:
         """Deliver every object as an ADDED event, kinds in the order above."""
         cache = self.cache
+        nodes: list[Obj] = []
         for obj in sorted(objects, key=lambda o: FEED_ORDER.get(str(o.get("kind")), 5)):
             kind = obj.get("kind")
+            if kind != "Node" and nodes:
+                cache.add_nodes(nodes)  # together: the node table grows once
+                nodes = []
             if kind == "Namespace":
                 cache.namespaces.on_add(obj)
             elif kind == "PriorityClass":
                 cache.priority_classes.on_add(obj)
             elif kind == "Node":
-                cache.nodes.on_add(obj)
+                nodes.append(obj)
             elif kind == "Queue":
                 self.queues[object_key(obj)] = obj
                 cache.queues.on_add(obj)
@@ -107,6 +111,8 @@ class SimulatedCluster:
                 store = STORAGE_STORES[str(kind)]
                 self.storage[store][object_key(obj)] = obj
                 self._storage_handlers[store].on_add(obj)
+        if nodes:
+            cache.add_nodes(nodes)
 
     def _add_pod(self, pod: Obj) -> None:
         self._ephemeral_claims(pod)
@@ -168,10 +174,13 @@ class SimulatedCluster:
         return snap
 
     def bind(self, task: TaskInfo, node: str) -> None:
-        """Assumed at once, then seen bound and Running on the assigned watch."""
+        """Seen bound and Running on the assigned watch, then gone from the pending one. (The
+        daemon assumes the pod first, until the API server answers; here the answer is there
+        at once, and the cache ends in the same state without the step.)"""
         old = self.pods.get(task.uid)
-        if old is None or not self.cache.assume(task.uid, node):
-            return
+        entry = self.cache.pods.get(task.uid)
+        if old is None or entry is None or entry.state is not PodState.INITIAL:
+            return  # no longer waiting for a node (what assume would have refused)
         status = {k: v for k, v in (old.get("status") or {}).items() if k != "nominatedNodeName"}
         spec = {**(old.get("spec") or {}), "nodeName": node}
         new = {**old, "spec": spec, "status": {**status, "phase": "Running"}}

@@ -17,16 +17,18 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 
 from pumice.commands.common import load_checked
-from pumice.commands.whatif import VirtualRun
-from pumice.commands.whatif_inputs import Cluster, TraceError, TraceJob, load_trace
-from pumice.commands.whatif_report import Timeline, render_table
 from pumice.framework.config import ConfigError
 from pumice.framework.host import PluginConflictError
 from pumice.manifests import ManifestError
+
+if TYPE_CHECKING:
+    from pumice.commands.whatif_inputs import TraceJob
+    from pumice.commands.whatif_report import Timeline
 
 PLOT_SUFFIXES = (".png", ".svg")
 
@@ -68,6 +70,10 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
+    # loaded here: ``pumice simulate`` without --until-done (most runs) needs none of it
+    from pumice.commands.whatif import VirtualRun
+    from pumice.commands.whatif_inputs import Cluster, TraceError, load_trace
+
     try:
         configs = [load_checked(args.config)]
         if args.compare is not None:
@@ -126,6 +132,8 @@ def _check_flags(args: argparse.Namespace) -> str | None:
 
 
 def _render(timelines: list[Timeline], output: str) -> str:
+    from pumice.commands.whatif_report import render_table
+
     if output == "json":
         doc = {"timeline": timelines[0].to_json()}
         if len(timelines) > 1:

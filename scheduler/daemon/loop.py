@@ -29,6 +29,7 @@ import structlog
 
 from pumice.cache import ClusterCache, PodState
 from pumice.cache.storage import describe as describe_storage
+from pumice.cache.storage import slimmer as storage_slimmer
 from pumice.daemon.advice import Advisor, Suggester
 from pumice.daemon.binding import BackgroundWork, BoundCallback
 from pumice.daemon.collector import CollectorPolicy
@@ -298,8 +299,11 @@ class Daemon:
             # with any order, so they simply start together after the nodes.
             specs.insert(1, (QUEUES, cache.queues, "queues", None))
             specs.insert(2, (PODGROUPS, cache.podgroups_handler, "podgroups", None))
+        slimmers = {}
         for kind, store in self._storage_kinds:
             specs.append((kind, cache.storage.handler(store), kind.plural, None))
+            # their informers store them slimmed too: not a second, whole copy of each
+            slimmers[kind.plural] = storage_slimmer(store)
         runners = []
         for i, (kind, handler, name, selector) in enumerate(specs):
             informer = Informer(
@@ -308,7 +312,7 @@ class Daemon:
                 handler,
                 name=name,
                 field_selector=selector,
-                transform=cache.slim_pod if kind is PODS else None,
+                transform=cache.slim_pod if kind is PODS else slimmers.get(name),
             )
             self.informers.append(informer)
             runners.append(asyncio.get_running_loop().create_task(informer.run(), name=name))
@@ -396,6 +400,9 @@ class Daemon:
             if self.options.until_idle and outcome.failed:
                 log.error("a session failed; --until-idle gives up")
                 return
+            # idle only if the last session saw the cache as it is (or no pod waits): pods
+            # that wait may fit now if something (a victim leaving) changed while it ran
+            settled = settled or not cache.waiting()
             if self.options.until_idle and settled and self._idle(outcome):
                 log.info("idle: nothing more to schedule; exiting")
                 return

@@ -64,16 +64,20 @@ def collect(session: Session) -> CycleOutcome:
     out.hook_time = {k: (t.seconds, t.calls) for k, t in session.hook_time.items() if t.calls}
     contributed = session.contributions
     queue_jobs: dict[str, list[JobInfo]] = {}
+    queues, job_reasons, task_reasons = session.queues, session.job_reasons, session.task_reasons
     for job in session.jobs.values():
-        if job.queue in session.queues:
+        if job.queue in queues:
             queue_jobs.setdefault(job.queue, []).append(job)
-        job_reason = session.job_reasons.get(job.uid)
-        for task in job.tasks_in(TaskStatus.PENDING):
-            out.pending += 1
-            reason = session.task_reasons.get(task.uid) or job_reason
-            if reason:
-                out.task_reasons[task.uid] = reason
+        waiting = job.task_status_index.get(TaskStatus.PENDING)
+        if waiting:  # (most jobs have none: read the one bucket, not every status)
+            job_reason = job_reasons.get(job.uid)
+            for task in waiting.values():
+                out.pending += 1
+                reason = task_reasons.get(task.uid) or job_reason
+                if reason:
+                    out.task_reasons[task.uid] = reason
         if job.podgroup is not None:
+            job_reason = job_reasons.get(job.uid)
             status = podgroup_status(job, job_reason)
             extra = contributed.conditions.get(job.uid)
             if extra:

@@ -29,7 +29,9 @@ exception in a handler is logged and counted; it never stops the informer.
 Memory: the store holds every object, so it drops ``metadata.managedFields`` (as
 kube-scheduler's informers do), and an optional ``transform`` may slim objects further
 before they are stored and delivered (it must keep ``metadata`` name, namespace, uid and
-resourceVersion).
+resourceVersion). A watch's DELETED object is not stored, so it is delivered to ``on_delete``
+as the server sent it, untransformed: the handler reads little of it (which object, and how it
+ended), and slimming it would cost as much as the ADDED did.
 """
 
 from __future__ import annotations
@@ -332,6 +334,14 @@ class Informer:
             if rv:
                 self.resource_version = rv
             return
+        if kind == "DELETED":
+            # nothing stores a deleted object: it is handed over as it came, not transformed
+            if self.store.pop(key_of(obj), None) is not None:
+                self._call(self.handler.on_delete, obj)
+            if rv:
+                self.resource_version = rv
+            self.stats.events += 1
+            return
         obj = self._prepare(obj)
         key = key_of(obj)
         if kind in ("ADDED", "MODIFIED"):
@@ -344,9 +354,6 @@ class Informer:
                 self._call(self.handler.on_add, obj)
             else:
                 self._call(self.handler.on_update, old, obj)
-        elif kind == "DELETED":
-            if self.store.pop(key, None) is not None:
-                self._call(self.handler.on_delete, obj)
         else:
             log.warning("%s: ignoring watch event of unknown type %r", self.name, kind)
             return

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from types import MappingProxyType
 from typing import Any
 
 from pumice.model.podterms import PodLinks, pod_links
@@ -38,6 +39,7 @@ DEFAULT_QUEUE = "default"
 
 
 _new_object = object.__new__
+_NO_LABELS: Mapping[str, str] = MappingProxyType({})
 
 
 class _Derived:
@@ -62,7 +64,17 @@ def parse_timestamp(value: str | None) -> float:
     """Seconds since the epoch for a Kubernetes RFC 3339 timestamp; 0.0 when absent."""
     if not value:
         return 0.0
-    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    seconds = _timestamps.get(value)
+    if seconds is None:
+        if len(_timestamps) >= 4096:
+            _timestamps.clear()
+        seconds = datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        _timestamps[value] = seconds
+    return seconds
+
+
+_timestamps: dict[str, float] = {}
+"""Timestamps already read: pods made together share their creation second."""
 
 
 def lone_pod_job(namespace: str, pod_uid: str) -> str:
@@ -71,11 +83,39 @@ def lone_pod_job(namespace: str, pod_uid: str) -> str:
     return f"{namespace}/podgroup-{pod_uid}"
 
 
-def _label_or_annotation(meta: Mapping[str, Any], key: str) -> str | None:
-    annotations = meta.get("annotations") or {}
-    labels = meta.get("labels") or {}
-    value = annotations.get(key, labels.get(key))
+def pod_priority(pod: Mapping[str, Any]) -> int:
+    """A pod's priority as a task has it: ``spec.priority`` (1 without one), unless Volcano's
+    ``volcano.sh/task-priority`` label or annotation gives another."""
+    meta: Mapping[str, Any] = pod.get("metadata") or _NO_LABELS
+    return _priority(
+        pod.get("spec") or _NO_LABELS,
+        meta.get("annotations") or _NO_LABELS,
+        meta.get("labels") or _NO_LABELS,
+    )
+
+
+def _priority(
+    spec: Mapping[str, Any], annotations: Mapping[str, Any], labels: Mapping[str, Any]
+) -> int:
+    raw = spec.get("priority")
+    priority = 1 if raw is None else int(raw)
+    override = _label_or_annotation(annotations, labels, TASK_PRIORITY_ANNOTATION)
+    if override is not None and override.lstrip("-").isdigit():
+        priority = int(override)
+    return priority
+
+
+def _label_or_annotation(
+    annotations: Mapping[str, Any], labels: Mapping[str, Any], key: str
+) -> str | None:
+    """The annotation ``key``, else the label (the annotation wins when both are there)."""
+    value = annotations.get(key, _ABSENT)
+    if value is _ABSENT:
+        value = labels.get(key)
     return None if value is None else str(value)
+
+
+_ABSENT = object()
 
 
 @dataclass(slots=True, eq=False)
@@ -147,8 +187,11 @@ class TaskInfo:
         labels = derived.labels
         if labels is None:
             meta = (self.pod or {}).get("metadata") or {}
-            raw = meta.get("labels") or {}
-            labels = derived.labels = {str(k): str(v) for k, v in raw.items()}
+            raw = meta.get("labels") or _NO_LABELS
+            if all(type(k) is str and type(v) is str for k, v in raw.items()):
+                labels = derived.labels = raw  # as the API server sends them: no copy
+            else:
+                labels = derived.labels = {str(k): str(v) for k, v in raw.items()}
         return labels
 
     @property
@@ -192,6 +235,26 @@ class TaskInfo:
         other._derived = self._derived
         return other
 
+    def placed_as(self, pod: Mapping[str, Any]) -> TaskInfo:
+        """A copy for ``pod``, a newer object of the same pod that differs from this task's
+        only in its node, status and resourceVersion (the caller checked the rest: see
+        ``pumice.cache.pods.same_but_placement``): status and node are read from ``pod``;
+        the request, terms, links and labels worked out so far carry over, since they are
+        functions of what did not change. This is how a pod moves from pending to bound
+        without being parsed again."""
+        other = self.copy()
+        other.pod = pod
+        other.status = status_of_pod(pod)
+        other.node_name = (pod.get("spec") or {}).get("nodeName") or None
+        old = self._derived
+        if old is None or old.pod is not self.pod or old.resreq is not self.resreq:
+            other._derived = _Derived(pod, self.resreq)
+        elif old.pod is not pod:
+            carried = other._derived = _Derived(pod, self.resreq)
+            carried.terms, carried.nonzero, carried.shape = old.terms, old.nonzero, old.shape
+            carried.links, carried.labels = old.links, old.labels
+        return other
+
     @property
     def key(self) -> str:
         """``namespace/name``, as Kubernetes names a pod."""
@@ -209,12 +272,17 @@ class TaskInfo:
         spec = pod.get("spec") or {}
         namespace = meta.get("namespace") or "default"
         name = meta["name"]
-        group = (meta.get("annotations") or {}).get(GROUP_NAME_ANNOTATION)
-        priority = 1 if spec.get("priority") is None else int(spec["priority"])
-        override = _label_or_annotation(meta, TASK_PRIORITY_ANNOTATION)
-        if override is not None and override.lstrip("-").isdigit():
-            priority = int(override)
-        preemptable_value = _label_or_annotation(meta, PREEMPTABLE_KEY)
+        annotations = meta.get("annotations") or _NO_LABELS
+        labels = meta.get("labels") or _NO_LABELS
+        group = annotations.get(GROUP_NAME_ANNOTATION)
+        if annotations or labels:
+            priority = _priority(spec, annotations, labels)
+            preemptable_value = _label_or_annotation(annotations, labels, PREEMPTABLE_KEY)
+            role = _label_or_annotation(annotations, labels, TASK_SPEC_KEY) or ""
+        else:  # nothing to look up
+            raw_priority = spec.get("priority")
+            priority = 1 if raw_priority is None else int(raw_priority)
+            preemptable_value, role = None, ""
         resreq = pod_requests(pod)
         uid = meta.get("uid") or f"{namespace}/{name}"
         return cls(
@@ -223,7 +291,7 @@ class TaskInfo:
             namespace=namespace,
             job=f"{namespace}/{group}" if group else lone_pod_job(namespace, uid),
             resreq=resreq,
-            role=_label_or_annotation(meta, TASK_SPEC_KEY) or "",
+            role=role,
             priority=priority,
             preemptable=preemptable_value is None or preemptable_value.lower() != "false",
             status=status_of_pod(pod),
@@ -364,6 +432,28 @@ class JobInfo:
             return
         self.total_request = self.total_request.sub(known.resreq, clip=True)
         self._unindex(known)
+
+    def replace_task(self, task: TaskInfo) -> None:
+        """Put ``task`` in the place of this job's task with the same uid and an equal request
+        (the same pod, moved to another status or node): the sums stay as they are where the
+        status allows, as in ``update_task_status``, instead of being taken apart and added up
+        again."""
+        old = self.tasks[task.uid]
+        task.job = self.uid
+        self.tasks[task.uid] = task
+        status = task.status
+        if old.status == status:
+            self.task_status_index[status][task.uid] = task
+            return
+        if _and(old.status, _ALLOCATED) and _and(status, _ALLOCATED):
+            bucket = self.task_status_index[old.status]
+            del bucket[task.uid]
+            if not bucket:
+                del self.task_status_index[old.status]
+            self.task_status_index.setdefault(status, {})[task.uid] = task
+            return
+        self._unindex(old)
+        self._index(task)
 
     def update_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
         """Move a task of this job to ``status``, keeping the index and ``allocated`` right."""

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from pumice.errors import PumiceError
-from pumice.model.node import NodeInfo, NodeTable
+from pumice.model.node import NodeFields, NodeInfo, NodeTable, add_new_nodes
 from pumice.model.objects import JobInfo, QueueInfo, TaskInfo
 from pumice.model.resource import Resource
 from pumice.model.status import TaskStatus
@@ -188,6 +188,23 @@ class ClusterSnapshot:
             return
         known.set_spec(node)
 
+    def put_nodes(self, nodes: Iterable[NodeFields]) -> None:
+        """``put_node`` for many nodes at once (``NodeFields``): the new ones join the table
+        together (``add_new_nodes``), the known ones take their new spec."""
+        new: dict[str, NodeFields] = {}
+        for fields in nodes:
+            known = self.nodes.get(fields.name)
+            if known is not None:
+                known.set_spec(NodeInfo.from_fields(fields))
+            else:
+                new[fields.name] = fields  # named twice: the later one, as put_node would
+        for node in add_new_nodes(self.table, list(new.values())):
+            self.nodes[node.name] = node
+            for uid in self.orphans.pop(node.name, ()):
+                task = self.task(uid)
+                if task is not None:
+                    self._account(task)
+
     def remove_node(self, name: str) -> None:
         """Take a node out; refused while tasks are accounted on it."""
         node = self.nodes.get(name)
@@ -229,7 +246,10 @@ class ClusterSnapshot:
     def put_task(self, task: TaskInfo) -> None:
         """Add a task to its job (``task.job``, which must exist), or replace the task with the
         same uid, moving its accounting to its new node and status."""
-        if task.uid in self.task_jobs:
+        known = self.task_jobs.get(task.uid)
+        if known is not None:
+            if known == task.job and self._move_task(task):
+                return
             self.remove_task(task.uid)
         if task.job not in self.jobs:
             raise SnapshotError(f"task {task.key} names job {task.job!r}, not in the snapshot")
@@ -255,6 +275,29 @@ class ClusterSnapshot:
         job.delete_task(task)
         return task
 
+    def _move_task(self, task: TaskInfo) -> bool:
+        """Replace the task of the same uid, job and request by ``task`` (the same pod at a
+        new status or node: assumed, then seen bound) without taking the job's sums apart;
+        on the same node, from one status that only uses resources to another, the node's
+        numbers stay as they are too. False (nothing done) when the request differs."""
+        job = self.writable_job(task.job)
+        old = job.tasks.get(task.uid)
+        if old is None or not (old.resreq is task.resreq or old.resreq == task.resreq):
+            return False
+        host = self.nodes.get(old.node_name or "")
+        if host is not None and task.uid in host.tasks:
+            if old.node_name == task.node_name and _uses_only(old.status, task.status):
+                host.tasks[task.uid] = task
+                host.update_task(task)  # the row's numbers are unchanged
+                job.replace_task(task)
+                return True
+            host.remove_task(old)
+        elif old.node_name in self.orphans:
+            self.orphans[old.node_name].discard(task.uid)
+        job.replace_task(task)
+        self._account(task)
+        return True
+
     # -- helpers ----------------------------------------------------------------------------
 
     def _account(self, task: TaskInfo) -> None:
@@ -265,3 +308,18 @@ class ClusterSnapshot:
             self.orphans.setdefault(task.node_name, set()).add(task.uid)
         elif task.uid not in host.tasks:
             host.add_task(task)
+
+
+_and = int.__and__
+_USES_ONLY = int(
+    TaskStatus.ALLOCATED
+    | TaskStatus.BINDING
+    | TaskStatus.BOUND
+    | TaskStatus.RUNNING
+    | TaskStatus.UNKNOWN
+)
+
+
+def _uses_only(before: TaskStatus, after: TaskStatus) -> bool:
+    """Are both statuses accounted on a node as used and nothing else (``NodeInfo``)?"""
+    return bool(_and(before, _USES_ONLY)) and bool(_and(after, _USES_ONLY))

@@ -48,13 +48,14 @@ class NodeTable:
     _idle: FloatMatrix
     _future: FloatMatrix
 
-    def __init__(self, dims: Iterable[str] = ("cpu", "memory")) -> None:
-        self._dims: list[str] = []
-        self._dim_index: dict[str, int] = {}
+    def __init__(self, dims: Iterable[str] = ("cpu", "memory"), capacity: int = 8) -> None:
+        # the columns are made at their size at once (``ensure_dims`` would stack each one)
+        self._dims: list[str] = list(dict.fromkeys(dims))
+        self._dim_index: dict[str, int] = {d: i for i, d in enumerate(self._dims)}
         self._n = 0
-        self._cap = 8
+        self._cap = max(1, capacity)
         for attr in self._MATRICES:
-            setattr(self, attr, np.zeros((0, self._cap)))
+            setattr(self, attr, np.zeros((len(self._dims), self._cap)))
         self._pods = np.zeros(self._cap, dtype=np.int64)
         self._max_pods = np.zeros(self._cap, dtype=np.int64)
         self._unschedulable = np.zeros(self._cap, dtype=np.bool_)
@@ -68,7 +69,6 @@ class NodeTable:
         self._in_order: tuple[int, bool] | None = None
         self._positions: dict[tuple[str, ...], tuple[tuple[int, ...], bool]] = {}
         """Dimension names -> their indices (-1: the table lacks it), for ``cells``."""
-        self.ensure_dims(dims)
 
     # -- shape ------------------------------------------------------------------------------
 
@@ -314,6 +314,27 @@ class NodeTable:
         self._n += 1
         self.epoch += 1
         return r
+
+    def _new_rows(self, count: int) -> slice:
+        """``count`` new zeroed rows at the end (``pumice.model.node.add_new_nodes``), grown
+        into at once; their nodes are given with ``_own_rows``."""
+        first = self._n
+        while self._cap < first + count:
+            self._grow()
+        rows = slice(first, first + count)
+        for attr in self._MATRICES:
+            getattr(self, attr)[:, rows] = 0.0
+        self._pods[rows] = self._max_pods[rows] = 0
+        self._unschedulable[rows] = False
+        return rows
+
+    def _own_rows(self, nodes: Sequence[NodeInfo]) -> None:
+        """The nodes of the rows ``_new_rows`` made, in order."""
+        for node in nodes:
+            self._row_of[node.name] = self._n
+            self._n += 1
+        self.nodes.extend(nodes)
+        self.epoch += 1
 
     def _copy_row_in(self, node: NodeInfo, src: NodeTable, src_row: int) -> None:
         self.ensure_dims(src._dims)

@@ -332,3 +332,18 @@ def test_slim_pod_keeps_what_scheduling_reads_and_drops_the_rest() -> None:
     assert slim["metadata"]["annotations"] == {"scheduling.k8s.io/group-name": "g"}
     assert pod_requests(slim) == pod_requests(full)
     assert "env" in full["spec"]["containers"][0]  # the original is left alone
+
+
+def test_nodes_added_together_skip_a_bad_one_and_take_the_rest(
+    cache: ClusterCache, caplog: pytest.LogCaptureFixture
+) -> None:
+    bad = node("bad")
+    bad["status"]["allocatable"]["cpu"] = "lots"
+    cache.add_nodes([node("n3", cpu="8"), bad, node("n1", cpu="16")])
+    assert sorted(cache.state.nodes) == ["n1", "n2", "n3"]
+    assert cache.state.nodes["n3"].allocatable["cpu"] == 8000
+    assert cache.state.nodes["n1"].allocatable["cpu"] == 16000  # known: its new spec
+    assert "cannot apply Node bad" in caplog.text
+    cache.pending_pods.on_add(pod("a", cpu="6"))
+    assert cache.assume("uid-a", "n3")
+    assert used_cpu(cache, "n3") == pytest.approx(6.0)

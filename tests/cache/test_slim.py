@@ -136,3 +136,24 @@ def test_the_memory_of_shared_parts_is_bounded() -> None:
         pods.append(slimmer(p))
     assert len(slimmer) <= 4
     assert [p["metadata"]["labels"]["app"] for p in pods] == [f"web-{i}" for i in range(20)]
+
+
+def test_containers_that_differ_only_in_what_is_dropped_are_one_shared_list() -> None:
+    slimmer = PodSlimmer()
+    first, second = replica("web-1", "n1"), replica("web-2", "n1")
+    second["spec"]["containers"][0]["env"] = [{"name": "INDEX", "value": "2"}]
+    a, b = slimmer(first), slimmer(second)
+    assert a["spec"]["containers"] is b["spec"]["containers"]
+    assert "env" not in b["spec"]["containers"][0]
+
+
+def test_the_memory_of_container_lists_as_they_came_is_bounded() -> None:
+    from pumice.cache.slim import SLIMMED_LIMIT
+
+    slimmer = PodSlimmer()
+    for i in range(SLIMMED_LIMIT + 10):
+        p = replica(f"web-{i}", "n1")
+        p["spec"]["containers"][0]["env"] = [{"name": "INDEX", "value": str(i)}]
+        slimmed = slimmer(p)
+        assert slimmed["spec"]["containers"][0]["name"] == "app"
+        assert len(slimmer._slimmed) <= SLIMMED_LIMIT

@@ -237,6 +237,33 @@ async def test_objects_are_slimmed_before_they_are_stored(sim: Any, kube: Kube) 
             assert set(obj) == {"metadata", "kind", "unschedulable"}
 
 
+async def test_a_deleted_object_is_delivered_as_the_server_sent_it(sim: Any, kube: Kube) -> None:
+    """Nothing stores a DELETED object, so slimming it would be work for nothing."""
+    sim.create(node("n0"))
+    slimmed: list[str] = []
+
+    def slim(obj: dict[str, Any]) -> dict[str, Any]:
+        slimmed.append(obj["metadata"]["name"])
+        return {"metadata": obj["metadata"], "kind": obj["kind"]}
+
+    deleted: list[dict[str, Any]] = []
+
+    class Deletions(Mirror):
+        def on_delete(self, obj: dict[str, Any]) -> None:
+            deleted.append(obj)
+            super().on_delete(obj)
+
+    mirror = Deletions()
+    informer = Informer(kube, NODES, mirror, name="nodes", transform=slim, **FAST)
+    async with running(informer):
+        await kube.request("POST", NODES.path(), body=node("n1"))
+        await kube.request("DELETE", NODES.path(None, "n1"))
+        await converged(mirror, kube)
+    assert slimmed == ["n0", "n1"]  # the list's object and the watch's ADDED, not the DELETED
+    assert [d["metadata"]["name"] for d in deleted] == ["n1"]
+    assert "status" in deleted[0] and "n1" not in [k for _, k in informer.store]
+
+
 async def test_a_page_that_fails_after_the_first_makes_the_whole_list_again(
     sim: Any, kube: Kube
 ) -> None:

@@ -17,6 +17,7 @@ from pumice.model import (
     TaskInfo,
     TaskStatus,
 )
+from pumice.model.node import NodeFields, add_new_nodes
 from support.nodes import bare_task, place
 
 GPU = "nvidia.com/gpu"
@@ -257,3 +258,53 @@ def test_without_takes_tasks_off_for_the_block_and_puts_back_exactly() -> None:
     assert table.version > version  # the row is logged as changed: caches look again
     node.remove_task(tasks[2])  # the accounting records are back too
     assert node.pod_count == 2
+
+
+def node_object(name: str, **allocatable: str) -> dict[str, object]:
+    allocatable.setdefault("cpu", "4")
+    allocatable.setdefault("memory", "8Gi")
+    spec = {"unschedulable": True} if name.endswith("-off") else {}
+    return {"metadata": {"name": name}, "spec": spec, "status": {"allocatable": allocatable}}
+
+
+def test_nodes_added_together_are_the_nodes_added_one_by_one() -> None:
+    objects = [
+        node_object("a"),
+        node_object("b-off", pods="20"),
+        node_object("c", **{GPU: "8"}),
+        node_object("d", cpu="64"),
+    ]
+    one_by_one = NodeTable()
+    for obj in objects:
+        one_by_one.add(NodeInfo.from_node(obj))
+    together = NodeTable()
+    together.add(NodeInfo.from_node(node_object("first")))
+    made = add_new_nodes(together, [NodeFields.of(obj) for obj in objects])
+    assert [n.name for n in made] == ["a", "b-off", "c", "d"]
+    assert together.names == ["first", "a", "b-off", "c", "d"]
+    assert together.dims == one_by_one.dims
+    for name in ("allocatable", "used", "idle", "future_idle", "pod_count", "max_pods"):
+        assert getattr(together, name)[1:].tolist() == getattr(one_by_one, name).tolist()
+    assert together.unschedulable[1:].tolist() == [False, True, False, False]
+    # each node reads and writes its own row of the shared table
+    c = made[2]
+    assert c.table is together and c.row == together.row("c") == 3
+    c.add_task(task("g", TaskStatus.ALLOCATED, gpu=2))
+    assert c.idle[GPU] == 6 and together.pod_count.tolist() == [0, 0, 0, 1, 0]
+    with pytest.raises(ValueError, match="named twice"):
+        add_new_nodes(together, [NodeFields.of(node_object("a"))])
+
+
+def test_a_snapshot_takes_many_nodes_and_accounts_their_waiting_tasks() -> None:
+    snap = ClusterSnapshot.build(nodes=[node("known")])
+    job = JobInfo(uid="ns/j", name="j")
+    early = task("early", TaskStatus.RUNNING)
+    early.node_name = "late"  # names a node the snapshot does not have yet
+    job.add_task(early)
+    snap.put_job(job)
+    snap.put_nodes(
+        [NodeFields.of(node_object("late")), NodeFields.of(node_object("known", cpu="16"))]
+    )
+    assert sorted(snap.nodes) == ["known", "late"] and len(snap.table) == 2
+    assert snap.nodes["known"].allocatable["cpu"] == 16000  # a known node takes its new spec
+    assert snap.nodes["late"].used["cpu"] == 1000 and "early" in snap.nodes["late"].tasks
