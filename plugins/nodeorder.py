@@ -79,6 +79,7 @@ from pumice import (
     ArgumentSpec,
     NodeTable,
     Plugin,
+    RowScore,
     SessionView,
     TaskInfo,
     config_warning,
@@ -259,11 +260,8 @@ class NodeOrderPlugin(Plugin):
             if arguments.get_int(key, 0) != 0:
                 config_warning(log, "nodeorder", key, "set but not implemented in pumice; ignored")
         self._terms: NodeTerms | None = None
-        self._row_requests: dict[
-            str, tuple[TaskInfo, tuple[float, float], tuple[float, float]]
-        ] = {}
-        """Task uid -> (task, non-zero request, request) of the scored resources, for the
-        one-row path (the shape cache asks with the same task object for every row)."""
+        self._row_functions: dict[tuple[float, ...], tuple[NodeTable, int, RowScore]] = {}
+        """Per distinct scored request: the row function for the one-row path."""
         self._raw_labels: dict[
             tuple[Preferred, Tolerations], tuple[FloatVector | None, FloatVector | None]
         ] = {}
@@ -302,7 +300,7 @@ class NodeOrderPlugin(Plugin):
             return None
         gpu = task.resreq[GPU]
         if rows is not None and len(rows) == 1 and not gpu:
-            return self._score_row(task, nodes, int(rows[0]))  # one row: a plain number
+            return self._row_function(task, nodes)(int(rows[0]))  # one row: a plain number
         n = len(nodes) if rows is None else len(rows)
         score = np.zeros(n)
         if self.least_weight or self.most_weight or self.balanced_weight:
@@ -323,48 +321,64 @@ class NodeOrderPlugin(Plugin):
                 score += self.balanced_weight * balanced
         return score
 
-    def _score_row(self, task: TaskInfo, nodes: NodeTable, row: int) -> float:
+    def node_score_row(self, task: TaskInfo, nodes: NodeTable) -> RowScore | None:
+        """``node_score`` as a function of one row (``_row_function``); none for a task
+        asking for GPUs (their balanced score reads a third column: the vector path)."""
+        if not self.enabled or task.resreq[GPU]:
+            return None
+        return self._row_function(task, nodes)
+
+    def _row_function(self, task: TaskInfo, nodes: NodeTable) -> RowScore:
         """``node_score`` for one row in Python floats: the same operations in the same order
         as the vector path (IEEE doubles, floor and trunc alike), so bit-for-bit equal, without
         numpy's per-call overhead on one element. Written out for the two ``SCORED``
-        resources (cpu, memory), as balanced allocation is."""
-        if not (self.least_weight or self.most_weight or self.balanced_weight):
-            return 0.0
-        a0, a1 = nodes.cells("allocatable", row, SCORED)
-        u0, u1 = nodes.cells("used", row, SCORED)
-        known = self._row_requests.get(task.uid)
-        if known is None or known[0] is not task:
-            non_zero = task.nonzero_request
-            known = self._row_requests[task.uid] = (
-                task,
-                (non_zero[SCORED[0]], non_zero[SCORED[1]]),
-                (task.resreq[SCORED[0]], task.resreq[SCORED[1]]),
-            )
-        _, (n0, n1), (o0, o1) = known
-        score = 0.0
-        if self.least_weight or self.most_weight:
-            q0, q1 = u0 + n0, u1 + n1
-            if self.least_weight:
-                least0 = (
-                    0.0
-                    if q0 > a0
-                    else math.floor((a0 - q0) * MAX_NODE_SCORE / (a0 if a0 > 0 else 1))
-                )
-                least1 = (
-                    0.0
-                    if q1 > a1
-                    else math.floor((a1 - q1) * MAX_NODE_SCORE / (a1 if a1 > 0 else 1))
-                )
-                score += self.least_weight * _combine_two(least0, least1, a0, a1)
-            if self.most_weight:
-                most0 = math.floor(min(q0, a0) * MAX_NODE_SCORE / (a0 if a0 > 0 else 1))
-                most1 = math.floor(min(q1, a1) * MAX_NODE_SCORE / (a1 if a1 > 0 else 1))
-                score += self.most_weight * _combine_two(most0, most1, a0, a1)
-        if self.balanced_weight and (o0 or o1):
-            f0 = min((u0 + o0) / (a0 if a0 > 0 else 1.0), 1.0)
-            f1 = min((u1 + o1) / (a1 if a1 > 0 else 1.0), 1.0)
-            std = abs((f0 - f1) / 2) if a0 > 0 and a1 > 0 else 0.0
-            score += self.balanced_weight * float(math.trunc((1.0 - std) * MAX_NODE_SCORE))
+        resources (cpu, memory), as balanced allocation is; made once per distinct request
+        while the table's layout lasts."""
+        non_zero, request = task.nonzero_request, task.resreq
+        key = (non_zero[SCORED[0]], non_zero[SCORED[1]], request[SCORED[0]], request[SCORED[1]])
+        known = self._row_functions.get(key)
+        if known is not None and known[0] is nodes and known[1] == nodes.layout:
+            return known[2]
+        least_weight, most_weight = self.least_weight, self.most_weight
+        balanced_weight = self.balanced_weight
+        if not (least_weight or most_weight or balanced_weight):
+            function: RowScore = _no_score
+            self._row_functions[key] = (nodes, nodes.layout, function)
+            return function
+        a0_of, a1_of = (_cell(nodes, "allocatable", name) for name in SCORED)
+        u0_of, u1_of = (_cell(nodes, "used", name) for name in SCORED)
+        n0, n1, o0, o1 = key
+        balanced = bool(balanced_weight and (o0 or o1))
+
+        def score(row: int) -> float:
+            a0, a1, u0, u1 = a0_of(row), a1_of(row), u0_of(row), u1_of(row)
+            score = 0.0
+            if least_weight or most_weight:
+                q0, q1 = u0 + n0, u1 + n1
+                if least_weight:
+                    least0 = (
+                        0.0
+                        if q0 > a0
+                        else math.floor((a0 - q0) * MAX_NODE_SCORE / (a0 if a0 > 0 else 1))
+                    )
+                    least1 = (
+                        0.0
+                        if q1 > a1
+                        else math.floor((a1 - q1) * MAX_NODE_SCORE / (a1 if a1 > 0 else 1))
+                    )
+                    score += least_weight * _combine_two(least0, least1, a0, a1)
+                if most_weight:
+                    most0 = math.floor(min(q0, a0) * MAX_NODE_SCORE / (a0 if a0 > 0 else 1))
+                    most1 = math.floor(min(q1, a1) * MAX_NODE_SCORE / (a1 if a1 > 0 else 1))
+                    score += most_weight * _combine_two(most0, most1, a0, a1)
+            if balanced:
+                f0 = min((u0 + o0) / (a0 if a0 > 0 else 1.0), 1.0)
+                f1 = min((u1 + o1) / (a1 if a1 > 0 else 1.0), 1.0)
+                std = abs((f0 - f1) / 2) if a0 > 0 and a1 > 0 else 0.0
+                score += balanced_weight * float(math.trunc((1.0 - std) * MAX_NODE_SCORE))
+            return score
+
+        self._row_functions[key] = (nodes, nodes.layout, score)
         return score
 
     @hookimpl
@@ -430,6 +444,17 @@ class NodeOrderPlugin(Plugin):
             self._flat = np.full(n, float(self.taint_weight * MAX_NODE_SCORE))
             self._flat.flags.writeable = False
         return self._flat
+
+
+def _no_score(row: int) -> float:
+    """The resource scores when every one of them has weight 0."""
+    return 0.0
+
+
+def _cell(nodes: NodeTable, quantity: str, dim: str) -> RowScore:
+    """A reader of one column's cell as a Python float (0.0 for a dimension the table lacks)."""
+    column = nodes.column(quantity, dim)
+    return _no_score if column is None else column.item
 
 
 def _combine_two(score0: float, score1: float, alloc0: float, alloc1: float) -> float:

@@ -3,7 +3,7 @@ configuration."""
 
 from pumice.framework.argspec import ArgumentSpec
 from pumice.framework.arguments import Arguments
-from pumice.framework.base import Action, Plugin
+from pumice.framework.base import Action, Plugin, RowPredicate, RowScore
 from pumice.framework.config import ConfigError, SchedulerConfig, load_config, parse_config
 from pumice.framework.hookspecs import hookimpl
 from pumice.framework.host import PluginConflictError, PluginError, PluginHost
@@ -27,6 +27,8 @@ __all__ = [
     "PluginHost",
     "PredicateResult",
     "RecordingCommitter",
+    "RowPredicate",
+    "RowScore",
     "SchedulerConfig",
     "Session",
     "SessionError",

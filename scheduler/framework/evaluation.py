@@ -46,6 +46,14 @@ from pumice.framework.candidates import (
     refresh_candidate_rows,
     rows_changed,
 )
+from pumice.framework.onerow import (
+    BaseProgram,
+    PredicateProgram,
+    RowMaker,
+    base_program,
+    predicate_program,
+    refresh_row,
+)
 from pumice.framework.results import PredicatePart, PredicateResult
 from pumice.model.node import NodeTable
 from pumice.model.objects import TaskInfo
@@ -105,6 +113,11 @@ class ShapeEntry:
     fit masks and row-local scores (None: this entry is its own base). Tasks that
     ``shape_key`` tells apart get their own predicate masks and candidates but share the
     rest, which depends on the shape alone."""
+    predicate_program: PredicateProgram | bool | None = None
+    """The row predicates of the one-row path (``pumice.framework.onerow``); None: not made
+    yet, False: cannot be made for the current parts."""
+    base_program: BaseProgram | bool | None = None
+    """On a base entry: its fit test and row scores, likewise."""
 
 
 def base_of(entry: ShapeEntry) -> ShapeEntry:
@@ -128,6 +141,7 @@ class ShapeCache:
         group_of: Callable[[TaskInfo], Hashable] | None = None,
         shape_keys: Sequence[Hook] = (),
         stale: Sequence[Hook] = (),
+        row_makers: tuple[dict[str, RowMaker | None], dict[str, RowMaker | None]] | None = None,
     ) -> None:
         self.table = table
         self.group_of = group_of
@@ -141,6 +155,14 @@ class ShapeCache:
         """Plugins' ``shape_key`` hooks: their answers are part of an entry's key."""
         self.stale = list(stale)
         """Plugins' ``stale_rows`` hooks: rows to refresh beyond the table's changed rows."""
+        self._predicate_makers: list[tuple[str, RowMaker | None]] | None = None
+        self._score_makers: list[tuple[str, RowMaker | None]] | None = None
+        if row_makers is not None and self.cached_predicates:
+            by_predicate, by_scorer = row_makers
+            self._predicate_makers = [(name, by_predicate.get(name)) for name, _, _ in predicates]
+            self._score_makers = [(name, by_scorer.get(name)) for name, _ in self.local_scorers]
+        """Each row-local plugin's row function maker (None: it has none), in plugin order;
+        None without row functions (then the one-row path calls the hooks)."""
         self.entries: dict[Hashable, ShapeEntry] = {}
         self._last_changed: tuple[tuple[int, int, int], IntVector | None] | None = None
         self._last_for: tuple[tuple[int, int, int, int], IntVector | None] | None = None
@@ -236,6 +258,7 @@ class ShapeCache:
         if entry.parts is None or entry.mask is None:
             entry.parts, entry.mask = self._evaluate_predicates(task)
             entry.parts_by_name = {part.name: part for part in entry.parts}
+            entry.predicate_program = None
             entry.mask_version = table.version
         return entry.parts, entry.mask
 
@@ -321,6 +344,7 @@ class ShapeCache:
                     vec = np.array(self.check(name, "node_score", answer, len(table), np.float64))
                     entry.scores[name] = vec
             entry.score_total = sum(entry.scores.values(), np.zeros(len(table)))
+            entry.base_program = None
         entry.score_version = table.version
         return entry.scores
 
@@ -402,6 +426,11 @@ class ShapeCache:
                 if len(merged) * FULL_REFRESH_FRACTION > len(table):
                     return None
         assert entry.mask is not None
+        if merged is None and self._predicate_makers is not None:
+            programs = self._programs(entry, base)
+            if programs is not None:
+                refresh_row(entry, base, *programs, cands, row, table.version)
+                return cands
         if not self._refresh_row(entry, row) or (
             merged is not None
             and not self._refresh_predicates(entry.task, entry, merged[merged != row])
@@ -417,6 +446,35 @@ class ShapeCache:
             refresh_candidate_rows(cands, merged, *vectors)
         cands.version = table.version
         return cands
+
+    def _programs(
+        self, entry: ShapeEntry, base: ShapeEntry
+    ) -> tuple[PredicateProgram, BaseProgram] | None:
+        """The entry's row predicates and its base's fit test and row scores, made when
+        missing or stale; None when the plugins cannot answer by row functions."""
+        table = self.table
+        assert self._predicate_makers is not None and self._score_makers is not None
+        preds = entry.predicate_program
+        if preds is None or (
+            isinstance(preds, PredicateProgram)
+            and (preds.parts is not entry.parts or preds.layout != table.layout)
+        ):
+            assert entry.parts is not None
+            made = predicate_program(entry.task, table, entry.parts, self._predicate_makers)
+            preds = entry.predicate_program = False if made is None else made
+        if not isinstance(preds, PredicateProgram):
+            return None
+        program = base.base_program
+        scores = base.scores if self.local_scorers else None
+        if program is None or (
+            isinstance(program, BaseProgram)
+            and (program.scores is not scores or program.layout != table.layout)
+        ):
+            made_base = base_program(base.task, table, scores, self._score_makers)
+            program = base.base_program = False if made_base is None else made_base
+        if not isinstance(program, BaseProgram):
+            return None
+        return preds, program
 
     def _refresh_row(self, entry: ShapeEntry, row: int) -> bool:
         """Predicate parts, fit and row-local scores of one row (see ``_one_row_candidates``)."""

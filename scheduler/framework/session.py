@@ -46,6 +46,7 @@ from pumice.framework.hookcalls import (
     first_message,
     is_row_local,
     read_only,
+    row_maker,
     timed,
     vector_answer,
 )
@@ -189,6 +190,7 @@ class Session:
 
     def _build_plugins(self) -> None:
         by_queue = False  # does a row-local plugin's answer depend on the task's queue?
+        makers: dict[str, dict[str, Hook | None]] = {"predicate": {}, "node_score": {}}
         for tier_index, tier in enumerate(self.config.tiers):
             for hooks in self._tiers.values():
                 hooks.append([])
@@ -213,9 +215,12 @@ class Session:
                         by_queue = by_queue or getattr(provided.cls, "row_local_reads_queue", True)
                     else:
                         call = adapt(method, argnames, SPEC_ARGS[hook])
+                    clock = None
                     if self.time_hooks:
                         clock = self.hook_time.setdefault((option.name, hook), HookTime())
                         call = timed(call, clock)
+                    if hook in makers and (hook, option.name) in self._row_local:
+                        makers[hook][option.name] = row_maker(instance, hook, clock)
                     entry = (option.name, call)
                     self._tiers[hook][-1].append(entry)
                     self._flat[hook].append(entry)
@@ -232,6 +237,7 @@ class Session:
             self._queue_of_task if by_queue else None,
             shape_keys=[hook for _, hook in self._flat["shape_key"]],
             stale=[hook for _, hook in self._flat["stale_rows"]],
+            row_makers=(makers["predicate"], makers["node_score"]),
         )
 
     def _queue_of_task(self, task: TaskInfo) -> str:
