@@ -486,16 +486,18 @@ class Session:
     def fire_allocate(self, task: TaskInfo) -> None:
         """Tell every plugin that ``task`` was allocated; if one raises, the ones already told
         are told of the deallocation, and the error propagates (a veto)."""
-        told: list[str] = []
-        for name, hook in self._flat["on_allocate"]:
-            try:
+        hooks = self._flat["on_allocate"]
+        done = 0
+        try:
+            for _, hook in hooks:
                 hook(task)
-            except Exception:
-                for other, undo in reversed(self._flat["on_deallocate"]):
-                    if other in told:
-                        undo(task)
-                raise
-            told.append(name)
+                done += 1
+        except Exception:
+            told = {name for name, _ in hooks[:done]}
+            for other, undo in reversed(self._flat["on_deallocate"]):
+                if other in told:
+                    undo(task)
+            raise
 
     def fire_job_enqueued(self, job: JobInfo) -> None:
         """Tell every plugin that ``job`` was admitted."""
