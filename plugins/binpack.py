@@ -218,7 +218,27 @@ class BinpackPlugin(Plugin):
             value = parts / weight_sum * scale
             return value if fits else 0.0
 
-        function = score if weight_sum else _no_score
+        function: RowScore = score if weight_sum else _no_score
+        if weight_sum and len(columns) == 2:  # cpu and memory: the loop written out
+            (cap0_of, used0_of, request0, factor0), (cap1_of, used1_of, request1, factor1) = columns
+
+            def score_two(row: int) -> float:
+                parts = 0.0
+                fits = True
+                cap = cap0_of(row)
+                after = used0_of(row) + request0
+                if cap > 0:
+                    fits = after - cap <= FIT_TOLERANCE
+                    parts += after * factor0 / cap
+                cap = cap1_of(row)
+                after = used1_of(row) + request1
+                if cap > 0:
+                    fits = fits and after - cap <= FIT_TOLERANCE
+                    parts += after * factor1 / cap
+                value = parts / weight_sum * scale
+                return value if fits else 0.0
+
+            function = score_two
         self._row_functions[task.resreq] = (nodes, nodes.layout, function)
         return function
 

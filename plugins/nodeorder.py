@@ -68,7 +68,6 @@ term or has a counted taint the label scores are one constant vector, whatever t
 from __future__ import annotations
 
 import logging
-import math
 from typing import Any
 
 import numpy as np
@@ -82,12 +81,14 @@ from pumice import (
     RowScore,
     SessionView,
     TaskInfo,
+    TaskShape,
     config_warning,
     hookimpl,
 )
 from pumice.model.terms import Preferred, Tolerations
 from pumice.plugins._k8s_terms import NodeTerms
 from pumice.plugins._podscores import PodLinkScores
+from pumice.plugins._resource_rows import resource_row_score
 
 log = logging.getLogger("pumice.plugins.nodeorder")
 
@@ -267,6 +268,8 @@ class NodeOrderPlugin(Plugin):
         ] = {}
         """Per distinct (preferred terms, tolerations): the raw affinity sums and soft-taint
         counts over every node, None where all are 0."""
+        self._raw_by_shape: dict[TaskShape, tuple[FloatVector | None, FloatVector | None]] = {}
+        """The same per task shape (whose terms hold the preferred terms and tolerations)."""
         self._flat: FloatVector | None = None
 
     @property
@@ -287,6 +290,7 @@ class NodeOrderPlugin(Plugin):
         if self._terms is None or not self._terms.fits(nodes):
             self._terms = NodeTerms(nodes)
             self._raw_labels.clear()
+            self._raw_by_shape.clear()
             self._flat = None
         return self._terms
 
@@ -339,47 +343,11 @@ class NodeOrderPlugin(Plugin):
         known = self._row_functions.get(key)
         if known is not None and known[0] is nodes and known[1] == nodes.layout:
             return known[2]
-        least_weight, most_weight = self.least_weight, self.most_weight
-        balanced_weight = self.balanced_weight
-        if not (least_weight or most_weight or balanced_weight):
-            function: RowScore = _no_score
-            self._row_functions[key] = (nodes, nodes.layout, function)
-            return function
-        a0_of, a1_of = (_cell(nodes, "allocatable", name) for name in SCORED)
-        u0_of, u1_of = (_cell(nodes, "used", name) for name in SCORED)
-        n0, n1, o0, o1 = key
-        balanced = bool(balanced_weight and (o0 or o1))
-
-        def score(row: int) -> float:
-            a0, a1, u0, u1 = a0_of(row), a1_of(row), u0_of(row), u1_of(row)
-            score = 0.0
-            if least_weight or most_weight:
-                q0, q1 = u0 + n0, u1 + n1
-                if least_weight:
-                    least0 = (
-                        0.0
-                        if q0 > a0
-                        else math.floor((a0 - q0) * MAX_NODE_SCORE / (a0 if a0 > 0 else 1))
-                    )
-                    least1 = (
-                        0.0
-                        if q1 > a1
-                        else math.floor((a1 - q1) * MAX_NODE_SCORE / (a1 if a1 > 0 else 1))
-                    )
-                    score += least_weight * _combine_two(least0, least1, a0, a1)
-                if most_weight:
-                    most0 = math.floor(min(q0, a0) * MAX_NODE_SCORE / (a0 if a0 > 0 else 1))
-                    most1 = math.floor(min(q1, a1) * MAX_NODE_SCORE / (a1 if a1 > 0 else 1))
-                    score += most_weight * _combine_two(most0, most1, a0, a1)
-            if balanced:
-                f0 = min((u0 + o0) / (a0 if a0 > 0 else 1.0), 1.0)
-                f1 = min((u1 + o1) / (a1 if a1 > 0 else 1.0), 1.0)
-                std = abs((f0 - f1) / 2) if a0 > 0 and a1 > 0 else 0.0
-                score += balanced_weight * float(math.trunc((1.0 - std) * MAX_NODE_SCORE))
-            return score
-
-        self._row_functions[key] = (nodes, nodes.layout, score)
-        return score
+        function = resource_row_score(
+            nodes, (self.least_weight, self.most_weight, self.balanced_weight), key
+        )
+        self._row_functions[key] = (nodes, nodes.layout, function)
+        return function
 
     @hookimpl
     def session_open(self, session: SessionView) -> None:
@@ -414,18 +382,26 @@ class NodeOrderPlugin(Plugin):
         if not (self.affinity_weight or self.taint_weight):
             return None
         terms = self.node_terms(nodes)
-        pod = task.terms
-        key = (pod.preferred, pod.tolerations)
-        raw = self._raw_labels.get(key)
+        shape = task.shape  # interned: tasks of one shape hit by identity, no key to build
+        raw = self._raw_by_shape.get(shape)
         if raw is None:
-            affinity = (
-                terms.preferred(pod.preferred) if self.affinity_weight and pod.preferred else None
-            )
-            taints = terms.prefer_no_schedule_counts(pod.tolerations) if self.taint_weight else None
-            raw = self._raw_labels[key] = (
-                None if affinity is None or not affinity.any() else affinity,
-                None if taints is None or not taints.any() else taints,
-            )
+            pod = task.terms
+            key = (pod.preferred, pod.tolerations)
+            raw = self._raw_labels.get(key)
+            if raw is None:
+                affinity = (
+                    terms.preferred(pod.preferred)
+                    if self.affinity_weight and pod.preferred
+                    else None
+                )
+                taints = (
+                    terms.prefer_no_schedule_counts(pod.tolerations) if self.taint_weight else None
+                )
+                raw = self._raw_labels[key] = (
+                    None if affinity is None or not affinity.any() else affinity,
+                    None if taints is None or not taints.any() else taints,
+                )
+            self._raw_by_shape[shape] = raw
         affinity, taints = raw
         if affinity is None and taints is None:
             # nothing to normalise: the scores are the same on every node, whatever the mask
@@ -444,30 +420,6 @@ class NodeOrderPlugin(Plugin):
             self._flat = np.full(n, float(self.taint_weight * MAX_NODE_SCORE))
             self._flat.flags.writeable = False
         return self._flat
-
-
-def _no_score(row: int) -> float:
-    """The resource scores when every one of them has weight 0."""
-    return 0.0
-
-
-def _cell(nodes: NodeTable, quantity: str, dim: str) -> RowScore:
-    """A reader of one column's cell as a Python float (0.0 for a dimension the table lacks)."""
-    column = nodes.column(quantity, dim)
-    return _no_score if column is None else column.item
-
-
-def _combine_two(score0: float, score1: float, alloc0: float, alloc1: float) -> float:
-    """``_combine`` for one node's two resources."""
-    total = 0.0
-    count = 0.0
-    if alloc0 > 0:
-        total += score0
-        count += 1
-    if alloc1 > 0:
-        total += score1
-        count += 1
-    return float(math.floor(total / count)) if count > 0 else 0.0
 
 
 def _columns(nodes: NodeTable, quantity: str, rows: npt.NDArray[np.int64] | None) -> FloatMatrix:

@@ -50,9 +50,7 @@ from pumice.framework.onerow import (
     BaseProgram,
     PredicateProgram,
     RowMaker,
-    base_program,
-    predicate_program,
-    refresh_row,
+    few_rows_candidates,
 )
 from pumice.framework.results import PredicatePart, PredicateResult
 from pumice.model.node import NodeTable
@@ -168,6 +166,9 @@ class ShapeCache:
         self._last_for: tuple[tuple[int, int, int, int], IntVector | None] | None = None
         self._of_task: dict[str, ShapeEntry] = {}
         """Task uid -> its shape's entry, so a shape key is built once per task."""
+        self.checked_answers: dict[str, tuple[object, FloatVector]] = {}
+        """Plugin -> the last read-only ``normalized_score`` answer that passed the contract
+        check, as given and as checked: the same object again needs no second check."""
         self._extras: tuple[FloatVector, ...] = ()
         """The extras of the last ``with_extras``: a new shape's candidates start with them
         (tasks of many shapes answer the same read-only vectors), so they are rarely rescored."""
@@ -373,7 +374,7 @@ class ShapeCache:
         Kept per shape when every predicate is row-local (as the predicate masks are); made
         afresh on each call otherwise."""
         table = self.table
-        fast = self._one_row_candidates(task)
+        fast = few_rows_candidates(self, task)
         if fast is not None:
             return fast
         parts, mask = self.predicate(task)
@@ -394,128 +395,6 @@ class ShapeCache:
         if self.cached_predicates:
             entry.candidates = cands
         return cands
-
-    def _one_row_candidates(self, task: TaskInfo) -> Candidates | None:
-        """The common case: everything of the shape was current one row change ago. That row
-        is refreshed with Python scalars, the predicates of rows ``stale_rows`` adds as a
-        vector; None when this is not the case (or a plugin's opinion appeared or vanished)."""
-        if not self.cached_predicates:
-            return None
-        entry = self.entry(task)
-        cands = entry.candidates
-        table = self.table
-        if cands is None or table.version != cands.version + 1:
-            return None
-        version = cands.version
-        base = base_of(entry)
-        current = (version, table.version)  # the base may be brought up to date already
-        if entry.mask_version != version or base.fit_version not in current:
-            return None
-        if entry.parts is None or base.fit_now is None or base.fit_future is None:
-            return None
-        if self.local_scorers and (base.score_version not in current or base.score_total is None):
-            return None
-        row = table.changed_rows(version)[0]
-        merged: IntVector | None = None  # the row and the stale ones, when there are any
-        if self.stale:
-            extra = self._stale(entry, version)
-            if isinstance(extra, bool):
-                return None
-            if len(extra) and bool((extra != row).any()):
-                merged = merge_rows(np.array((row,), dtype=np.int64), extra)
-                if len(merged) * FULL_REFRESH_FRACTION > len(table):
-                    return None
-        assert entry.mask is not None
-        if merged is None and self._predicate_makers is not None:
-            programs = self._programs(entry, base)
-            if programs is not None:
-                refresh_row(entry, base, *programs, cands, row, table.version)
-                return cands
-        if not self._refresh_row(entry, row) or (
-            merged is not None
-            and not self._refresh_predicates(entry.task, entry, merged[merged != row])
-        ):
-            entry.parts = entry.candidates = None
-            base.fit_now = base.score_total = base.candidates = None
-            return None
-        entry.mask_version = base.fit_version = base.score_version = table.version
-        vectors = (entry.mask, base.fit_now, base.fit_future, base.score_total)
-        if merged is None:
-            refresh_candidate_row(cands, row, *vectors)
-        else:
-            refresh_candidate_rows(cands, merged, *vectors)
-        cands.version = table.version
-        return cands
-
-    def _programs(
-        self, entry: ShapeEntry, base: ShapeEntry
-    ) -> tuple[PredicateProgram, BaseProgram] | None:
-        """The entry's row predicates and its base's fit test and row scores, made when
-        missing or stale; None when the plugins cannot answer by row functions."""
-        table = self.table
-        assert self._predicate_makers is not None and self._score_makers is not None
-        preds = entry.predicate_program
-        if preds is None or (
-            isinstance(preds, PredicateProgram)
-            and (preds.parts is not entry.parts or preds.layout != table.layout)
-        ):
-            assert entry.parts is not None
-            made = predicate_program(entry.task, table, entry.parts, self._predicate_makers)
-            preds = entry.predicate_program = False if made is None else made
-        if not isinstance(preds, PredicateProgram):
-            return None
-        program = base.base_program
-        scores = base.scores if self.local_scorers else None
-        if program is None or (
-            isinstance(program, BaseProgram)
-            and (program.scores is not scores or program.layout != table.layout)
-        ):
-            made_base = base_program(base.task, table, scores, self._score_makers)
-            program = base.base_program = False if made_base is None else made_base
-        if not isinstance(program, BaseProgram):
-            return None
-        return preds, program
-
-    def _refresh_row(self, entry: ShapeEntry, row: int) -> bool:
-        """Predicate parts, fit and row-local scores of one row (see ``_one_row_candidates``)."""
-        table, task, check = self.table, entry.task, self.check
-        assert entry.parts is not None and entry.mask is not None
-        rows = np.array((row,), dtype=np.int64)
-        by_name = entry.parts_by_name
-        passed = True
-        for name, hook, _ in self.predicates:
-            answer = hook(task, table, rows)
-            part = by_name.get(name)
-            if answer is None or part is None:
-                if (answer is None) != (part is None):
-                    return False
-                continue
-            if isinstance(answer, PredicateResult):
-                mask, reasons = answer.mask, answer.reasons
-                if answer.resolvable and not answer.resolvable <= part.resolvable:
-                    part.resolvable = part.resolvable | answer.resolvable
-            else:
-                mask, reasons = answer, f"node(s) rejected by {name}"
-            ok = bool(check(name, "predicate", mask, 1, np.bool_)[0])
-            if not isinstance(reasons, str):
-                reasons = check(name, "predicate reasons", reasons, 1, object)[0]
-            if isinstance(part.reasons, str) and reasons != part.reasons:
-                part.reasons = np.full(len(table), part.reasons, dtype=object)
-            if not isinstance(part.reasons, str):
-                part.reasons[row] = reasons
-            if not part.mask.flags.writeable:
-                part.mask = part.mask.copy()
-            part.mask[row] = ok
-            passed = passed and ok
-        entry.mask[row] = passed
-        base = base_of(entry)
-        assert base.fit_now is not None and base.fit_future is not None
-        if base.fit_version != table.version:
-            fits = table.row_fits(row, table.vector(base.task.resreq))
-            base.fit_now[row], base.fit_future[row] = fits
-        if not self.local_scorers or base.score_version == table.version:
-            return True
-        return self._score_row(base, rows)
 
     def _score_row(self, entry: ShapeEntry, rows: IntVector) -> bool:
         """Row-local scores of one row in Python floats, as the vector path sums them."""

@@ -1,26 +1,33 @@
-"""The shape cache's one-row path with row functions: predicate, fit and scores of one row.
+"""The shape cache's few-rows path: a shape's candidates refreshed row by row, in scalars.
 
-After a placement, each cached shape refreshes the one row whose accounting changed. Asking
-every row-local plugin again with a one-row ``rows`` vector costs a hook call, a vector and a
-contract check per plugin; most of it is the same for every row of the shape. So a plugin may
-hand the session a *row function* per shape (``Plugin.predicate_row`` / ``node_score_row``),
-made once with everything that depends only on the shape worked out, and the session keeps,
-per shape entry, *programs*: each plugin's row function beside the part or score vector it
-refreshes, in plugin order. ``refresh_row`` runs them for one row and updates the entry's
-predicate parts and mask, fit masks, score vectors and candidates in one pass, with Python
-scalars, in the same order and with the same IEEE arithmetic as the vector path (so every
-number, and therefore every decision, is the same).
+After a placement, each cached shape has the rows changed since it was last asked to refresh
+(the one row of the placement, for the next task of the same shape; a few rows, for a shape
+whose last task was placed a few placements ago). Over a few rows, numpy's per-call cost is
+more than the arithmetic, so ``few_rows_candidates`` refreshes them one by one.
+
+With row functions. A plugin may hand the session a *row function* per shape
+(``Plugin.predicate_row`` / ``node_score_row``), made once with everything that depends only on
+the shape worked out. The session keeps, per shape entry, *programs*: each plugin's row
+function beside the part or score vector it refreshes, in plugin order, and the fit test of
+the request (``predicate_program``, ``base_program``). ``refresh_rows`` runs them and updates
+the entry's predicate parts and mask, its base's fit masks and score vectors, and the
+candidates in one pass per row, with Python scalars, in the same order and with the same IEEE
+arithmetic as the vector path (so every number, and therefore every decision, is the same).
+Up to ``FEW_ROWS`` rows, the rows ``stale_rows`` reports included.
 
 A program is made only when every row-local plugin has a row function for the shape, or agrees
-(answering None) that it has no opinion on it, exactly as its full answer said; otherwise the
-entry keeps to the hook calls (``ShapeCache._refresh_row``). A program is bound to the parts,
-the score vectors and the table layout it was made for, and made again when any of them is
-replaced (a full evaluation, a new dimension, a grown table).
+(answering None) that it has no opinion on it, exactly as its full answer said. A program is
+bound to the parts, the score vectors and the table layout it was made for, and made again
+when any of them is replaced (a full evaluation, a new dimension, a grown table).
+
+Without row functions, only a single changed row is refreshed here, by calling the hooks with
+a one-row ``rows`` (and the stale rows' predicates with a vector). Anything else is left to
+``ShapeCache.candidates``, which refreshes part by part with vectors.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -28,19 +35,32 @@ import numpy as np
 import numpy.typing as npt
 
 from pumice.framework.base import RowPredicate, RowScore
-from pumice.framework.candidates import Candidates
-from pumice.framework.results import PredicatePart
+from pumice.framework.candidates import (
+    FULL_REFRESH_FRACTION,
+    Candidates,
+    IntVector,
+    merge_rows,
+    refresh_candidate_row,
+    refresh_candidate_rows,
+)
+from pumice.framework.results import PredicatePart, PredicateResult
 from pumice.model.node import FIT_TOLERANCE, NodeTable
 from pumice.model.objects import TaskInfo
 
 if TYPE_CHECKING:
-    from pumice.framework.evaluation import ShapeEntry
+    from pumice.framework.evaluation import ShapeCache, ShapeEntry
 
 FloatVector = npt.NDArray[np.float64]
 RowMaker = Callable[[TaskInfo, NodeTable], Any]
 """A plugin's ``predicate_row`` or ``node_score_row`` (bound), or None: it has none."""
 
 _NEG_INF = -np.inf
+
+FEW_ROWS = 32
+"""Up to this many changed rows are refreshed one by one with the row functions (numpy's
+per-call cost over a few rows is more than the scalar arithmetic); more, part by part."""
+FEW_CHANGES = 4 * FEW_ROWS
+"""Beyond this many logged changes, the distinct rows are not counted: part by part."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -61,10 +81,10 @@ class BaseProgram:
     """The base entry's score vectors it was made for (a full scoring makes a new dict);
     None when the session has no row-local scorer."""
     layout: int
-    steps: tuple[tuple[FloatVector, RowScore], ...]
-    fit: tuple[tuple[Callable[[int], float], Callable[[int], float], float], ...]
-    """Per dimension: the idle and future-idle cell readers and the request less the
-    tolerance (every dimension, as ``fit_mask`` tests)."""
+    fits: Callable[[int], tuple[bool, bool]]
+    """Does the request fit the row's idle, and its future idle, resources (``fit_mask``)?"""
+    total: Callable[[int], float]
+    """Each scorer's value of the row written into its vector, and their sum."""
 
 
 def predicate_program(
@@ -111,79 +131,295 @@ def base_program(
         if function is not None and vec is not None:
             steps.append((vec, function))
     request = table.vector(task.resreq).tolist()
-    fit = []
+    fit: list[tuple[Callable[[int], float], Callable[[int], float], float]] = []
     for dim, amount in zip(table.dims, request, strict=True):
         idle, future = table.column("idle", dim), table.column("future_idle", dim)
         assert idle is not None and future is not None
         fit.append((idle.item, future.item, amount - FIT_TOLERANCE))
-    return BaseProgram(scores, table.layout, tuple(steps), tuple(fit))
+    return BaseProgram(scores, table.layout, _fit_test(fit), _score_sum(steps))
 
 
-def refresh_row(
+def _fit_test(
+    fit: list[tuple[Callable[[int], float], Callable[[int], float], float]],
+) -> Callable[[int], tuple[bool, bool]]:
+    """``table.row_fits`` for one request as a function of the row: every dimension's idle
+    and future idle at least the request less the tolerance (written out for two)."""
+    if len(fit) == 2:
+        (idle0, future0, need0), (idle1, future1, need1) = fit
+
+        def fits_two(row: int) -> tuple[bool, bool]:
+            return (
+                idle0(row) >= need0 and idle1(row) >= need1,
+                future0(row) >= need0 and future1(row) >= need1,
+            )
+
+        return fits_two
+
+    def fits(row: int) -> tuple[bool, bool]:
+        now = later = True
+        for idle_of, future_of, need in fit:
+            if not idle_of(row) >= need:
+                now = False
+            if not future_of(row) >= need:
+                later = False
+        return now, later
+
+    return fits
+
+
+def _score_sum(steps: list[tuple[FloatVector, RowScore]]) -> Callable[[int], float]:
+    """Each scorer's value of the row written into its vector, and their sum from 0.0 in
+    scorer order (as the vector path sums them; written out for two)."""
+    if len(steps) == 2:
+        (vec0, score0), (vec1, score1) = steps
+
+        def total_two(row: int) -> float:
+            first = vec0[row] = score0(row)
+            second = vec1[row] = score1(row)
+            return 0.0 + first + second
+
+        return total_two
+
+    def total(row: int) -> float:
+        summed = 0.0
+        for vec, score_of in steps:
+            value = vec[row] = score_of(row)
+            summed += value
+        return summed
+
+    return total
+
+
+def few_rows_candidates(cache: ShapeCache, task: TaskInfo) -> Candidates | None:
+    """The common case: everything of the shape was current a few row changes ago (one,
+    after the placement of a task of the same shape). With row functions those rows,
+    and the rows ``stale_rows`` adds, are refreshed one by one in Python scalars, up to
+    ``FEW_ROWS`` of them; without, only a single changed row is, by hook calls, and the
+    stale rows' predicates as a vector. None when this is not the case (or a plugin's
+    opinion appeared or vanished): the caller evaluates part by part."""
+    if not cache.cached_predicates:
+        return None
+    entry = cache.entry(task)
+    cands = entry.candidates
+    if cands is None:
+        return None
+    table = cache.table
+    version, latest = cands.version, table.version
+    if latest == version or latest - version > FEW_CHANGES:
+        return None
+    base = entry if entry.base is None else entry.base
+    current = (version, latest)  # the base may be brought up to date already
+    if entry.mask_version != version or base.fit_version not in current:
+        return None
+    if entry.parts is None or base.fit_now is None or base.fit_future is None:
+        return None
+    if cache.local_scorers and (base.score_version not in current or base.score_total is None):
+        return None
+    programs = _programs(cache, entry, base) if cache._predicate_makers is not None else None
+    if latest == version + 1:
+        row = table.changed_rows(version)[0]
+        rows: IntVector | tuple[int, ...] = (row,)
+    elif programs is None:
+        return None
+    else:
+        changed = cache._changed(version)
+        if changed is None or len(changed) > FEW_ROWS:
+            return None
+        rows = changed
+    if cache.stale:
+        extra = cache._stale(entry, version)
+        if isinstance(extra, bool):
+            return None
+        if len(extra):
+            merged = merge_rows(np.asarray(rows, dtype=np.int64), extra)
+            if len(merged) == len(rows):
+                pass  # every stale row is changed already
+            elif programs is not None and len(merged) <= FEW_ROWS:
+                rows = merged
+            elif len(rows) == 1 and len(merged) * FULL_REFRESH_FRACTION <= len(table):
+                return _by_hooks(cache, entry, base, cands, rows[0], merged)
+            else:
+                return None
+    if programs is not None:
+        listed = rows.tolist() if isinstance(rows, np.ndarray) else rows
+        refresh_rows(entry, base, *programs, cands, listed, latest)
+        return cands
+    return _by_hooks(cache, entry, base, cands, rows[0], None)
+
+
+def _by_hooks(
+    cache: ShapeCache,
+    entry: ShapeEntry,
+    base: ShapeEntry,
+    cands: Candidates,
+    row: int,
+    merged: IntVector | None,
+) -> Candidates | None:
+    """``few_rows_candidates`` without row functions: the hooks asked for one row, the
+    stale rows of ``merged`` (the row among them) by a vector."""
+    table = cache.table
+    if not _row_by_hooks(cache, entry, row) or (
+        merged is not None
+        and not cache._refresh_predicates(entry.task, entry, merged[merged != row])
+    ):
+        entry.parts = entry.candidates = None
+        base.fit_now = base.score_total = base.candidates = None
+        return None
+    mask, fit_now, fit_future = entry.mask, base.fit_now, base.fit_future
+    assert mask is not None and fit_now is not None and fit_future is not None
+    entry.mask_version = base.fit_version = base.score_version = table.version
+    vectors = (mask, fit_now, fit_future, base.score_total)
+    if merged is None:
+        refresh_candidate_row(cands, row, *vectors)
+    else:
+        refresh_candidate_rows(cands, merged, *vectors)
+    cands.version = table.version
+    return cands
+
+
+def _programs(
+    cache: ShapeCache, entry: ShapeEntry, base: ShapeEntry
+) -> tuple[PredicateProgram, BaseProgram] | None:
+    """The entry's row predicates and its base's fit test and row scores, made when
+    missing or stale; None when the plugins cannot answer by row functions."""
+    table = cache.table
+    assert cache._predicate_makers is not None and cache._score_makers is not None
+    preds = entry.predicate_program
+    if preds is None or (
+        isinstance(preds, PredicateProgram)
+        and (preds.parts is not entry.parts or preds.layout != table.layout)
+    ):
+        assert entry.parts is not None
+        made = predicate_program(entry.task, table, entry.parts, cache._predicate_makers)
+        preds = entry.predicate_program = False if made is None else made
+    if not isinstance(preds, PredicateProgram):
+        return None
+    program = base.base_program
+    scores = base.scores if cache.local_scorers else None
+    if program is None or (
+        isinstance(program, BaseProgram)
+        and (program.scores is not scores or program.layout != table.layout)
+    ):
+        made_base = base_program(base.task, table, scores, cache._score_makers)
+        program = base.base_program = False if made_base is None else made_base
+    if not isinstance(program, BaseProgram):
+        return None
+    return preds, program
+
+
+def _row_by_hooks(cache: ShapeCache, entry: ShapeEntry, row: int) -> bool:
+    """Predicate parts, fit and row-local scores of one row (see ``few_rows_candidates``)."""
+    table, task, check = cache.table, entry.task, cache.check
+    assert entry.parts is not None and entry.mask is not None
+    rows = np.array((row,), dtype=np.int64)
+    by_name = entry.parts_by_name
+    passed = True
+    for name, hook, _ in cache.predicates:
+        answer = hook(task, table, rows)
+        part = by_name.get(name)
+        if answer is None or part is None:
+            if (answer is None) != (part is None):
+                return False
+            continue
+        if isinstance(answer, PredicateResult):
+            mask, reasons = answer.mask, answer.reasons
+            if answer.resolvable and not answer.resolvable <= part.resolvable:
+                part.resolvable = part.resolvable | answer.resolvable
+        else:
+            mask, reasons = answer, f"node(s) rejected by {name}"
+        ok = bool(check(name, "predicate", mask, 1, np.bool_)[0])
+        if not isinstance(reasons, str):
+            reasons = check(name, "predicate reasons", reasons, 1, object)[0]
+        if isinstance(part.reasons, str) and reasons != part.reasons:
+            part.reasons = np.full(len(table), part.reasons, dtype=object)
+        if not isinstance(part.reasons, str):
+            part.reasons[row] = reasons
+        if not part.mask.flags.writeable:
+            part.mask = part.mask.copy()
+        part.mask[row] = ok
+        passed = passed and ok
+    entry.mask[row] = passed
+    base = entry if entry.base is None else entry.base
+    assert base.fit_now is not None and base.fit_future is not None
+    if base.fit_version != table.version:
+        fits = table.row_fits(row, table.vector(base.task.resreq))
+        base.fit_now[row], base.fit_future[row] = fits
+    if not cache.local_scorers or base.score_version == table.version:
+        return True
+    return cache._score_row(base, rows)
+
+
+def refresh_rows(
     entry: ShapeEntry,
     base: ShapeEntry,
     preds: PredicateProgram,
     program: BaseProgram,
     cands: Candidates,
-    row: int,
+    rows: Iterable[int],
     version: int,
 ) -> None:
-    """Bring ``row`` of the entry (predicate parts and mask), of its base (fit masks, score
+    """Bring ``rows`` of the entry (predicate parts and mask), of its base (fit masks, score
     vectors and their total, unless already current at ``version``) and of its candidates
     up to date, as of the table's ``version``."""
-    assert entry.mask is not None and base.fit_now is not None and base.fit_future is not None
-    passed = True
-    for part, function in preds.steps:
-        reason = function(row)
-        if reason:
-            passed = False
-            known = part.reasons
-            if isinstance(known, str):
-                if reason != known:
-                    part.reasons = known = np.full(len(part.mask), known, dtype=object)
-                    known[row] = reason
+    mask, fit_now, fit_future = entry.mask, base.fit_now, base.fit_future
+    assert mask is not None and fit_now is not None and fit_future is not None
+    fit_due = base.fit_version != version
+    score_total = base.score_total if program.scores is not None else None
+    scores_due = score_total is not None and base.score_version != version
+    steps, fits, totals, extras = preds.steps, program.fits, program.total, cands.extras
+    future_of, now_of = cands.future, cands.now
+    was_future, was_now = future_of.item, now_of.item  # Python bools: numpy's compare is slow
+    best_future, best_now = cands.best_future, cands.best_now
+    for row in rows:
+        passed = True
+        for part, function in steps:
+            reason = function(row)
+            if reason:
+                passed = False
+                _reject(part, row, reason)
             else:
-                known[row] = reason
-            part.mask[row] = False
+                part.mask[row] = True
+        mask[row] = passed
+        if fit_due:
+            now, later = fits(row)
+            fit_now[row] = now
+            fit_future[row] = later
         else:
-            part.mask[row] = True
-    entry.mask[row] = passed
+            now, later = fit_now.item(row), fit_future.item(row)
+        if scores_due:
+            total = score_total[row] = totals(row)  # type: ignore[index]
+        elif score_total is not None:
+            total = score_total.item(row)
+        else:
+            total = 0.0
+        # the candidates, as refresh_candidate_row makes them from the vectors just written
+        future = passed and later
+        now = future and now
+        if future != was_future(row):
+            future_of[row] = future
+            cands.future_count += 1 if future else -1
+        if now != was_now(row):
+            now_of[row] = now
+            cands.now_count += 1 if now else -1
+        for extra in extras:
+            total += extra.item(row)
+        best_future[row] = total if future else _NEG_INF
+        best_now[row] = total if now else _NEG_INF
     entry.mask_version = version
-    if base.fit_version != version:
-        now = later = True
-        for idle_of, future_of, need in program.fit:
-            if not idle_of(row) >= need:
-                now = False
-            if not future_of(row) >= need:
-                later = False
-        base.fit_now[row] = now
-        base.fit_future[row] = later
+    if fit_due:
         base.fit_version = version
-    else:
-        now, later = bool(base.fit_now[row]), bool(base.fit_future[row])
-    total = 0.0
-    if program.scores is not None:
-        assert base.score_total is not None
-        if base.score_version != version:
-            for vec, score_of in program.steps:
-                value = score_of(row)
-                vec[row] = value
-                total += value
-            base.score_total[row] = total
-            base.score_version = version
-        else:
-            total = float(base.score_total[row])
-    # the candidates, as refresh_candidate_row makes them from the vectors just written
-    future = passed and later
-    now = future and now
-    if future != cands.future[row]:
-        cands.future[row] = future
-        cands.future_count += 1 if future else -1
-    if now != cands.now[row]:
-        cands.now[row] = now
-        cands.now_count += 1 if now else -1
-    for extra in cands.extras:
-        total += float(extra[row])
-    cands.best_future[row] = total if future else _NEG_INF
-    cands.best_now[row] = total if now else _NEG_INF
+    if scores_due:
+        base.score_version = version
     cands.version = version
+
+
+def _reject(part: PredicatePart, row: int, reason: str) -> None:
+    """Record that ``part`` rejects ``row`` for ``reason``."""
+    known = part.reasons
+    if isinstance(known, str):
+        if reason != known:
+            part.reasons = known = np.full(len(part.mask), known, dtype=object)
+            known[row] = reason
+    else:
+        known[row] = reason
+    part.mask[row] = False
