@@ -99,6 +99,8 @@ from pumice.plugins import _queue_reasons as reasons
 
 log = logging.getLogger("pumice.plugins.proportion")
 
+_UNKNOWN = object()
+
 _VOLCANO_THRESHOLD = {"cpu": 0.1, "memory": 0.1}
 """Below these amounts a dimension of ``remaining`` counts as exhausted (Volcano's 0.1 in its
 own units: millicores and bytes)."""
@@ -269,6 +271,7 @@ class ProportionPlugin(Plugin):
         self.total = Resource.zero()
         self._session: SessionView | None = None
         self._promised: tuple[JobInfo, QueueAttributes, Resource] | None = None
+        self._by_job: dict[str, QueueAttributes | None] = {}
 
     # -- session ----------------------------------------------------------------------------
 
@@ -500,9 +503,17 @@ class ProportionPlugin(Plugin):
     # -- events -----------------------------------------------------------------------------
 
     def _attributes_of(self, task: TaskInfo) -> QueueAttributes | None:
+        """The attributes of the task's queue, looked up once per job (a job's queue stays
+        the same through a session)."""
+        known = self._by_job.get(task.job, _UNKNOWN)
+        if known is not _UNKNOWN:
+            return known  # type: ignore[return-value]
         session = self._session
         job = session.jobs.get(task.job) if session is not None else None
-        return self.attributes.get(job.queue) if job is not None else None
+        attr = self.attributes.get(job.queue) if job is not None else None
+        if job is not None:
+            self._by_job[task.job] = attr
+        return attr
 
     @hookimpl
     def on_allocate(self, task: TaskInfo) -> None:

@@ -29,6 +29,8 @@ log = logging.getLogger("pumice.session")
 FloatVector = npt.NDArray[np.float64]
 BoolVector = npt.NDArray[np.bool_]
 
+_NO_SCORE = -np.inf
+
 
 def pick_best(
     session: Session, task: TaskInfo, masked: FloatVector, mask: BoolVector
@@ -84,19 +86,39 @@ def choose_node(session: Session, task: TaskInfo, cands: Candidates, now: bool) 
         n = len(table)
         answers = []
         fresh = False  # did a plugin answer a vector it may change (made for this task)?
+        checked = shapes.checked_answers
         for name, hook in hooks:
             answer = hook(task, table, view)
-            if answer is not None:
+            if answer is None:
+                continue
+            known = checked.get(name)
+            if known is not None and known[0] is answer:
+                answer = known[1]  # the read-only vector checked last time, unchanged
+            else:
+                given = answer
                 answer = vector_answer(name, "normalized_score", answer, n, np.float64)
-                fresh = fresh or answer.flags.writeable
-                answers.append(answer)
+                if answer.flags.writeable:
+                    fresh = True
+                else:
+                    checked[name] = (given, answer)
+            answers.append(answer)
         if fresh:
             summed = total_plus(shapes.score_total(task), answers, n)
             return pick_best(session, task, np.where(mask, summed, -np.inf), mask)
         cands = shapes.with_extras(task, cands, tuple(answers))
     elif cands.extras:
         cands = shapes.with_extras(task, cands, ())
-    return pick_best(session, task, cands.best_now if now else cands.best_future, mask)
+    best = cands.best_now if now else cands.best_future
+    if (
+        session.tie_break != "random"
+        and not session.hooks("best_node")
+        and table.rows_in_name_order  # argmax names the first of the tied rows: the smallest
+    ):
+        row = int(best.argmax())
+        if best.item(row) == _NO_SCORE and not mask[row]:  # as pick_best: no node
+            return None
+        return table.nodes[row].name
+    return pick_best(session, task, best, mask)
 
 
 def score_parts(
