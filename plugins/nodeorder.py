@@ -271,6 +271,9 @@ class NodeOrderPlugin(Plugin):
         self._raw_by_shape: dict[TaskShape, tuple[FloatVector | None, FloatVector | None]] = {}
         """The same per task shape (whose terms hold the preferred terms and tolerations)."""
         self._flat: FloatVector | None = None
+        self._flat_by_shape: dict[TaskShape, tuple[NodeTable, int, FloatVector]] = {}
+        """Task shape -> the constant label scores answered for it, with the table and epoch
+        they were answered for (asked per task: this skips the lookups that led to them)."""
 
     @property
     def enabled(self) -> bool:
@@ -368,8 +371,15 @@ class NodeOrderPlugin(Plugin):
         """Node affinity, taint toleration and the pod-to-pod scores, normalised over the
         candidate nodes as kube-scheduler normalises them over the nodes that passed
         filtering."""
+        links_active = self.links.active
+        if not links_active:
+            known = self._flat_by_shape.get(task.shape)
+            if known is not None and known[0] is nodes and known[1] == nodes.epoch:
+                return known[2]  # the constant label scores of this shape, as last time
         labels = self._label_scores(task, nodes, mask)
-        if not self.links.active:
+        if not links_active:
+            if labels is not None and labels is self._flat:
+                self._flat_by_shape[task.shape] = (nodes, nodes.epoch, labels)
             return labels
         links = self.links.score(task, nodes, self.node_terms(nodes), mask)
         if links is None:

@@ -171,7 +171,8 @@ class PredicatesPlugin(Plugin):
 
     @hookimpl
     def shape_key(self, task: TaskInfo) -> object:
-        return self.links.shape_key(task)
+        links = self.links
+        return links.shape_key(task) if links.active else None
 
     @hookimpl
     def stale_rows(

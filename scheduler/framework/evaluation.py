@@ -63,12 +63,6 @@ IntVector = npt.NDArray[np.int64]
 Hook = Callable[..., Any]
 
 
-def task_shape(task: TaskInfo) -> Hashable:
-    """The task's shape (``TaskInfo.shape``: request, non-zero request and scheduling terms,
-    computed once per pod object)."""
-    return task.shape
-
-
 def predicate_part(name: str, answer: Any, n: int, check: Callable[..., Any]) -> PredicatePart:
     """Normalise a predicate hook's answer (mask or PredicateResult) to a part of length n."""
     resolvable: frozenset[str] = frozenset()
@@ -166,6 +160,10 @@ class ShapeCache:
         self._last_for: tuple[tuple[int, int, int, int], IntVector | None] | None = None
         self._of_task: dict[str, ShapeEntry] = {}
         """Task uid -> its shape's entry, so a shape key is built once per task."""
+        self.argmax_decides: tuple[int, bool] | None = None
+        """(epoch, whether the first row of the top score is the node to choose): set by
+        ``pumice.framework.placement`` (no best_node plugin, no random tie-break, rows in
+        name order)."""
         self.checked_answers: dict[str, tuple[object, FloatVector]] = {}
         """Plugin -> the last read-only ``normalized_score`` answer that passed the contract
         check, as given and as checked: the same object again needs no second check."""
@@ -178,13 +176,20 @@ class ShapeCache:
         entry = self._of_task.get(task.uid)
         if entry is not None and entry.epoch == self.table.epoch:
             return entry
-        key = task_shape(task)
+        key: Hashable = task.shape
         if self.group_of is not None:
             key = (self.group_of(task), key)
         base: ShapeEntry | None = None
-        if self.shape_keys:
-            extra = tuple([hook(task) for hook in self.shape_keys])
-            if extra.count(None) != len(extra):
+        keys = self.shape_keys
+        if keys:
+            if len(keys) == 1:  # one plugin names a key (predicates): no tuple to count
+                one = keys[0](task)
+                extra = () if one is None else (one,)
+            else:
+                extra = tuple([hook(task) for hook in keys])
+                if extra.count(None) == len(extra):
+                    extra = ()
+            if extra:
                 base = self.entries.get(key)
                 if base is None or base.epoch != self.table.epoch:
                     base = self.entries[key] = ShapeEntry(self.table.epoch, task, borrowed=True)
@@ -420,8 +425,12 @@ class ShapeCache:
         """``cands`` with ``extras`` (read-only vectors) in its best scores: the same object
         when they are the vectors already in, else recomputed in full (and kept)."""
         known, self._extras = cands.extras, extras
-        if len(extras) == len(known) and all(a is b for a, b in zip(extras, known, strict=True)):
-            return cands
+        if len(extras) == len(known):
+            for given, kept in zip(extras, known, strict=True):  # a loop: asked per task
+                if given is not kept:
+                    break
+            else:
+                return cands
         cands.rescore(self.score_total(task), extras)
         return cands
 

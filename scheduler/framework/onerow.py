@@ -56,7 +56,7 @@ RowMaker = Callable[[TaskInfo, NodeTable], Any]
 
 _NEG_INF = -np.inf
 
-FEW_ROWS = 32
+FEW_ROWS = 64
 """Up to this many changed rows are refreshed one by one with the row functions (numpy's
 per-call cost over a few rows is more than the scalar arithmetic); more, part by part."""
 FEW_CHANGES = 4 * FEW_ROWS
@@ -199,50 +199,53 @@ def few_rows_candidates(cache: ShapeCache, task: TaskInfo) -> Candidates | None:
     opinion appeared or vanished): the caller evaluates part by part."""
     if not cache.cached_predicates:
         return None
-    entry = cache.entry(task)
+    table = cache.table
+    entry = cache._of_task.get(task.uid)  # ShapeCache.entry's first step, inline
+    if entry is None or entry.epoch != table.epoch:
+        entry = cache.entry(task)
     cands = entry.candidates
     if cands is None:
         return None
-    table = cache.table
     version, latest = cands.version, table.version
     if latest == version or latest - version > FEW_CHANGES:
         return None
     base = entry if entry.base is None else entry.base
-    current = (version, latest)  # the base may be brought up to date already
-    if entry.mask_version != version or base.fit_version not in current:
+    if entry.mask_version != version or entry.parts is None:
         return None
-    if entry.parts is None or base.fit_now is None or base.fit_future is None:
+    fit_version = base.fit_version
+    if (fit_version != version and fit_version != latest) or base.fit_now is None:
         return None
-    if cache.local_scorers and (base.score_version not in current or base.score_total is None):
-        return None
+    if cache.local_scorers:
+        score_version = base.score_version
+        if (score_version != version and score_version != latest) or base.score_total is None:
+            return None
     programs = _programs(cache, entry, base) if cache._predicate_makers is not None else None
+    rows: list[int]
     if latest == version + 1:
-        row = table.changed_rows(version)[0]
-        rows: IntVector | tuple[int, ...] = (row,)
+        rows = table.changed_rows(version)
     elif programs is None:
         return None
     else:
-        changed = cache._changed(version)
-        if changed is None or len(changed) > FEW_ROWS:
+        distinct = set(table.changed_rows(version))
+        if len(distinct) > FEW_ROWS:
             return None
-        rows = changed
+        rows = sorted(distinct)
     if cache.stale:
         extra = cache._stale(entry, version)
         if isinstance(extra, bool):
             return None
         if len(extra):
-            merged = merge_rows(np.asarray(rows, dtype=np.int64), extra)
+            merged = merge_rows(np.array(rows, dtype=np.int64), extra)
             if len(merged) == len(rows):
                 pass  # every stale row is changed already
             elif programs is not None and len(merged) <= FEW_ROWS:
-                rows = merged
+                rows = merged.tolist()
             elif len(rows) == 1 and len(merged) * FULL_REFRESH_FRACTION <= len(table):
                 return _by_hooks(cache, entry, base, cands, rows[0], merged)
             else:
                 return None
     if programs is not None:
-        listed = rows.tolist() if isinstance(rows, np.ndarray) else rows
-        refresh_rows(entry, base, *programs, cands, listed, latest)
+        refresh_rows(entry, base, programs[0], programs[1], cands, rows, latest)
         return cands
     return _by_hooks(cache, entry, base, cands, rows[0], None)
 
@@ -283,8 +286,16 @@ def _programs(
     """The entry's row predicates and its base's fit test and row scores, made when
     missing or stale; None when the plugins cannot answer by row functions."""
     table = cache.table
+    preds, program = entry.predicate_program, base.base_program
+    if (  # the common case: both made and current
+        preds.__class__ is PredicateProgram
+        and program.__class__ is BaseProgram
+        and preds.parts is entry.parts
+        and preds.layout == program.layout == table.layout
+        and program.scores is (base.scores if cache.local_scorers else None)
+    ):
+        return preds, program
     assert cache._predicate_makers is not None and cache._score_makers is not None
-    preds = entry.predicate_program
     if preds is None or (
         isinstance(preds, PredicateProgram)
         and (preds.parts is not entry.parts or preds.layout != table.layout)

@@ -229,11 +229,15 @@ class NodeInfo:
         else:
             used, idle_matrix, future = t._used, t._idle, t._future
             if _and(status, _NEEDS_IDLE):
+                # the request within the idle resources in every dimension: an amount the
+                # task does not ask for is 0.0, and 0.0 - idle > tolerance is idle < -tolerance
                 idle = idle_matrix[:, r].tolist()
-                need = t.vector(task.resreq).tolist()
-                for i, amount in enumerate(need):
+                fits = not (idle and min(idle) < -FIT_TOLERANCE)
+                for i, amount in cells:
                     if amount - idle[i] > FIT_TOLERANCE:
-                        self._refuse(task, need, idle)
+                        fits = False
+                if not fits:
+                    self._refuse(task, t.vector(task.resreq).tolist(), idle)
                 for i, amount in cells:  # idle is read already: set, not add in place
                     used[i, r] += amount
                     idle_matrix[i, r] = idle[i] - amount
