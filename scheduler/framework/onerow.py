@@ -230,24 +230,63 @@ def few_rows_candidates(cache: ShapeCache, task: TaskInfo) -> Candidates | None:
         if len(distinct) > FEW_ROWS:
             return None
         rows = sorted(distinct)
+    stale: IntVector | None = None  # rows only ``stale_rows`` names: their predicates changed
     if cache.stale:
         extra = cache._stale(entry, version)
         if isinstance(extra, bool):
             return None
         if len(extra):
-            merged = merge_rows(np.array(rows, dtype=np.int64), extra)
-            if len(merged) == len(rows):
+            only = _stale_only(extra, rows)
+            if not len(only):
                 pass  # every stale row is changed already
-            elif programs is not None and len(merged) <= FEW_ROWS:
-                rows = merged.tolist()
-            elif len(rows) == 1 and len(merged) * FULL_REFRESH_FRACTION <= len(table):
+            elif programs is not None and len(only) + len(rows) <= FEW_ROWS:
+                rows = sorted([*rows, *only.tolist()])
+            elif (len(only) + len(rows)) * FULL_REFRESH_FRACTION > len(table):
+                return None
+            elif programs is not None:
+                stale = only
+            elif len(rows) == 1:
+                merged = merge_rows(np.array(rows, dtype=np.int64), only)
                 return _by_hooks(cache, entry, base, cands, rows[0], merged)
             else:
                 return None
-    if programs is not None:
-        refresh_rows(entry, base, programs[0], programs[1], cands, rows, latest)
-        return cands
-    return _by_hooks(cache, entry, base, cands, rows[0], None)
+    if programs is None:
+        return _by_hooks(cache, entry, base, cands, rows[0], None)
+    refresh_rows(entry, base, programs[0], programs[1], cands, rows, latest)
+    if stale is not None and not _stale_rows(cache, entry, base, cands, stale):
+        return None
+    return cands
+
+
+def _stale_only(extra: IntVector, rows: list[int]) -> IntVector:
+    """The distinct rows of ``extra`` that are not among ``rows``, ascending. The common case,
+    a placement's row among its zone's rows (ascending already), costs two numpy calls and
+    the check that they are ascending."""
+    only: IntVector
+    if len(rows) == 1:
+        only = extra[extra != rows[0]]
+    else:
+        only = np.array(sorted(set(extra.tolist()).difference(rows)), dtype=np.int64)
+    if len(only) > 1 and not bool((only[1:] > only[:-1]).all()):
+        only = np.unique(only)
+    return only
+
+
+def _stale_rows(
+    cache: ShapeCache, entry: ShapeEntry, base: ShapeEntry, cands: Candidates, stale: IntVector
+) -> bool:
+    """Refresh rows whose predicate answers changed though their accounting did not (a zone
+    spread's zone after a placement in it): the predicates by one vector call per plugin, the
+    candidates from the fit masks and scores that stay as they were. False when a plugin's
+    opinion appeared or vanished (the entry is then dropped, to be evaluated in full)."""
+    if not cache._refresh_predicates(entry.task, entry, stale):
+        entry.parts = entry.candidates = None
+        base.fit_now = base.score_total = base.candidates = None
+        return False
+    mask, fit_now, fit_future = entry.mask, base.fit_now, base.fit_future
+    assert mask is not None and fit_now is not None and fit_future is not None
+    refresh_candidate_rows(cands, stale, mask, fit_now, fit_future, base.score_total)
+    return True
 
 
 def _by_hooks(

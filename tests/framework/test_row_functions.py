@@ -31,9 +31,11 @@ from pumice import (
 from pumice.framework.config import load_default_config
 from pumice.framework.evaluation import ShapeCache
 from pumice.framework.host import PluginHost
-from pumice.framework.onerow import BaseProgram, PredicateProgram
+from pumice.framework.candidates import FULL_REFRESH_FRACTION
+from pumice.framework.onerow import FEW_ROWS, BaseProgram, PredicateProgram
 from pumice.framework.session import RecordingCommitter, Session
 from support.builders import make_config
+from support.links import ZONE, job_of, link_pod, links_snapshot, spread, zoned_nodes
 from support.nodes import container, pod, taint, toleration
 
 GiB = 2**30
@@ -245,3 +247,35 @@ def assert_candidates_are_fresh(session: Session, task: TaskInfo) -> None:
         summed += extra
     assert np.array_equal(cands.best_now, np.where(cands.now, summed, -np.inf))
     assert np.array_equal(cands.best_future, np.where(cands.future, summed, -np.inf))
+
+
+def test_a_zone_spread_refreshes_its_zone_by_vector_beside_the_row_functions() -> None:
+    """A zone spread's placement makes its whole zone's predicates stale: more rows than the
+    row functions take one by one (``FEW_ROWS``), fewer than an eighth of the table. The
+    placed row goes through the program, the rest of the zone through the predicate hook as
+    a vector; the candidates equal a full evaluation after every placement."""
+    zones = 13
+    per_zone = FEW_ROWS + 16
+    nodes = zoned_nodes(zones * per_zone, zones=zones)
+    app = {"app": "spread"}
+    pods = [
+        link_pod(f"s{i}", app, spreads=[spread(app, key=ZONE)], cpu="500m") for i in range(8)
+    ]
+    job = job_of("spread", pods, min_available=1)
+    snap = links_snapshot(nodes, [job])
+    assert per_zone * FULL_REFRESH_FRACTION <= len(snap.table)
+    session = Session.open(snap, load_default_config(), HOST, committer=RecordingCommitter())
+    statement = session.statement()
+    tasks = sorted(session.jobs[job.uid].tasks.values(), key=lambda t: t.name)
+    zones_used = []
+    for placed, task in enumerate(tasks):
+        cands = session.candidates(task)
+        assert_candidates_are_fresh(session, task)
+        if placed:  # one placement ago: the one-row path, with the programs
+            assert isinstance(session.shapes.entry(task).predicate_program, PredicateProgram)
+        node = session.choose_node(task, cands, True)
+        assert node is not None
+        statement.allocate(task, node)
+        zones_used.append(session.nodes[node].labels[ZONE])
+    # maxSkew 1 over 13 zones: eight pods in eight different zones
+    assert len(set(zones_used)) == len(tasks)
