@@ -28,10 +28,10 @@ from pumice import (
     TaskInfo,
     hookimpl,
 )
+from pumice.framework.candidates import FULL_REFRESH_FRACTION
 from pumice.framework.config import load_default_config
 from pumice.framework.evaluation import ShapeCache
 from pumice.framework.host import PluginHost
-from pumice.framework.candidates import FULL_REFRESH_FRACTION
 from pumice.framework.onerow import FEW_ROWS, BaseProgram, PredicateProgram
 from pumice.framework.session import RecordingCommitter, Session
 from support.builders import make_config
