@@ -47,9 +47,11 @@ from pumice.framework.candidates import (
     rows_changed,
 )
 from pumice.framework.onerow import (
+    FEW_ROWS,
     BaseProgram,
     PredicateProgram,
     RowMaker,
+    base_rows,
     few_rows_candidates,
 )
 from pumice.framework.results import PredicatePart, PredicateResult
@@ -323,6 +325,8 @@ class ShapeCache:
         elif len(rows) == 1:  # the common case after one placement: no per-column passes
             row = int(rows[0])
             entry.fit_now[row], entry.fit_future[row] = table.row_fits(row, request)
+        elif len(rows) <= FEW_ROWS and base_rows(entry, rows.tolist(), table.layout, fit=True):
+            pass  # a few rows, by the program's fit test
         elif len(rows):
             entry.fit_now[rows] = fit_mask(table, request, "idle", rows)
             entry.fit_future[rows] = fit_mask(table, request, "future_idle", rows)
@@ -340,7 +344,14 @@ class ShapeCache:
         entry = base_of(self.entry(task))
         task = entry.task
         rows = None if entry.score_total is None else self._changed(entry.score_version)
-        if rows is not None and len(rows) and not self._refresh_scores(task, entry, rows):
+        if (
+            rows is not None
+            and len(rows)
+            and not (
+                len(rows) <= FEW_ROWS and base_rows(entry, rows.tolist(), table.layout, fit=False)
+            )
+            and not self._refresh_scores(task, entry, rows)
+        ):
             rows = None
         if rows is None:
             entry.scores = {}

@@ -399,6 +399,28 @@ def _row_by_hooks(cache: ShapeCache, entry: ShapeEntry, row: int) -> bool:
     return cache._score_row(base, rows)
 
 
+def base_rows(base: ShapeEntry, rows: list[int], layout: int, *, fit: bool) -> bool:
+    """Refresh ``rows`` of a base entry's fit masks (``fit``) or of its score vectors and
+    total (else) by its program, one by one; False when it has no current program (the
+    caller then uses the vector path). A new entry of a shape key brings its shared base
+    up to date this way, over the few rows changed since another entry used it."""
+    program = base.base_program
+    if not isinstance(program, BaseProgram) or program.layout != layout:
+        return False
+    if fit:
+        fits, fit_now, fit_future = program.fits, base.fit_now, base.fit_future
+        assert fit_now is not None and fit_future is not None
+        for row in rows:
+            fit_now[row], fit_future[row] = fits(row)
+        return True
+    total, score_total = program.total, base.score_total
+    if program.scores is not base.scores or score_total is None:
+        return False
+    for row in rows:
+        score_total[row] = total(row)
+    return True
+
+
 def refresh_rows(
     entry: ShapeEntry,
     base: ShapeEntry,

@@ -258,9 +258,7 @@ def test_a_zone_spread_refreshes_its_zone_by_vector_beside_the_row_functions() -
     per_zone = FEW_ROWS + 16
     nodes = zoned_nodes(zones * per_zone, zones=zones)
     app = {"app": "spread"}
-    pods = [
-        link_pod(f"s{i}", app, spreads=[spread(app, key=ZONE)], cpu="500m") for i in range(8)
-    ]
+    pods = [link_pod(f"s{i}", app, spreads=[spread(app, key=ZONE)], cpu="500m") for i in range(8)]
     job = job_of("spread", pods, min_available=1)
     snap = links_snapshot(nodes, [job])
     assert per_zone * FULL_REFRESH_FRACTION <= len(snap.table)
@@ -279,3 +277,39 @@ def test_a_zone_spread_refreshes_its_zone_by_vector_beside_the_row_functions() -
         zones_used.append(session.nodes[node].labels[ZONE])
     # maxSkew 1 over 13 zones: eight pods in eight different zones
     assert len(set(zones_used)) == len(tasks)
+
+
+def test_a_shape_asked_after_others_placed_brings_its_fit_and_scores_up_by_program() -> None:
+    """Shape a is placed twice (its programs are made), then shape b three times on other
+    rows; asked for its fit masks and scores, shape a refreshes the rows b changed with its
+    program, and they equal a full evaluation (40 nodes: three changed rows are too few for
+    a full evaluation)."""
+    snap = make_snapshot([(8000, 8 * GiB, 0, False, False, 110)] * 40)
+    first = [make_task(f"a{i}", ("500m", "1Gi", False, False, False, 0)) for i in range(3)]
+    second = [make_task(f"b{i}", ("1500m", "3Gi", False, False, False, 0)) for i in range(3)]
+    session = default_session(snap, first + second)
+    statement = session.statement()
+    for task in first[:2]:
+        cands = session.candidates(task)
+        node = session.choose_node(task, cands, True)
+        assert node is not None
+        statement.allocate(task, node)
+    session.candidates(first[2])  # the one-row path: the programs are made
+    assert isinstance(session.shapes.entry(first[2]).base_program, BaseProgram)
+    for row, task in zip((5, 6, 7), second, strict=True):
+        statement.allocate(task, session.table.nodes[row].name)
+    now, future = session.fit(first[2])
+    total = session.shapes.score_total(first[2])
+    fresh = ShapeCache(
+        session.table,
+        session.shapes.predicates,
+        [(n, h, True) for n, h in session.shapes.local_scorers],
+        session.shapes.check,
+    )
+    fresh_now, fresh_future = fresh.fit(first[2])
+    assert np.array_equal(now, fresh_now) and np.array_equal(future, fresh_future)
+    fresh_total = fresh.score_total(first[2])
+    assert total is not None and fresh_total is not None
+    assert np.array_equal(total, fresh_total)
+    for name, vector in session.shapes.scores(first[2]).items():
+        assert np.array_equal(vector, fresh.scores(first[2])[name])
