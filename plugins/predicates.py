@@ -199,8 +199,12 @@ class PredicatesPlugin(Plugin):
         pod = task.terms
         sel: slice | npt.NDArray[np.int64] = slice(None) if rows is None else rows
         n = len(nodes) if rows is None else len(rows)
-        ok = np.ones(n, dtype=np.bool_)
         failures: list[tuple[BoolVector, str | npt.NDArray[np.object_]]] = []
+        # the first filter needs no mask of earlier rejections: its failures are the mask
+        too_many = nodes.pod_count[sel] + 1 > nodes.max_pods[sel]
+        if too_many.any():
+            failures.append((too_many, TOO_MANY_PODS))
+        ok = ~too_many
 
         def reject(failed: BoolVector, why: str | npt.NDArray[np.object_]) -> None:
             newly = failed & ok
@@ -208,13 +212,13 @@ class PredicatesPlugin(Plugin):
                 failures.append((newly, why))
                 ok[newly] = False
 
-        reject(nodes.pod_count[sel] + 1 > nodes.max_pods[sel], TOO_MANY_PODS)
         unschedulable = nodes.unschedulable[sel]
         if unschedulable.any() and not terms.tolerates_unschedulable(pod.tolerations):
             reject(unschedulable, UNSCHEDULABLE)
         if self.taint_toleration:
             tainted, taint_reasons = terms.untolerated(pod.tolerations)
-            reject(tainted[sel], taint_reasons[sel])
+            if terms.taints_anywhere(pod.tolerations):  # else: nothing to reject
+                reject(tainted[sel], taint_reasons[sel])
         if self.node_affinity and pod.selector is not None:
             reject(~terms.selector(pod.selector)[sel], AFFINITY_MISMATCH)
         if self.node_ports and pod.host_ports and ok.any():
