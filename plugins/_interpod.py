@@ -175,25 +175,26 @@ class AffinityFilter:
 
     def row_reason(self, row: int) -> str:
         """The first failing check's reason for one row ("" when it passes)."""
+        # cells read with .item(): Python ints compare far faster than numpy scalars
         if self.affinity:
             exception = self._exception()
             for _, counter in self.affinity:
-                code = int(counter.domains.codes[row])
-                if code < 0 or not (exception or counter.counts[code] > 0):
+                code = counter.domains.codes.item(row)
+                if code < 0 or not (exception or counter.counts.item(code) > 0):
                     return AFFINITY_MISMATCH
         for counters, reason in (
             (self.anti, ANTI_AFFINITY_MISMATCH),
             (self.existing, EXISTING_ANTI_AFFINITY),
         ):
             for counter in counters:
-                if counter.total > 0 and counter.counts[counter.domains.codes[row]] > 0:
+                if counter.total > 0 and counter.counts.item(counter.domains.codes.item(row)) > 0:
                     return reason
         return ""
 
 
 def _crossed_zero(counter: DomainCounter, code: int, delta: int) -> bool:
     """Did the domain's count go from zero or to zero (the only changes the checks see)?"""
-    after = int(counter.counts[code])
+    after: int = counter.counts.item(code)
     return after == 0 or after == delta
 
 

@@ -194,6 +194,7 @@ class NodeTerms:
         self._hard: dict[Tolerations, tuple[BoolVector, ObjectVector]] = {}
         self._soft: dict[Tolerations, FloatVector] = {}
         self._unschedulable: dict[Tolerations, bool] = {}
+        self._untolerated_any: dict[Tolerations, bool] = {}
         self.evaluations: Counter[str] = Counter()
         """Cache misses by kind: requirement, term, selector, preferred, taints, soft-taints."""
         # distinct taint (key, value, effect) -> rows having it and its index in each row's list
@@ -343,6 +344,16 @@ class NodeTerms:
         answer = (_frozen(failed), _frozen(why))
         self._hard[tolerations] = answer
         return answer
+
+    def taints_anywhere(self, tolerations: Tolerations) -> bool:
+        """Does any node have a NoSchedule / NoExecute taint the tolerations miss (does
+        ``untolerated`` reject any node)? Kept with its answer."""
+        known = self._untolerated_any.get(tolerations)
+        if known is None:
+            known = self._untolerated_any[tolerations] = bool(
+                self.untolerated(tolerations)[0].any()
+            )
+        return known
 
     def prefer_no_schedule_counts(self, tolerations: Tolerations) -> FloatVector:
         """How many PreferNoSchedule taints of each node the tolerations do not tolerate."""

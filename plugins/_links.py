@@ -15,7 +15,7 @@ term of the session) gets None and shares its shape's mask as before.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 import numpy as np
@@ -171,6 +171,27 @@ class PodLinkFilters:
         if state.affinity is not None:
             out += state.affinity.failures(rows)
         return out
+
+    def row_function(
+        self, task: TaskInfo, nodes: NodeTable, terms: NodeTerms
+    ) -> Callable[[int], str] | None:
+        """``row_reason`` of ``task`` as a function of the row (None when neither filter
+        concerns the task): its filters looked up once."""
+        state = self._state(task, nodes, terms)
+        spread, affinity = state.spread, state.affinity
+        if spread is None and affinity is None:
+            return None
+        if affinity is None:
+            assert spread is not None
+            return spread.row_reason
+        if spread is None:
+            return affinity.row_reason
+        spread_reason, affinity_reason = spread.row_reason, affinity.row_reason
+
+        def reason(row: int) -> str:
+            return spread_reason(row) or affinity_reason(row)
+
+        return reason
 
     def row_reason(self, task: TaskInfo, nodes: NodeTable, terms: NodeTerms, row: int) -> str:
         state = self._state(task, nodes, terms)

@@ -40,6 +40,10 @@ from pumice import COMPLETED_STATUSES, NodeTable, SessionView, TaskInfo, TaskSta
 from pumice.model.podterms import AffinityTerm, LabelSelector, PodLinks, selector_matches
 
 IntVector = npt.NDArray[np.int64]
+_and = int.__and__
+"""Status tests as int arithmetic in C (``status & X`` builds a new enum member in Python)."""
+_COMPLETED = int(COMPLETED_STATUSES)
+_PENDING, _RELEASING = TaskStatus.PENDING, TaskStatus.RELEASING
 NAME_LABEL = "kubernetes.io/metadata.name"
 
 Ident = tuple[str, frozenset[tuple[str, str]]]
@@ -74,17 +78,28 @@ def shared_index(session: SessionView) -> PodIndex:
 
 
 _idents: dict[Ident, Ident] = {}
+_of_labels: dict[int, tuple[Mapping[str, str], Ident]] = {}
+"""id of a pod's labels mapping -> (that mapping, its identity): a task's labels are made once
+per pod object (``TaskInfo.labels``), and several helpers ask for its identity per task. The
+mapping is kept with the answer, so its id cannot be reused while the entry lives."""
 
 
 def ident_of(task: TaskInfo) -> Ident:
     """The pod's identity, one object per distinct value: the caches keyed by it then hit
     by identity, without comparing the label sets."""
-    ident = (task.namespace, frozenset(task.labels.items()))
+    labels = task.labels
+    known = _of_labels.get(id(labels))
+    if known is not None and known[0] is labels and known[1][0] == task.namespace:
+        return known[1]
+    ident = (task.namespace, frozenset(labels.items()))
     found = _idents.get(ident)
     if found is None:
         if len(_idents) >= 1 << 16:
             _idents.clear()
         found = _idents[ident] = ident
+    if len(_of_labels) >= 1 << 16:
+        _of_labels.clear()
+    _of_labels[id(labels)] = (labels, found)
     return found
 
 
@@ -128,10 +143,11 @@ class DomainCounter:
     read without a pass over every domain)."""
 
     def add(self, row: int, delta: int) -> None:
-        code = int(self.domains.codes[row])
+        code: int = self.domains.codes.item(row)
         if code < 0:
             return
-        self.counts[code] += delta
+        counts = self.counts
+        counts[code] = counts.item(code) + delta
         self.total += delta
         value = self.occupied.get(code, 0) + delta
         if value:
@@ -150,7 +166,8 @@ class RowCounter:
     listeners: list[Listener] = field(default_factory=list)
 
     def add(self, row: int, delta: int) -> None:
-        self.counts[row] += delta
+        counts = self.counts
+        counts[row] = counts.item(row) + delta
         for listener in self.listeners:
             listener(row, delta)
 
@@ -323,13 +340,14 @@ class PodIndex:
         pods without a node count nowhere."""
         if task.uid in self._placed or task.node_name is None:
             return
-        if task.status & COMPLETED_STATUSES or task.status == TaskStatus.PENDING:
+        status = task.status
+        if _and(status, _COMPLETED) or status == _PENDING:
             return
         if task.node_name not in self.table:
             return
         row = self.table.row(task.node_name)
         ident = ident_of(task)
-        terminating = task.status == TaskStatus.RELEASING or bool(
+        terminating = status == _RELEASING or bool(
             ((task.pod or {}).get("metadata") or {}).get("deletionTimestamp")
         )
         placed = _Placed(row, ident, owner_keys(task), not terminating)

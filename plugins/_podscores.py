@@ -21,6 +21,8 @@ ReplicaSets, which pumice does not watch) are not applied.
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Hashable
 from dataclasses import dataclass
 
@@ -237,17 +239,18 @@ def _affinity_sparse(
         return None
     rows = np.fromiter(raw, dtype=np.int64, count=len(raw))
     values = np.fromiter(raw.values(), dtype=np.float64, count=len(raw))
-    in_mask = mask[rows]
-    seen = values[in_mask]
+    # the few rows' values on the candidates, in Python floats: min and max are exact, and
+    # the arithmetic below is the same IEEE operations numpy would do on one element
+    seen = list(itertools.compress(raw.values(), mask[rows].tolist()))
     untouched = int(np.count_nonzero(mask)) > len(seen)
-    lo = min(float(seen.min()), 0.0) if len(seen) else 0.0
-    hi = max(float(seen.max()), 0.0) if len(seen) else 0.0
+    lo = min(min(seen), 0.0) if seen else 0.0
+    hi = max(max(seen), 0.0) if seen else 0.0
     if not untouched:
-        lo, hi = float(seen.min()), float(seen.max())
+        lo, hi = min(seen), max(seen)
     if hi - lo <= 0:
         return np.zeros(n)
-    rest = np.trunc(MAX_NODE_SCORE * ((np.zeros(1) - lo) / (hi - lo)))
-    out = np.full(n, rest[0])
+    scaled = MAX_NODE_SCORE * ((0.0 - lo) / (hi - lo))
+    out = np.full(n, math.copysign(float(math.trunc(scaled)), scaled))  # np.trunc, sign kept
     out[rows] = np.trunc(MAX_NODE_SCORE * ((values - lo) / (hi - lo)))
     return out
 

@@ -114,10 +114,10 @@ class SpreadFilter:
 
     def _changed(self, part: _Part) -> Listener:
         def changed(row: int, delta: int) -> None:
-            if not part.eligible[row]:
+            if not part.eligible.item(row):
                 return
-            code = int(part.domains.codes[row])
-            before = int(part.counts[code])
+            code: int = part.domains.codes.item(row)
+            before: int = part.counts.item(code)
             after = before + delta
             part.counts[code] = after
             if part.domain_count >= part.constraint.min_domains:
@@ -147,10 +147,10 @@ class SpreadFilter:
 
     def row_reason(self, row: int) -> str:
         """The first failing constraint's reason for one row ("" when every one passes)."""
-        for part in self.parts:
-            code = int(part.domains.codes[row])
+        for part in self.parts:  # cells read with .item(): Python ints, not numpy scalars
+            code = part.domains.codes.item(row)
             if code < 0:
                 return SPREAD_MISSING_LABEL
-            if part.counts[code] + part.self_match - part.minimum > part.constraint.max_skew:
+            if part.counts.item(code) + part.self_match - part.minimum > part.constraint.max_skew:
                 return SPREAD_MISMATCH
         return ""

@@ -57,7 +57,7 @@ reads only its own row), so after a placement only the changed rows are scored a
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,6 +71,7 @@ from pumice import (
     NodeTable,
     Plugin,
     Resource,
+    RowScore,
     TaskInfo,
     config_warning,
     hookimpl,
@@ -137,7 +138,7 @@ class BinpackPlugin(Plugin):
         weights["memory"] = _resource_weight(arguments, MEMORY)
         self.resource_weights = weights
         """Resource name -> weight; resources not listed here are ignored."""
-        self._row_plans: dict[Resource, tuple[tuple[str, ...], list[float], list[int], int]] = {}
+        self._row_functions: dict[Resource, tuple[NodeTable, int, RowScore]] = {}
 
     @hookimpl
     def node_score(
@@ -149,7 +150,7 @@ class BinpackPlugin(Plugin):
         if self.shape is not None:
             return self.shape.node_score(task, nodes, rows) * float(SHAPE_SCALE * self.weight)
         if rows is not None and len(rows) == 1:
-            return self._score_row(task, nodes, int(rows[0]))  # one row: a plain number
+            return self._row_function(task, nodes)(int(rows[0]))  # one row: a plain number
         n = len(nodes) if rows is None else len(rows)
         parts = np.zeros(n)
         fits = np.ones(n, dtype=np.bool_)
@@ -174,30 +175,72 @@ class BinpackPlugin(Plugin):
         score: FloatVector = parts / weight_sum * float(MAX_NODE_SCORE * self.weight)
         return np.where(fits, score, 0.0)
 
-    def _score_row(self, task: TaskInfo, nodes: NodeTable, row: int) -> float:
-        """The same formula for one row in Python floats (a placement changes one row, and
-        numpy's per-call overhead dominates on one element); IEEE double arithmetic in the
-        same order, so the result is bit-for-bit the vector path's. A resource the table
-        lacks reads as capacity 0, which adds nothing, as in the vector path."""
-        plan = self._row_plans.get(task.resreq)
-        if plan is None:
-            plan = self._row_plans[task.resreq] = self._row_plan(task)
-        names, requests, weights, weight_sum = plan
-        if weight_sum == 0:
-            return 0.0
-        parts = 0.0
-        fits = True
-        caps = nodes.cells("allocatable", row, names)
-        used = nodes.cells("used", row, names)
-        for cap, held, request, factor in zip(caps, used, requests, weights, strict=True):
-            if factor == 0:
-                continue
-            after = held + request
-            if cap > 0:
-                fits = fits and after - cap <= FIT_TOLERANCE
-                parts += after * factor / cap
-        score = parts / weight_sum * float(MAX_NODE_SCORE * self.weight)
-        return score if fits else 0.0
+    def node_score_row(self, task: TaskInfo, nodes: NodeTable) -> RowScore | None:
+        """``node_score`` as a function of one row (see ``_row_function``)."""
+        if self.weight == 0:
+            return None
+        if self.shape is not None:
+            shape, scale = self.shape, float(SHAPE_SCALE * self.weight)
+
+            def shaped(row: int) -> float:
+                rows = np.array((row,), dtype=np.int64)
+                return float((shape.node_score(task, nodes, rows) * scale)[0])
+
+            return shaped
+        return self._row_function(task, nodes)
+
+    def _row_function(self, task: TaskInfo, nodes: NodeTable) -> RowScore:
+        """The formula for one row in Python floats (a placement changes one row, and numpy's
+        per-call overhead dominates on one element); IEEE double arithmetic in the same order,
+        so the result is bit-for-bit the vector path's. A resource the table lacks counts as
+        capacity 0, which adds nothing, as in the vector path. Made once per distinct request
+        while the table's layout lasts."""
+        known = self._row_functions.get(task.resreq)
+        if known is not None and known[0] is nodes and known[1] == nodes.layout:
+            return known[2]
+        names, requests, weights, weight_sum = self._row_plan(task)
+        columns: list[tuple[Callable[[int], float], Callable[[int], float], float, int]] = []
+        for name, request, factor in zip(names, requests, weights, strict=True):
+            cap, used = nodes.column("allocatable", name), nodes.column("used", name)
+            if cap is not None and used is not None and factor != 0:
+                columns.append((cap.item, used.item, request, factor))
+        scale = float(MAX_NODE_SCORE * self.weight)
+
+        def score(row: int) -> float:
+            parts = 0.0
+            fits = True
+            for cap_of, used_of, request, factor in columns:
+                cap = cap_of(row)
+                after = used_of(row) + request
+                if cap > 0:
+                    fits = fits and after - cap <= FIT_TOLERANCE
+                    parts += after * factor / cap
+            value = parts / weight_sum * scale
+            return value if fits else 0.0
+
+        function: RowScore = score if weight_sum else _no_score
+        if weight_sum and len(columns) == 2:  # cpu and memory: the loop written out
+            (cap0_of, used0_of, request0, factor0), (cap1_of, used1_of, request1, factor1) = columns
+
+            def score_two(row: int) -> float:
+                parts = 0.0
+                fits = True
+                cap = cap0_of(row)
+                after = used0_of(row) + request0
+                if cap > 0:
+                    fits = after - cap <= FIT_TOLERANCE
+                    parts += after * factor0 / cap
+                cap = cap1_of(row)
+                after = used1_of(row) + request1
+                if cap > 0:
+                    fits = fits and after - cap <= FIT_TOLERANCE
+                    parts += after * factor1 / cap
+                value = parts / weight_sum * scale
+                return value if fits else 0.0
+
+            function = score_two
+        self._row_functions[task.resreq] = (nodes, nodes.layout, function)
+        return function
 
     def _row_plan(self, task: TaskInfo) -> tuple[tuple[str, ...], list[float], list[int], int]:
         """The weighed resources of the task's request: names, amounts, weights, and the
@@ -213,6 +256,11 @@ class BinpackPlugin(Plugin):
             requests.append(request)
             weights.append(weight)
         return tuple(names), requests, weights, sum(weights)
+
+
+def _no_score(row: int) -> float:
+    """The score of a request that weighs no resource: 0 on every row."""
+    return 0.0
 
 
 # -- shaped binpack (RequestedToCapacityRatio) ----------------------------------------------

@@ -151,7 +151,21 @@ class DrfPlugin(Plugin):
 
     @hookimpl
     def on_allocate(self, task: TaskInfo) -> None:
-        self._change(task, +1.0)
+        # ``_change(task, +1.0)`` written out (once per placement): adding ``1.0 * amount``
+        # is adding ``amount``, and the share is ``share_of`` of the new holding
+        allocated = self.allocated.get(task.job) or self.holding(task.job)
+        if allocated is None:
+            log.debug("drf: task %s belongs to no job of this session", task.key)
+            return
+        share = 0.0
+        for i, amount in enumerate(self.request(task)):
+            held = allocated[i] + amount
+            held = held if held > 0.0 else 0.0
+            allocated[i] = held
+            fraction = held / self.total[i]
+            if fraction > share:
+                share = fraction
+        self.shares[task.job] = share
 
     @hookimpl
     def on_deallocate(self, task: TaskInfo) -> None:

@@ -147,7 +147,9 @@ class GangPlugin(Plugin):
 
     @hookimpl
     def job_ready(self, job: JobInfo) -> bool:
-        return job.is_ready() and not short_roles(job, READY_STATUSES, best_effort=True)
+        if not job.is_ready():
+            return False
+        return not job.min_task_member or not short_roles(job, READY_STATUSES, best_effort=True)
 
     @hookimpl
     def job_pipelined(self, job: JobInfo) -> Vote:

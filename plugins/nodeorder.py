@@ -68,7 +68,6 @@ term or has a counted taint the label scores are one constant vector, whatever t
 from __future__ import annotations
 
 import logging
-import math
 from typing import Any
 
 import numpy as np
@@ -79,14 +78,17 @@ from pumice import (
     ArgumentSpec,
     NodeTable,
     Plugin,
+    RowScore,
     SessionView,
     TaskInfo,
+    TaskShape,
     config_warning,
     hookimpl,
 )
 from pumice.model.terms import Preferred, Tolerations
 from pumice.plugins._k8s_terms import NodeTerms
 from pumice.plugins._podscores import PodLinkScores
+from pumice.plugins._resource_rows import resource_row_score
 
 log = logging.getLogger("pumice.plugins.nodeorder")
 
@@ -259,17 +261,19 @@ class NodeOrderPlugin(Plugin):
             if arguments.get_int(key, 0) != 0:
                 config_warning(log, "nodeorder", key, "set but not implemented in pumice; ignored")
         self._terms: NodeTerms | None = None
-        self._row_requests: dict[
-            str, tuple[TaskInfo, tuple[float, float], tuple[float, float]]
-        ] = {}
-        """Task uid -> (task, non-zero request, request) of the scored resources, for the
-        one-row path (the shape cache asks with the same task object for every row)."""
+        self._row_functions: dict[tuple[float, ...], tuple[NodeTable, int, RowScore]] = {}
+        """Per distinct scored request: the row function for the one-row path."""
         self._raw_labels: dict[
             tuple[Preferred, Tolerations], tuple[FloatVector | None, FloatVector | None]
         ] = {}
         """Per distinct (preferred terms, tolerations): the raw affinity sums and soft-taint
         counts over every node, None where all are 0."""
+        self._raw_by_shape: dict[TaskShape, tuple[FloatVector | None, FloatVector | None]] = {}
+        """The same per task shape (whose terms hold the preferred terms and tolerations)."""
         self._flat: FloatVector | None = None
+        self._flat_by_shape: dict[TaskShape, tuple[NodeTable, int, FloatVector]] = {}
+        """Task shape -> the constant label scores answered for it, with the table and epoch
+        they were answered for (asked per task: this skips the lookups that led to them)."""
 
     @property
     def enabled(self) -> bool:
@@ -289,6 +293,7 @@ class NodeOrderPlugin(Plugin):
         if self._terms is None or not self._terms.fits(nodes):
             self._terms = NodeTerms(nodes)
             self._raw_labels.clear()
+            self._raw_by_shape.clear()
             self._flat = None
         return self._terms
 
@@ -302,7 +307,7 @@ class NodeOrderPlugin(Plugin):
             return None
         gpu = task.resreq[GPU]
         if rows is not None and len(rows) == 1 and not gpu:
-            return self._score_row(task, nodes, int(rows[0]))  # one row: a plain number
+            return self._row_function(task, nodes)(int(rows[0]))  # one row: a plain number
         n = len(nodes) if rows is None else len(rows)
         score = np.zeros(n)
         if self.least_weight or self.most_weight or self.balanced_weight:
@@ -323,49 +328,29 @@ class NodeOrderPlugin(Plugin):
                 score += self.balanced_weight * balanced
         return score
 
-    def _score_row(self, task: TaskInfo, nodes: NodeTable, row: int) -> float:
+    def node_score_row(self, task: TaskInfo, nodes: NodeTable) -> RowScore | None:
+        """``node_score`` as a function of one row (``_row_function``); none for a task
+        asking for GPUs (their balanced score reads a third column: the vector path)."""
+        if not self.enabled or task.resreq[GPU]:
+            return None
+        return self._row_function(task, nodes)
+
+    def _row_function(self, task: TaskInfo, nodes: NodeTable) -> RowScore:
         """``node_score`` for one row in Python floats: the same operations in the same order
         as the vector path (IEEE doubles, floor and trunc alike), so bit-for-bit equal, without
         numpy's per-call overhead on one element. Written out for the two ``SCORED``
-        resources (cpu, memory), as balanced allocation is."""
-        if not (self.least_weight or self.most_weight or self.balanced_weight):
-            return 0.0
-        a0, a1 = nodes.cells("allocatable", row, SCORED)
-        u0, u1 = nodes.cells("used", row, SCORED)
-        known = self._row_requests.get(task.uid)
-        if known is None or known[0] is not task:
-            non_zero = task.nonzero_request
-            known = self._row_requests[task.uid] = (
-                task,
-                (non_zero[SCORED[0]], non_zero[SCORED[1]]),
-                (task.resreq[SCORED[0]], task.resreq[SCORED[1]]),
-            )
-        _, (n0, n1), (o0, o1) = known
-        score = 0.0
-        if self.least_weight or self.most_weight:
-            q0, q1 = u0 + n0, u1 + n1
-            if self.least_weight:
-                least0 = (
-                    0.0
-                    if q0 > a0
-                    else math.floor((a0 - q0) * MAX_NODE_SCORE / (a0 if a0 > 0 else 1))
-                )
-                least1 = (
-                    0.0
-                    if q1 > a1
-                    else math.floor((a1 - q1) * MAX_NODE_SCORE / (a1 if a1 > 0 else 1))
-                )
-                score += self.least_weight * _combine_two(least0, least1, a0, a1)
-            if self.most_weight:
-                most0 = math.floor(min(q0, a0) * MAX_NODE_SCORE / (a0 if a0 > 0 else 1))
-                most1 = math.floor(min(q1, a1) * MAX_NODE_SCORE / (a1 if a1 > 0 else 1))
-                score += self.most_weight * _combine_two(most0, most1, a0, a1)
-        if self.balanced_weight and (o0 or o1):
-            f0 = min((u0 + o0) / (a0 if a0 > 0 else 1.0), 1.0)
-            f1 = min((u1 + o1) / (a1 if a1 > 0 else 1.0), 1.0)
-            std = abs((f0 - f1) / 2) if a0 > 0 and a1 > 0 else 0.0
-            score += self.balanced_weight * float(math.trunc((1.0 - std) * MAX_NODE_SCORE))
-        return score
+        resources (cpu, memory), as balanced allocation is; made once per distinct request
+        while the table's layout lasts."""
+        non_zero, request = task.nonzero_request, task.resreq
+        key = (non_zero[SCORED[0]], non_zero[SCORED[1]], request[SCORED[0]], request[SCORED[1]])
+        known = self._row_functions.get(key)
+        if known is not None and known[0] is nodes and known[1] == nodes.layout:
+            return known[2]
+        function = resource_row_score(
+            nodes, (self.least_weight, self.most_weight, self.balanced_weight), key
+        )
+        self._row_functions[key] = (nodes, nodes.layout, function)
+        return function
 
     @hookimpl
     def session_open(self, session: SessionView) -> None:
@@ -386,8 +371,15 @@ class NodeOrderPlugin(Plugin):
         """Node affinity, taint toleration and the pod-to-pod scores, normalised over the
         candidate nodes as kube-scheduler normalises them over the nodes that passed
         filtering."""
+        links_active = self.links.active
+        if not links_active:
+            known = self._flat_by_shape.get(task.shape)
+            if known is not None and known[0] is nodes and known[1] == nodes.epoch:
+                return known[2]  # the constant label scores of this shape, as last time
         labels = self._label_scores(task, nodes, mask)
-        if not self.links.active:
+        if not links_active:
+            if labels is not None and labels is self._flat:
+                self._flat_by_shape[task.shape] = (nodes, nodes.epoch, labels)
             return labels
         links = self.links.score(task, nodes, self.node_terms(nodes), mask)
         if links is None:
@@ -400,18 +392,26 @@ class NodeOrderPlugin(Plugin):
         if not (self.affinity_weight or self.taint_weight):
             return None
         terms = self.node_terms(nodes)
-        pod = task.terms
-        key = (pod.preferred, pod.tolerations)
-        raw = self._raw_labels.get(key)
+        shape = task.shape  # interned: tasks of one shape hit by identity, no key to build
+        raw = self._raw_by_shape.get(shape)
         if raw is None:
-            affinity = (
-                terms.preferred(pod.preferred) if self.affinity_weight and pod.preferred else None
-            )
-            taints = terms.prefer_no_schedule_counts(pod.tolerations) if self.taint_weight else None
-            raw = self._raw_labels[key] = (
-                None if affinity is None or not affinity.any() else affinity,
-                None if taints is None or not taints.any() else taints,
-            )
+            pod = task.terms
+            key = (pod.preferred, pod.tolerations)
+            raw = self._raw_labels.get(key)
+            if raw is None:
+                affinity = (
+                    terms.preferred(pod.preferred)
+                    if self.affinity_weight and pod.preferred
+                    else None
+                )
+                taints = (
+                    terms.prefer_no_schedule_counts(pod.tolerations) if self.taint_weight else None
+                )
+                raw = self._raw_labels[key] = (
+                    None if affinity is None or not affinity.any() else affinity,
+                    None if taints is None or not taints.any() else taints,
+                )
+            self._raw_by_shape[shape] = raw
         affinity, taints = raw
         if affinity is None and taints is None:
             # nothing to normalise: the scores are the same on every node, whatever the mask
@@ -430,19 +430,6 @@ class NodeOrderPlugin(Plugin):
             self._flat = np.full(n, float(self.taint_weight * MAX_NODE_SCORE))
             self._flat.flags.writeable = False
         return self._flat
-
-
-def _combine_two(score0: float, score1: float, alloc0: float, alloc1: float) -> float:
-    """``_combine`` for one node's two resources."""
-    total = 0.0
-    count = 0.0
-    if alloc0 > 0:
-        total += score0
-        count += 1
-    if alloc1 > 0:
-        total += score1
-        count += 1
-    return float(math.floor(total / count)) if count > 0 else 0.0
 
 
 def _columns(nodes: NodeTable, quantity: str, rows: npt.NDArray[np.int64] | None) -> FloatMatrix:

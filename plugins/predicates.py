@@ -92,12 +92,13 @@ from pumice import (
     Plugin,
     PreBindWriter,
     PredicateResult,
+    RowPredicate,
     SessionView,
     TaskInfo,
     config_warning,
     hookimpl,
 )
-from pumice.model.terms import HostPort
+from pumice.model.terms import HostPort, Selector, Tolerations
 from pumice.plugins._interpod import AFFINITY_MISMATCH as POD_AFFINITY_MISMATCH
 from pumice.plugins._interpod import ANTI_AFFINITY_MISMATCH, EXISTING_ANTI_AFFINITY
 from pumice.plugins._k8s_terms import NodeTerms, PortsInUse
@@ -199,6 +200,8 @@ class PredicatesPlugin(Plugin):
             if arguments.get_bool(key, False):
                 config_warning(log, "predicates", key, "set but not implemented in pumice; ignored")
         self._terms: NodeTerms | None = None
+        self._static: dict[tuple[Tolerations, Selector | None], list[str]] = {}
+        self._static_for: tuple[NodeTerms, int] | None = None
 
     def node_terms(self, nodes: NodeTable) -> NodeTerms:
         """The term cache for ``nodes`` (made again if the table is not the one cached)."""
@@ -213,7 +216,7 @@ class PredicatesPlugin(Plugin):
 
     @hookimpl
     def shape_key(self, task: TaskInfo) -> object:
-        links = self.links.shape_key(task)
+        links = self.links.shape_key(task) if self.links.active else None
         if not self.volumes.active:
             return links
         volumes = self.volumes.shape_key(task)
@@ -267,8 +270,16 @@ class PredicatesPlugin(Plugin):
         if volumes is not None and volumes.reason is not None:
             # the pod's own reason (kube's PreFilter): every node, whatever else holds
             return PredicateResult(np.zeros(n, dtype=np.bool_), volumes.reason, prefilter=True)
-        ok = np.ones(n, dtype=np.bool_)
         failures: list[tuple[BoolVector, str | npt.NDArray[np.object_]]] = []
+        # the first filter needs no mask of earlier rejections: its failures are the mask
+        eligible = volumes.eligible if volumes is not None else None
+        if eligible is not None:
+            first, first_reason = ~eligible[sel], NOT_ELIGIBLE
+        else:
+            first, first_reason = nodes.pod_count[sel] + 1 > nodes.max_pods[sel], TOO_MANY_PODS
+        if first.any():
+            failures.append((first, first_reason))
+        ok = ~first
 
         def reject(failed: BoolVector, why: str | npt.NDArray[np.object_]) -> None:
             newly = failed & ok
@@ -276,15 +287,15 @@ class PredicatesPlugin(Plugin):
                 failures.append((newly, why))
                 ok[newly] = False
 
-        if volumes is not None and volumes.eligible is not None:
-            reject(~volumes.eligible[sel], NOT_ELIGIBLE)
-        reject(nodes.pod_count[sel] + 1 > nodes.max_pods[sel], TOO_MANY_PODS)
+        if eligible is not None:  # then the pod count comes second
+            reject(nodes.pod_count[sel] + 1 > nodes.max_pods[sel], TOO_MANY_PODS)
         unschedulable = nodes.unschedulable[sel]
         if unschedulable.any() and not terms.tolerates_unschedulable(pod.tolerations):
             reject(unschedulable, UNSCHEDULABLE)
         if self.taint_toleration:
             tainted, taint_reasons = terms.untolerated(pod.tolerations)
-            reject(tainted[sel], taint_reasons[sel])
+            if terms.taints_anywhere(pod.tolerations):  # else: nothing to reject
+                reject(tainted[sel], taint_reasons[sel])
         if self.node_affinity and pod.selector is not None:
             reject(~terms.selector(pod.selector)[sel], AFFINITY_MISMATCH)
         if self.node_ports and pod.host_ports and ok.any():
@@ -343,6 +354,78 @@ class PredicatesPlugin(Plugin):
         elif self.links.active:
             reason = self.links.row_reason(task, nodes, terms, row)
         return PredicateResult(_ONE_ROW_FAILS if reason else _ONE_ROW_PASSES, reason, RESOLVABLE)
+
+    def predicate_row(self, task: TaskInfo, nodes: NodeTable) -> RowPredicate | None:
+        """``predicate`` as a function of one row, made once per shape: the filters that read
+        only a node's flags, taints and labels (unschedulable, taints, node affinity) are
+        answered for every row at once and kept per distinct (tolerations, selector); the pod
+        count, host ports and pod-to-pod filters are read per call, in the same order. None
+        for a pod whose volumes are checked: its rows go through ``predicate`` (``_check_row``),
+        which reads the volume filters too."""
+        if self.volumes.active and self.volumes.check(task) is not None:
+            return None
+        terms = self.node_terms(nodes)
+        pod = task.terms
+        static = self._static_reasons(terms, nodes, pod.tolerations, pod.selector)
+        pods, max_pods = nodes.pod_count.item, nodes.max_pods.item
+        ports = pod.host_ports if self.node_ports else frozenset()
+        links = self.links.row_function(task, nodes, terms) if self.links.active else None
+        if not ports and links is None:
+
+            def reason(row: int) -> str:
+                if pods(row) >= max_pods(row):  # pod_count + 1 > max_pods, in integers
+                    return TOO_MANY_PODS
+                return static[row]
+
+            return reason
+
+        def reason_of_linked(row: int) -> str:
+            if pods(row) >= max_pods(row):
+                return TOO_MANY_PODS
+            why = static[row]
+            if why:
+                return why
+            if ports and self._ports_taken(ports, nodes, np.array([row]))[0]:
+                return PORTS_TAKEN
+            return links(row) if links is not None else ""
+
+        return reason_of_linked
+
+    def _static_reasons(
+        self,
+        terms: NodeTerms,
+        nodes: NodeTable,
+        tolerations: Tolerations,
+        selector: Selector | None,
+    ) -> list[str]:
+        """Per row, the first of the unschedulable, taint and node-affinity filters that
+        rejects the pod ("" where none does), as the vector path orders them; kept per
+        distinct (tolerations, selector) while the table's epoch lasts."""
+        if self._static_for != (terms, nodes.epoch):
+            self._static.clear()
+            self._static_for = (terms, nodes.epoch)
+        if not self.node_affinity:
+            selector = None
+        key = (tolerations, selector)
+        known = self._static.get(key)
+        if known is not None:
+            return known
+        n = len(nodes)
+        reasons = np.full(n, "", dtype=object)
+        ok = np.ones(n, dtype=np.bool_)
+        unschedulable = nodes.unschedulable
+        if unschedulable.any() and not terms.tolerates_unschedulable(tolerations):
+            reasons[unschedulable] = UNSCHEDULABLE
+            ok &= ~unschedulable
+        if self.taint_toleration:
+            tainted, taint_reasons = terms.untolerated(tolerations)
+            newly = tainted & ok
+            reasons[newly] = taint_reasons[newly]
+            ok &= ~tainted
+        if selector is not None:
+            reasons[~terms.selector(selector) & ok] = AFFINITY_MISMATCH
+        known = self._static[key] = reasons.tolist()
+        return known
 
     def _ports_taken(
         self, wanted: frozenset[HostPort], nodes: NodeTable, candidates: npt.NDArray[np.int64]

@@ -94,9 +94,12 @@ from pumice import (
     hookimpl,
     resource_list,
 )
+from pumice.model.resource import sum_within
 from pumice.plugins import _queue_reasons as reasons
 
 log = logging.getLogger("pumice.plugins.proportion")
+
+_UNKNOWN = object()
 
 _VOLCANO_THRESHOLD = {"cpu": 0.1, "memory": 0.1}
 """Below these amounts a dimension of ``remaining`` counts as exhausted (Volcano's 0.1 in its
@@ -116,32 +119,63 @@ class QueueAttributes:
     capability: Resource | None
     guarantee: Resource
     real_capability: Resource = field(default_factory=Resource.zero)
-    allocated: Resource = field(default_factory=Resource.zero)
+    held: dict[str, float] = field(default_factory=dict)
+    """``allocated`` as a plain dict that each allocation adds to in place: the same
+    additions in the same order as ``Resource.__add__`` makes (so the same floats), without
+    a new ``Resource`` per placement; ``allocated`` is made from it when asked."""
+    _allocated: Resource | None = None
     request: Resource = field(default_factory=Resource.zero)
     inqueue: Resource = field(default_factory=Resource.zero)
     elastic: Resource = field(default_factory=Resource.zero)
     deserved: Resource = field(default_factory=Resource.zero)
     share: float = 0.0
+    _deserved_of: tuple[Resource, dict[str, float]] | None = None
+    """``deserved`` and its dimensions above zero with their amounts (``add_allocated``)."""
+
+    @property
+    def allocated(self) -> Resource:
+        """The requests of the queue's allocated tasks (an immutable value: a copy of
+        ``held`` as it is now)."""
+        known = self._allocated
+        if known is None:
+            known = self._allocated = Resource(self.held)
+        return known
+
+    @allocated.setter
+    def allocated(self, value: Resource) -> None:
+        self._allocated = value
+        self.held = value.to_dict()
 
     def update_share(self) -> None:
         share = 0.0
         for name in self.deserved.names():
             deserved = self.deserved[name]
-            share = max(share, self.allocated[name] / deserved)
+            share = max(share, self.held.get(name, 0.0) / deserved)
         self.share = share
 
     def add_allocated(self, added: Resource) -> None:
         """``allocated += added`` and the share updated: only the fractions of the dimensions
         ``added`` has can have grown, and the maximum of the others is the old share, so this
         equals ``update_share`` without going over every deserved dimension."""
-        self.allocated = self.allocated + added
-        share, deserved, allocated = self.share, self.deserved, self.allocated
-        for name, _ in added.items():
-            if name in deserved:  # above zero, as ``deserved.names()`` lists them
-                fraction = allocated[name] / deserved[name]
+        known = self._deserved_of
+        if known is None or known[0] is not self.deserved:
+            deserved = self.deserved
+            known = self._deserved_of = (deserved, {n: deserved[n] for n in deserved.names()})
+        positive = known[1]
+        held, share = self.held, self.share
+        for name, amount in added.items():
+            value = held[name] = held.get(name, 0.0) + amount
+            limit = positive.get(name)
+            if limit is not None:  # above zero, as ``deserved.names()`` lists them
+                fraction = value / limit
                 if fraction > share:
                     share = fraction
         self.share = share
+        self._allocated = None
+
+    def room_for(self, request: Resource) -> bool:
+        """``allocated + request <= deserved`` on the request's dimensions (``sum_within``)."""
+        return sum_within(self.held, request, self.deserved)
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,6 +271,7 @@ class ProportionPlugin(Plugin):
         self.total = Resource.zero()
         self._session: SessionView | None = None
         self._promised: tuple[JobInfo, QueueAttributes, Resource] | None = None
+        self._by_job: dict[str, QueueAttributes | None] = {}
 
     # -- session ----------------------------------------------------------------------------
 
@@ -353,7 +388,7 @@ class ProportionPlugin(Plugin):
         attr = self.attributes.get(queue.name)
         if attr is None:
             return True
-        return attr.allocated.sum_within(task.resreq, attr.deserved)
+        return attr.room_for(task.resreq)
 
     @hookimpl
     def overused_reason(self, queue: QueueInfo) -> str | None:
@@ -468,9 +503,17 @@ class ProportionPlugin(Plugin):
     # -- events -----------------------------------------------------------------------------
 
     def _attributes_of(self, task: TaskInfo) -> QueueAttributes | None:
+        """The attributes of the task's queue, looked up once per job (a job's queue stays
+        the same through a session)."""
+        known = self._by_job.get(task.job, _UNKNOWN)
+        if known is not _UNKNOWN:
+            return known  # type: ignore[return-value]
         session = self._session
         job = session.jobs.get(task.job) if session is not None else None
-        return self.attributes.get(job.queue) if job is not None else None
+        attr = self.attributes.get(job.queue) if job is not None else None
+        if job is not None:
+            self._by_job[task.job] = attr
+        return attr
 
     @hookimpl
     def on_allocate(self, task: TaskInfo) -> None:

@@ -1,22 +1,21 @@
 """The cluster ``pumice simulate`` replays: the daemon's cache, fed as the informers feed it.
 
 The manifests go into a ``ClusterCache`` through the handlers the daemon's informers call, as
-ADDED events (Namespaces, PriorityClasses, Nodes, the storage kinds, Queues, PodGroups, then
-pods, slimmed as the pod informers slim them: a pod with a node to the assigned-pods handler,
-one of ours without a node to the pending-pods handler, others' pending pods nowhere, as their
-watches would have it); then, as after the daemon's initial-sync gate, cycles run. The storage
-APIs count as served (a claim the files lack does not exist, but for a pod's generic ephemeral
-volume, whose claim is made as the ephemeral-volume controller makes it). Every cycle's
-snapshot is the cache's, taken at the simulated ``clock``. What a cycle decides comes back as
-the API server's answers would: a bound pod shows up bound (and Running) on the assigned
-watch (the daemon's assumption until then is a step the answer makes moot); an evicted pod is deleted; a nominated pod gets
+ADDED events (Namespaces, PriorityClasses, Nodes, the storage kinds, Queues, PodGroups, then pods,
+slimmed as the pod informers slim them: a pod with a node to the assigned-pods handler, one of
+ours without a node to the pending-pods handler, others' pending pods nowhere, as their watches
+would have it); then, as after the daemon's initial-sync gate, cycles run. The storage APIs count
+as served (a claim the files lack does not exist, but for a pod's generic ephemeral volume, whose
+claim is made as the ephemeral-volume controller makes it). Every cycle's snapshot is the cache's,
+taken at the simulated ``clock``. What a cycle decides comes back as the API server's answers
+would: a bound pod shows up bound (and Running) on the assigned watch (the daemon's assumption
+until then is a step the answer makes moot); an evicted pod is deleted; a nominated pod gets
 ``status.nominatedNodeName``; PodGroups and Queues get the status ``pumice.daemon.outcome``
 computes — the code whose results the daemon writes — through their handlers, so the next cycle
-reads its Inqueue phases and node reservations back as the daemon's next session does. The
-volume writes made before a bind come back as the volume controllers would answer them
-(``bind_volume``): a volume pre-bound to a claim is bound to it; a claim given a node gets a
-volume provisioned there (``pvc-<uid>``, pinned to the node's hostname or the class's
-``allowedTopologies``), bound to it.
+reads its Inqueue phases and node reservations back as the daemon's next session does. The volume
+writes made before a bind come back as the volume controllers would answer them (``bind_volume``):
+a volume pre-bound to a claim is bound to it; a claim given a node gets a volume provisioned there
+(``pvc-<uid>``, pinned to the node's hostname or the class's ``allowedTopologies``), bound to it.
 """
 
 from __future__ import annotations

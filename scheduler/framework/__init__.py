@@ -3,7 +3,7 @@ configuration."""
 
 from pumice.framework.argspec import ArgumentSpec
 from pumice.framework.arguments import Arguments
-from pumice.framework.base import Action, Plugin
+from pumice.framework.base import Action, Plugin, RowPredicate, RowScore
 from pumice.framework.committer import PreBindWriter
 from pumice.framework.config import ConfigError, SchedulerConfig, load_config, parse_config
 from pumice.framework.hookspecs import hookimpl
@@ -37,6 +37,8 @@ __all__ = [
     "PredicateResult",
     "ReasonList",
     "RecordingCommitter",
+    "RowPredicate",
+    "RowScore",
     "SchedulerConfig",
     "Session",
     "SessionError",

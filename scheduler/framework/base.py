@@ -12,6 +12,7 @@ argument is accepted without a word (see ``pumice.framework.argspec``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
 
 from pumice.framework.argspec import ArgumentSpec
@@ -20,6 +21,14 @@ from pumice.framework.arguments import Arguments
 if TYPE_CHECKING:
     from pumice.framework.config import PluginOption
     from pumice.framework.session import Session
+    from pumice.model.node import NodeTable
+    from pumice.model.objects import TaskInfo
+
+RowPredicate = Callable[[int], str]
+"""A row-local predicate for one task shape and one row: "" where the node passes, else the
+reason it is rejected (see ``Plugin.predicate_row``)."""
+RowScore = Callable[[int], float]
+"""A row-local score for one task shape and one row, a Python float (``Plugin.node_score_row``)."""
 
 
 class Plugin:
@@ -45,6 +54,31 @@ class Plugin:
         self.arguments = arguments
         self.option: PluginOption | None = None
         """This plugin's entry in the configuration (flags, arguments); set by the session."""
+
+    # -- row functions: optional fast paths of the row-local hooks --------------------------
+    # After a placement the session refreshes one row of each cached shape; a plugin whose
+    # ``predicate`` / ``node_score`` is row-local may hand it a function of that row, made
+    # once per shape, instead of being called with a one-row ``rows`` vector each time.
+
+    def predicate_row(self, task: TaskInfo, nodes: NodeTable) -> RowPredicate | None:
+        """A function of one row answering as ``predicate(task, nodes, rows=[row])`` would:
+        "" where the node passes, else the reason (a rejection must have a non-empty reason;
+        its resolvability is the one this plugin's ``predicate`` answers give it). None (the
+        default): no such function, ``predicate`` is called.
+
+        Made once per task shape (with the shape's first task, as ``predicate`` is called) and
+        used while the table's ``epoch`` and ``layout`` stay the same, so it may keep views of
+        the table's columns and anything worked out from the shape. Only asked of a plugin
+        whose ``predicate`` is row-local and answers (not None) for this shape; it must then
+        answer for every row. tests/framework/test_incremental.py holds the built-in ones to
+        their ``predicate``."""
+        return None
+
+    def node_score_row(self, task: TaskInfo, nodes: NodeTable) -> RowScore | None:
+        """A function of one row answering as ``node_score(task, nodes, rows=[row])`` would,
+        as a Python float (bit for bit the same number). None (the default): no such
+        function. Made and used as ``predicate_row`` is."""
+        return None
 
 
 class Action:

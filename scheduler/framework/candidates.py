@@ -115,10 +115,10 @@ def refresh_candidate_row(
     """One changed row in Python scalars: the same IEEE sums as the vector path."""
     future = bool(mask[row]) and bool(fit_future[row])
     now = future and bool(fit_now[row])
-    if future != cands.future[row]:
+    if future != cands.future.item(row):  # Python bools: numpy's compare costs more
         cands.future[row] = future
         cands.future_count += 1 if future else -1
-    if now != cands.now[row]:
+    if now != cands.now.item(row):
         cands.now[row] = now
         cands.now_count += 1 if now else -1
     score = 0.0 if total is None else float(total[row])

@@ -46,6 +46,14 @@ from pumice.framework.candidates import (
     refresh_candidate_rows,
     rows_changed,
 )
+from pumice.framework.onerow import (
+    FEW_ROWS,
+    BaseProgram,
+    PredicateProgram,
+    RowMaker,
+    base_rows,
+    few_rows_candidates,
+)
 from pumice.framework.results import PredicatePart, PredicateResult
 from pumice.model.node import NodeTable
 from pumice.model.objects import TaskInfo
@@ -55,12 +63,6 @@ FloatVector = npt.NDArray[np.float64]
 ObjectVector = npt.NDArray[np.object_]
 IntVector = npt.NDArray[np.int64]
 Hook = Callable[..., Any]
-
-
-def task_shape(task: TaskInfo) -> Hashable:
-    """The task's shape (``TaskInfo.shape``: request, non-zero request and scheduling terms,
-    computed once per pod object)."""
-    return task.shape
 
 
 def predicate_part(name: str, answer: Any, n: int, check: Callable[..., Any]) -> PredicatePart:
@@ -107,6 +109,11 @@ class ShapeEntry:
     fit masks and row-local scores (None: this entry is its own base). Tasks that
     ``shape_key`` tells apart get their own predicate masks and candidates but share the
     rest, which depends on the shape alone."""
+    predicate_program: PredicateProgram | bool | None = None
+    """The row predicates of the one-row path (``pumice.framework.onerow``); None: not made
+    yet, False: cannot be made for the current parts."""
+    base_program: BaseProgram | bool | None = None
+    """On a base entry: its fit test and row scores, likewise."""
 
 
 def base_of(entry: ShapeEntry) -> ShapeEntry:
@@ -130,6 +137,7 @@ class ShapeCache:
         group_of: Callable[[TaskInfo], Hashable] | None = None,
         shape_keys: Sequence[Hook] = (),
         stale: Sequence[Hook] = (),
+        row_makers: tuple[dict[str, RowMaker | None], dict[str, RowMaker | None]] | None = None,
     ) -> None:
         self.table = table
         self.group_of = group_of
@@ -143,11 +151,26 @@ class ShapeCache:
         """Plugins' ``shape_key`` hooks: their answers are part of an entry's key."""
         self.stale = list(stale)
         """Plugins' ``stale_rows`` hooks: rows to refresh beyond the table's changed rows."""
+        self._predicate_makers: list[tuple[str, RowMaker | None]] | None = None
+        self._score_makers: list[tuple[str, RowMaker | None]] | None = None
+        if row_makers is not None and self.cached_predicates:
+            by_predicate, by_scorer = row_makers
+            self._predicate_makers = [(name, by_predicate.get(name)) for name, _, _ in predicates]
+            self._score_makers = [(name, by_scorer.get(name)) for name, _ in self.local_scorers]
+        """Each row-local plugin's row function maker (None: it has none), in plugin order;
+        None without row functions (then the one-row path calls the hooks)."""
         self.entries: dict[Hashable, ShapeEntry] = {}
         self._last_changed: tuple[tuple[int, int, int], IntVector | None] | None = None
         self._last_for: tuple[tuple[int, int, int, int], IntVector | None] | None = None
         self._of_task: dict[str, ShapeEntry] = {}
         """Task uid -> its shape's entry, so a shape key is built once per task."""
+        self.argmax_decides: tuple[int, bool] | None = None
+        """(epoch, whether the first row of the top score is the node to choose): set by
+        ``pumice.framework.placement`` (no best_node plugin, no random tie-break, rows in
+        name order)."""
+        self.checked_answers: dict[str, tuple[object, FloatVector]] = {}
+        """Plugin -> the last read-only ``normalized_score`` answer that passed the contract
+        check, as given and as checked: the same object again needs no second check."""
         self._extras: tuple[FloatVector, ...] = ()
         """The extras of the last ``with_extras``: a new shape's candidates start with them
         (tasks of many shapes answer the same read-only vectors), so they are rarely rescored."""
@@ -157,13 +180,20 @@ class ShapeCache:
         entry = self._of_task.get(task.uid)
         if entry is not None and entry.epoch == self.table.epoch:
             return entry
-        key = task_shape(task)
+        key: Hashable = task.shape
         if self.group_of is not None:
             key = (self.group_of(task), key)
         base: ShapeEntry | None = None
-        if self.shape_keys:
-            extra = tuple([hook(task) for hook in self.shape_keys])
-            if extra.count(None) != len(extra):
+        keys = self.shape_keys
+        if keys:
+            if len(keys) == 1:  # one plugin names a key (predicates): no tuple to count
+                one = keys[0](task)
+                extra = () if one is None else (one,)
+            else:
+                extra = tuple([hook(task) for hook in keys])
+                if extra.count(None) == len(extra):
+                    extra = ()
+            if extra:
                 base = self.entries.get(key)
                 if base is None or base.epoch != self.table.epoch:
                     base = self.entries[key] = ShapeEntry(self.table.epoch, task, borrowed=True)
@@ -238,6 +268,7 @@ class ShapeCache:
         if entry.parts is None or entry.mask is None:
             entry.parts, entry.mask = self._evaluate_predicates(task)
             entry.parts_by_name = {part.name: part for part in entry.parts}
+            entry.predicate_program = None
             entry.mask_version = table.version
         return entry.parts, entry.mask
 
@@ -298,6 +329,8 @@ class ShapeCache:
         elif len(rows) == 1:  # the common case after one placement: no per-column passes
             row = int(rows[0])
             entry.fit_now[row], entry.fit_future[row] = table.row_fits(row, request)
+        elif len(rows) <= FEW_ROWS and base_rows(entry, rows.tolist(), table.layout, fit=True):
+            pass  # a few rows, by the program's fit test
         elif len(rows):
             entry.fit_now[rows] = fit_mask(table, request, "idle", rows)
             entry.fit_future[rows] = fit_mask(table, request, "future_idle", rows)
@@ -315,7 +348,14 @@ class ShapeCache:
         entry = base_of(self.entry(task))
         task = entry.task
         rows = None if entry.score_total is None else self._changed(entry.score_version)
-        if rows is not None and len(rows) and not self._refresh_scores(task, entry, rows):
+        if (
+            rows is not None
+            and len(rows)
+            and not (
+                len(rows) <= FEW_ROWS and base_rows(entry, rows.tolist(), table.layout, fit=False)
+            )
+            and not self._refresh_scores(task, entry, rows)
+        ):
             rows = None
         if rows is None:
             entry.scores = {}
@@ -325,6 +365,7 @@ class ShapeCache:
                     vec = np.array(self.check(name, "node_score", answer, len(table), np.float64))
                     entry.scores[name] = vec
             entry.score_total = sum(entry.scores.values(), np.zeros(len(table)))
+            entry.base_program = None
         entry.score_version = table.version
         return entry.scores
 
@@ -353,7 +394,7 @@ class ShapeCache:
         Kept per shape when every predicate is row-local (as the predicate masks are); made
         afresh on each call otherwise."""
         table = self.table
-        fast = self._one_row_candidates(task)
+        fast = few_rows_candidates(self, task)
         if fast is not None:
             return fast
         parts, mask = self.predicate(task)
@@ -374,94 +415,6 @@ class ShapeCache:
         if self.cached_predicates:
             entry.candidates = cands
         return cands
-
-    def _one_row_candidates(self, task: TaskInfo) -> Candidates | None:
-        """The common case: everything of the shape was current one row change ago. That row
-        is refreshed with Python scalars, the predicates of rows ``stale_rows`` adds as a
-        vector; None when this is not the case (or a plugin's opinion appeared or vanished)."""
-        if not self.cached_predicates:
-            return None
-        entry = self.entry(task)
-        cands = entry.candidates
-        table = self.table
-        if cands is None or table.version != cands.version + 1:
-            return None
-        version = cands.version
-        base = base_of(entry)
-        current = (version, table.version)  # the base may be brought up to date already
-        if entry.mask_version != version or base.fit_version not in current:
-            return None
-        if entry.parts is None or base.fit_now is None or base.fit_future is None:
-            return None
-        if self.local_scorers and (base.score_version not in current or base.score_total is None):
-            return None
-        row = table.changed_rows(version)[0]
-        merged: IntVector | None = None  # the row and the stale ones, when there are any
-        if self.stale:
-            extra = self._stale(entry, version)
-            if isinstance(extra, bool):
-                return None
-            if len(extra) and bool((extra != row).any()):
-                merged = merge_rows(np.array((row,), dtype=np.int64), extra)
-                if len(merged) * FULL_REFRESH_FRACTION > len(table):
-                    return None
-        assert entry.mask is not None
-        if not self._refresh_row(entry, row) or (
-            merged is not None
-            and not self._refresh_predicates(entry.task, entry, merged[merged != row])
-        ):
-            entry.parts = entry.candidates = None
-            base.fit_now = base.score_total = base.candidates = None
-            return None
-        entry.mask_version = base.fit_version = base.score_version = table.version
-        vectors = (entry.mask, base.fit_now, base.fit_future, base.score_total)
-        if merged is None:
-            refresh_candidate_row(cands, row, *vectors)
-        else:
-            refresh_candidate_rows(cands, merged, *vectors)
-        cands.version = table.version
-        return cands
-
-    def _refresh_row(self, entry: ShapeEntry, row: int) -> bool:
-        """Predicate parts, fit and row-local scores of one row (see ``_one_row_candidates``)."""
-        table, task, check = self.table, entry.task, self.check
-        assert entry.parts is not None and entry.mask is not None
-        rows = np.array((row,), dtype=np.int64)
-        by_name = entry.parts_by_name
-        passed = True
-        for name, hook, _ in self.predicates:
-            answer = hook(task, table, rows)
-            part = by_name.get(name)
-            if answer is None or part is None:
-                if (answer is None) != (part is None):
-                    return False
-                continue
-            if isinstance(answer, PredicateResult):
-                mask, reasons = answer.mask, answer.reasons
-                if answer.resolvable and not answer.resolvable <= part.resolvable:
-                    part.resolvable = part.resolvable | answer.resolvable
-            else:
-                mask, reasons = answer, f"node(s) rejected by {name}"
-            ok = bool(check(name, "predicate", mask, 1, np.bool_)[0])
-            if not isinstance(reasons, str):
-                reasons = check(name, "predicate reasons", reasons, 1, object)[0]
-            if isinstance(part.reasons, str) and reasons != part.reasons:
-                part.reasons = np.full(len(table), part.reasons, dtype=object)
-            if not isinstance(part.reasons, str):
-                part.reasons[row] = reasons
-            if not part.mask.flags.writeable:
-                part.mask = part.mask.copy()
-            part.mask[row] = ok
-            passed = passed and ok
-        entry.mask[row] = passed
-        base = base_of(entry)
-        assert base.fit_now is not None and base.fit_future is not None
-        if base.fit_version != table.version:
-            fits = table.row_fits(row, table.vector(base.task.resreq))
-            base.fit_now[row], base.fit_future[row] = fits
-        if not self.local_scorers or base.score_version == table.version:
-            return True
-        return self._score_row(base, rows)
 
     def _score_row(self, entry: ShapeEntry, rows: IntVector) -> bool:
         """Row-local scores of one row in Python floats, as the vector path sums them."""
@@ -487,8 +440,12 @@ class ShapeCache:
         """``cands`` with ``extras`` (read-only vectors) in its best scores: the same object
         when they are the vectors already in, else recomputed in full (and kept)."""
         known, self._extras = cands.extras, extras
-        if len(extras) == len(known) and all(a is b for a, b in zip(extras, known, strict=True)):
-            return cands
+        if len(extras) == len(known):
+            for given, kept in zip(extras, known, strict=True):  # a loop: asked per task
+                if given is not kept:
+                    break
+            else:
+                return cands
         cands.rescore(self.score_total(task), extras)
         return cands
 

@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pumice.errors import PumiceError
+from pumice.framework.base import Plugin
 
 Hook = Callable[..., Any]
 
@@ -69,6 +70,29 @@ def timed(call: Hook, into: HookTime) -> Hook:
             into.calls += 1
 
     return timed_call
+
+
+def row_maker(plugin: object, hook: str, clock: HookTime | None) -> Hook | None:
+    """The plugin's row function maker for a row-local ``hook`` (``Plugin.predicate_row`` /
+    ``node_score_row``), if its class provides one; with ``clock``, the functions it makes
+    are clocked into the hook's time (they answer for it)."""
+    name = ROW_MAKERS[hook]
+    method = getattr(type(plugin), name, None)
+    if method is None or method is getattr(Plugin, name):  # the base class's: none
+        return None
+    make: Hook = getattr(plugin, name)
+    if clock is None:
+        return make
+
+    def timed_make(*args: Any) -> Any:
+        function = make(*args)
+        return None if function is None else timed(function, clock)
+
+    return timed_make
+
+
+ROW_MAKERS = {"predicate": "predicate_row", "node_score": "node_score_row"}
+"""Row-local hook -> the plugin method that makes its row functions."""
 
 
 def is_row_local(hook: str, method: Hook) -> bool:

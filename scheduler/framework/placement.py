@@ -29,6 +29,8 @@ log = logging.getLogger("pumice.session")
 FloatVector = npt.NDArray[np.float64]
 BoolVector = npt.NDArray[np.bool_]
 
+_NO_SCORE = -np.inf
+
 
 def pick_best(
     session: Session, task: TaskInfo, masked: FloatVector, mask: BoolVector
@@ -69,8 +71,10 @@ def choose_node(session: Session, task: TaskInfo, cands: Candidates, now: bool) 
     the shape's candidates (nodeorder's constant taint score is one), any other answer is
     summed afresh for this task."""
     table = session.table
-    mask = cands.now if now else cands.future
-    count = cands.now_count if now else cands.future_count
+    if now:
+        mask, count = cands.now, cands.now_count
+    else:
+        mask, count = cands.future, cands.future_count
     if count == 0:
         return None
     if count == 1:
@@ -81,22 +85,50 @@ def choose_node(session: Session, task: TaskInfo, cands: Candidates, now: bool) 
     hooks = session.hooks("normalized_score")
     if hooks:
         view = cands.view(now)
-        n = len(table)
         answers = []
         fresh = False  # did a plugin answer a vector it may change (made for this task)?
+        checked = shapes.checked_answers
         for name, hook in hooks:
             answer = hook(task, table, view)
-            if answer is not None:
-                answer = vector_answer(name, "normalized_score", answer, n, np.float64)
-                fresh = fresh or answer.flags.writeable
-                answers.append(answer)
+            if answer is None:
+                continue
+            known = checked.get(name)
+            if known is not None and known[0] is answer:
+                answer = known[1]  # the read-only vector checked last time, unchanged
+            else:
+                given = answer
+                answer = vector_answer(name, "normalized_score", answer, len(table), np.float64)
+                if answer.flags.writeable:
+                    fresh = True
+                else:
+                    checked[name] = (given, answer)
+            answers.append(answer)
         if fresh:
-            summed = total_plus(shapes.score_total(task), answers, n)
+            summed = total_plus(shapes.score_total(task), answers, len(table))
             return pick_best(session, task, np.where(mask, summed, -np.inf), mask)
         cands = shapes.with_extras(task, cands, tuple(answers))
     elif cands.extras:
         cands = shapes.with_extras(task, cands, ())
-    return pick_best(session, task, cands.best_now if now else cands.best_future, mask)
+    best = cands.best_now if now else cands.best_future
+    decides = shapes.argmax_decides
+    if decides is None or decides[0] != table.epoch:
+        decides = shapes.argmax_decides = (table.epoch, argmax_decides(session))
+    if decides[1]:
+        row = int(best.argmax())
+        if best.item(row) == _NO_SCORE and not mask[row]:  # as pick_best: no node
+            return None
+        return table.nodes[row].name
+    return pick_best(session, task, best, mask)
+
+
+def argmax_decides(session: Session) -> bool:
+    """Is the first row of the top score the node ``pick_best`` chooses? When no best_node
+    plugin may name another, ties go to the smallest name and the rows are in name order."""
+    return (
+        session.tie_break != "random"
+        and not session.hooks("best_node")
+        and session.table.rows_in_name_order
+    )
 
 
 def score_parts(

@@ -46,6 +46,7 @@ from pumice.framework.hookcalls import (
     first_message,
     is_row_local,
     read_only,
+    row_maker,
     timed,
     vector_answer,
 )
@@ -193,6 +194,7 @@ class Session:
 
     def _build_plugins(self) -> None:
         by_queue = False  # does a row-local plugin's answer depend on the task's queue?
+        makers: dict[str, dict[str, Hook | None]] = {"predicate": {}, "node_score": {}}
         for tier_index, tier in enumerate(self.config.tiers):
             for hooks in self._tiers.values():
                 hooks.append([])
@@ -217,9 +219,12 @@ class Session:
                         by_queue = by_queue or getattr(provided.cls, "row_local_reads_queue", True)
                     else:
                         call = adapt(method, argnames, SPEC_ARGS[hook])
+                    clock = None
                     if self.time_hooks:
                         clock = self.hook_time.setdefault((option.name, hook), HookTime())
                         call = timed(call, clock)
+                    if hook in makers and (hook, option.name) in self._row_local:
+                        makers[hook][option.name] = row_maker(instance, hook, clock)
                     entry = (option.name, call)
                     self._tiers[hook][-1].append(entry)
                     self._flat[hook].append(entry)
@@ -236,6 +241,7 @@ class Session:
             self._queue_of_task if by_queue else None,
             shape_keys=[hook for _, hook in self._flat["shape_key"]],
             stale=[hook for _, hook in self._flat["stale_rows"]],
+            row_makers=(makers["predicate"], makers["node_score"]),
         )
 
     def _queue_of_task(self, task: TaskInfo) -> str:
@@ -397,7 +403,10 @@ class Session:
         return any(hook(queue) for _, hook in self._flat["overused"])
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        return all(hook(queue, task) for _, hook in self._flat["allocatable"])
+        for _, hook in self._flat["allocatable"]:  # noqa: SIM110 - asked per task: all() costs more
+            if not hook(queue, task):
+                return False
+        return True
 
     def overused_reason(self, queue: QueueInfo) -> str | None:
         return first_message(self._flat["overused_reason"], queue)
@@ -409,7 +418,10 @@ class Session:
         return all(hook(queue, task) for _, hook in self._flat["preemptive"])
 
     def job_ready(self, job: JobInfo) -> bool:
-        return all(hook(job) for _, hook in self._flat["job_ready"])
+        for _, hook in self._flat["job_ready"]:  # noqa: SIM110 - asked per placement
+            if not hook(job):
+                return False
+        return True
 
     def job_pipelined(self, job: JobInfo) -> bool:
         return self._vote("job_pipelined", job)
@@ -495,16 +507,18 @@ class Session:
     def fire_allocate(self, task: TaskInfo) -> None:
         """Tell every plugin that ``task`` was allocated; if one raises, the ones already told
         are told of the deallocation, and the error propagates (a veto)."""
-        told: list[str] = []
-        for name, hook in self._flat["on_allocate"]:
-            try:
+        hooks = self._flat["on_allocate"]
+        done = 0
+        try:
+            for _, hook in hooks:
                 hook(task)
-            except Exception:
-                for other, undo in reversed(self._flat["on_deallocate"]):
-                    if other in told:
-                        undo(task)
-                raise
-            told.append(name)
+                done += 1
+        except Exception:
+            told = {name for name, _ in hooks[:done]}
+            for other, undo in reversed(self._flat["on_deallocate"]):
+                if other in told:
+                    undo(task)
+            raise
 
     def fire_job_enqueued(self, job: JobInfo) -> None:
         """Tell every plugin that ``job`` was admitted."""

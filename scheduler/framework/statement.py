@@ -35,6 +35,10 @@ class OpKind(enum.Enum):
     ENQUEUE = "enqueue"
 
 
+_PENDING, _BINDING = TaskStatus.PENDING, TaskStatus.BINDING
+_ALLOCATE, _EVICT = OpKind.ALLOCATE, OpKind.EVICT
+
+
 class Operation(NamedTuple):
     """One statement operation (a tuple: made per placement, where a frozen dataclass's
     ``__init__`` costs several times more)."""
@@ -66,27 +70,28 @@ class Statement:
         self._place(task, node, TaskStatus.PIPELINED, OpKind.PIPELINE)
 
     def _place(self, task: TaskInfo, node_name: str, status: TaskStatus, kind: OpKind) -> None:
+        session = self.session
         job, task = self._own(task)
-        if task.status != TaskStatus.PENDING:
+        if task.status != _PENDING:
             raise StatementError(f"cannot {kind.value} {task.key}: it is {task.status.name}")
-        node = self.session.nodes.get(node_name)
+        node = session.nodes.get(node_name)
         if node is None:
             raise StatementError(f"cannot {kind.value} {task.key}: no node {node_name!r}")
-        if self.session.explain:
-            self.session.record_scores(task)
+        if session.explain:
+            session.record_scores(task)
         task.node_name = node_name
         job.update_task_status(task, status)
         try:
             node.add_task(task)
         except NodeAccountingError as exc:
-            job.update_task_status(task, TaskStatus.PENDING)
+            job.update_task_status(task, _PENDING)
             task.node_name = None
             raise StatementError(str(exc)) from exc
         try:
-            self.session.fire_allocate(task)
+            session.fire_allocate(task)
         except Exception as exc:
             node.remove_task(task)
-            job.update_task_status(task, TaskStatus.PENDING)
+            job.update_task_status(task, _PENDING)
             task.node_name = None
             raise StatementError(f"{kind.value} of {task.key} vetoed: {exc}") from exc
         self.operations.append(Operation(kind, task, node_name))
@@ -148,25 +153,28 @@ class Statement:
         one operation and is returned (and logged); the rest still go.
         """
         failures: list[tuple[Operation, Exception]] = []
-        committer = self.session.committer
-        evicting = any(op.kind is OpKind.EVICT for op in self.operations)
+        session = self.session
+        committer = session.committer
+        nodes = session.nodes
+        evicting = any(op.kind is _EVICT for op in self.operations)
         refused = self._pre_bind()
         for op in self.operations:
             if op.task is None:  # a phase change: nothing to send
                 continue
             try:
-                if op.task.uid in refused:
+                if refused and op.task.uid in refused:
                     raise refused[op.task.uid]
-                if op.kind is OpKind.PIPELINE:
-                    if evicting:
-                        self.session.nominate(op.task, op.node)
-                elif op.kind is OpKind.EVICT:
-                    committer.evict(op.task, op.reason)
-                elif op.kind is OpKind.ALLOCATE:
+                kind = op.kind
+                if kind is _ALLOCATE:
                     job = self._job(op.task)
-                    job.update_task_status(op.task, TaskStatus.BINDING)
-                    self.session.nodes[op.node].update_task(op.task)
+                    job.update_task_status(op.task, _BINDING)
+                    nodes[op.node].update_task(op.task)
                     committer.bind(op.task, op.node)
+                elif kind is OpKind.PIPELINE:
+                    if evicting:
+                        session.nominate(op.task, op.node)
+                elif kind is _EVICT:
+                    committer.evict(op.task, op.reason)
             except Exception as exc:
                 log.warning("commit of %s %s failed: %s", op.kind.value, op.task.key, exc)
                 failures.append((op, exc))

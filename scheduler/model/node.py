@@ -56,6 +56,7 @@ DEFAULT_MAX_PODS = 110
 _and = int.__and__
 _COMPLETED = int(COMPLETED_STATUSES)
 _NEEDS_IDLE = int(TaskStatus.ALLOCATED | TaskStatus.BINDING)
+_PENDING, _PIPELINED, _RELEASING = TaskStatus.PENDING, TaskStatus.PIPELINED, TaskStatus.RELEASING
 
 
 class NodeAccountingError(PumiceError, ValueError):
@@ -282,7 +283,8 @@ class NodeInfo:
 
     def add_task(self, task: TaskInfo) -> None:
         """Account ``task`` on this node according to its status (see the module docstring)."""
-        if task.uid in self.tasks:
+        uid = task.uid
+        if uid in self.tasks:
             raise NodeAccountingError(f"task {task.key} is already on node {self.name}")
         status = task.status
         t, r = self._table, self._row
@@ -292,39 +294,53 @@ class NodeInfo:
         cells = t.request_cells(task.resreq)
         if _and(status, _COMPLETED):
             pass
-        elif status == TaskStatus.PIPELINED:
+        elif status == _PIPELINED:
             pipelined, future = t._pipelined, t._future
             for i, amount in cells:
                 pipelined[i, r] += amount
                 future[i, r] -= amount
-        elif status == TaskStatus.PENDING:
+        elif status == _PENDING:
             raise NodeAccountingError(f"pending task {task.key} cannot be added to a node")
         else:
+            used, idle_matrix, future = t._used, t._idle, t._future
             if _and(status, _NEEDS_IDLE):
-                vec = t.vector(task.resreq)
-                idle = t._idle[: len(vec), r].tolist()
-                short = [i for i, need in enumerate(vec.tolist()) if need - idle[i] > FIT_TOLERANCE]
-                if short:
-                    names = [t._dims[i] for i in short]
-                    raise NodeAccountingError(
-                        f"task {task.key} does not fit node {self.name}: "
-                        f"insufficient {', '.join(names)}"
-                    )
-            used, idle_matrix = t._used, t._idle
-            other = t._releasing if status == TaskStatus.RELEASING else None
-            future = t._future
-            for i, amount in cells:
-                used[i, r] += amount
-                idle_matrix[i, r] -= amount
-                if other is not None:
-                    other[i, r] += amount
-                else:
+                # the request within the idle resources in every dimension: an amount the
+                # task does not ask for is 0.0, and 0.0 - idle > tolerance is idle < -tolerance
+                idle = idle_matrix[:, r].tolist()
+                fits = not (idle and min(idle) < -FIT_TOLERANCE)
+                for i, amount in cells:
+                    if amount - idle[i] > FIT_TOLERANCE:
+                        fits = False
+                if not fits:
+                    self._refuse(task, t.vector(task.resreq).tolist(), idle)
+                for i, amount in cells:  # idle is read already: set, not add in place
+                    used[i, r] += amount
+                    idle_matrix[i, r] = idle[i] - amount
+                    future[i, r] -= amount
+            elif status == _RELEASING:
+                releasing = t._releasing
+                for i, amount in cells:
+                    used[i, r] += amount
+                    idle_matrix[i, r] -= amount
+                    releasing[i, r] += amount
+            else:
+                for i, amount in cells:
+                    used[i, r] += amount
+                    idle_matrix[i, r] -= amount
                     future[i, r] -= amount
         if not _and(status, _COMPLETED):
             t._pods[r] += 1
-        self.tasks[task.uid] = task
-        self._accounted[task.uid] = (status, cells)
-        t._touch(r)
+        self.tasks[uid] = task
+        self._accounted[uid] = (status, cells)
+        t._changes.append(r)  # NodeTable._touch, inline
+
+    def _refuse(self, task: TaskInfo, need: list[float], idle: list[float]) -> None:
+        """The ``NodeAccountingError`` of an Allocated or Binding task that does not fit."""
+        t = self._table
+        short = [t._dims[i] for i, amount in enumerate(need) if amount - idle[i] > FIT_TOLERANCE]
+        raise NodeAccountingError(
+            f"task {task.key} does not fit node {self.name}: insufficient {', '.join(short)}"
+        )
 
     def remove_task(self, task: TaskInfo) -> None:
         """Undo the accounting done when the task was added (by the status it had then)."""
@@ -357,7 +373,7 @@ class NodeInfo:
     def update_task(self, task: TaskInfo) -> None:
         """Re-account a task whose status changed."""
         entry = self._accounted.get(task.uid)
-        if entry is not None and _uses(entry[0]) and _uses(task.status):
+        if entry is not None and _and(entry[0], _USED_ONLY) and _and(task.status, _USED_ONLY):
             # Allocated -> Binding -> Bound -> Running all count as used and nothing else:
             # the row's numbers stay as they are (and are not logged as changed)
             self._accounted[task.uid] = (task.status, entry[1])
@@ -396,6 +412,7 @@ class NodeInfo:
         return f"NodeInfo({self.name}, tasks={len(self.tasks)})"
 
 
+# Statuses accounted as used only (not releasing, pipelined, pending or done).
 _USED_ONLY = int(
     TaskStatus.ALLOCATED
     | TaskStatus.BINDING
@@ -403,11 +420,6 @@ _USED_ONLY = int(
     | TaskStatus.RUNNING
     | TaskStatus.UNKNOWN
 )
-
-
-def _uses(status: TaskStatus) -> bool:
-    """Is ``status`` accounted as used only (not releasing, pipelined, pending or done)?"""
-    return bool(_and(status, _USED_ONLY))
 
 
 def _padded(vec: FloatVector, dims: int) -> FloatVector:

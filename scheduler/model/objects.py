@@ -28,6 +28,7 @@ from pumice.model.terms import PodTerms, TaskShape, pod_terms
 
 _ALLOCATED = int(ALLOCATED_STATUSES)
 _READY = int(READY_STATUSES)
+_PENDING = TaskStatus.PENDING
 _and = int.__and__
 """Status tests as int arithmetic in C (``status & X`` builds a new enum member in Python)."""
 
@@ -456,23 +457,49 @@ class JobInfo:
         self._index(task)
 
     def update_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
-        """Move a task of this job to ``status``, keeping the index and ``allocated`` right."""
-        if task.uid not in self.tasks:
+        """Move a task of this job to ``status``, keeping the index and ``allocated`` right.
+
+        ``_unindex``, the change and ``_index`` written out (this runs for every placement
+        and every commit of one)."""
+        uid = task.uid
+        if uid not in self.tasks:
             raise KeyError(f"task {task.key} is not in job {self.uid}")
         old = task.status
+        index = self.task_status_index
         if _and(old, _ALLOCATED) and _and(status, _ALLOCATED):
             # Allocated -> Binding -> Bound -> Running: ``allocated`` is unchanged, so only the
             # index moves (no Resource arithmetic on the commit of every placement)
-            bucket = self.task_status_index[old]
-            del bucket[task.uid]
+            bucket = index[old]
+            del bucket[uid]
             if not bucket:
-                del self.task_status_index[old]
+                del index[old]
             task.status = status
-            self.task_status_index.setdefault(status, {})[task.uid] = task
+            into = index.get(status)
+            if into is None:
+                into = index[status] = {}
+            into[uid] = task
             return
-        self._unindex(task)
+        leaving = index.get(old)
+        if leaving is not None:
+            if leaving.pop(uid, None) is not None and _and(old, _READY):
+                self.ready_task_num -= 1
+            if not leaving:
+                del index[old]
+        if _and(old, _ALLOCATED):
+            self.allocated = self.allocated.sub(task.resreq, clip=True)
+        elif old == _PENDING and task.resreq.is_empty():
+            self.pending_best_effort_num -= 1
         task.status = status
-        self._index(task)
+        entering = index.get(status)
+        if entering is None:
+            entering = index[status] = {}
+        if _and(status, _READY) and uid not in entering:
+            self.ready_task_num += 1
+        entering[uid] = task
+        if _and(status, _ALLOCATED):
+            self.allocated = self.allocated + task.resreq
+        elif status == _PENDING and task.resreq.is_empty():
+            self.pending_best_effort_num += 1
 
     def _index(self, task: TaskInfo) -> None:
         bucket = self.task_status_index.setdefault(task.status, {})

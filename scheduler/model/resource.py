@@ -60,6 +60,7 @@ __all__ = [
     "ResourceError",
     "ResourceUnderflow",
     "format_amount",
+    "sum_within",
 ]
 
 Default = Literal["zero", "infinity"]
@@ -377,14 +378,7 @@ class Resource:
         """``self + add <= limit`` (within the tolerance) on the dimensions ``add`` has above
         zero, a dimension ``limit`` lacks counting as 0: a queue's room for one more task,
         asked per task, without building the sum or the restricted resource."""
-        mine, lim = self._values, limit._values
-        for name, amount in add._values.items():
-            if not amount > _ABS + _REL * amount:
-                continue
-            left = mine.get(name, 0.0) + amount
-            if left - lim.get(name, 0.0) > _ABS + _REL * left:
-                return False
-        return True
+        return sum_within(self._values, add, limit)
 
     def less_partly(self, other: Resource, default: Default = "zero") -> bool:
         """At least one dimension of ``self`` is below that of ``other``."""
@@ -449,6 +443,19 @@ class Resource:
     def greater_equal_partly(self, other: Resource, default: Default = "zero") -> bool:
         """At least one dimension of ``self`` is at least that of ``other``: not ``less``."""
         return not self.less(other, default)
+
+
+def sum_within(held: Mapping[str, float], add: Resource, limit: Resource) -> bool:
+    """``Resource.sum_within`` for a sum kept as a plain mapping (one that changes in place
+    with every allocation, where a new ``Resource`` per change would cost more)."""
+    lim = limit._values
+    for name, amount in add._values.items():
+        if not amount > _ABS + _REL * amount:
+            continue
+        left = held.get(name, 0.0) + amount
+        if left - lim.get(name, 0.0) > _ABS + _REL * left:
+            return False
+    return True
 
 
 # The slots' own setters: they bypass the immutability guard, for this module's use only.

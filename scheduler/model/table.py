@@ -37,6 +37,8 @@ class NodeTable:
     ``changed_rows(since)`` lists the rows changed after a version, so a consumer that cached
     something per row (a predicate mask, a score vector) refreshes only those rows. ``epoch``
     changes when rows are added, removed or moved, which invalidates any such cache.
+    ``layout`` changes when the arrays themselves are replaced (a new dimension, more room):
+    a view of a column taken earlier (``column``) is then stale.
     """
 
     _MATRICES = ("_alloc", "_used", "_releasing", "_pipelined", "_idle", "_future")
@@ -65,6 +67,7 @@ class NodeTable:
         self._request_cells: dict[Resource, RequestCells] = {}
         self._changes: list[int] = []
         self.epoch = 0
+        self.layout = 0
         self._ranks: tuple[int, IntVector] | None = None
         self._in_order: tuple[int, bool] | None = None
         self._positions: dict[tuple[str, ...], tuple[tuple[int, ...], bool]] = {}
@@ -107,6 +110,7 @@ class NodeTable:
         pad = np.zeros((len(new), self._cap))
         for attr in self._MATRICES:
             setattr(self, attr, np.vstack([getattr(self, attr), pad]))
+        self.layout += 1
         self._vectors.clear()  # cached vectors are one entry per dimension
         self._request_cells.clear()
         self._positions.clear()
@@ -292,6 +296,7 @@ class NodeTable:
         other._positions = dict(self._positions)
         other._changes = []
         other.epoch = 0
+        other.layout = 0
         current = self._ranks is not None and self._ranks[0] == self.epoch
         other._ranks = (0, self._ranks[1]) if current and self._ranks is not None else None
         in_order = self._in_order
@@ -366,6 +371,7 @@ class NodeTable:
 
     def _grow(self) -> None:
         self._cap *= 2
+        self.layout += 1
         d = len(self._dims)
         for attr in self._MATRICES:
             old = getattr(self, attr)
