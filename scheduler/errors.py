@@ -7,6 +7,7 @@ of these is a bug. Classes that callers have always caught as ``ValueError`` mix
 
     PumiceError
     ├── ConfigError                 pumice.framework.config      file, line, key: what is wrong
+    ├── AddressError (ValueError)   pumice.framework.config      not a host:port to listen on
     ├── YamlSourceError (ValueError) pumice.framework.yamlsource  text is not YAML we accept
     ├── ManifestError (ValueError)  pumice.manifests             a manifest that cannot be used
     ├── QuantityError (ValueError)  pumice.model.quantity        not a Kubernetes quantity

@@ -34,8 +34,7 @@ from pumice.daemon import Daemon, DaemonOptions
 from pumice.daemon.leadership import default_identity
 from pumice.daemon.shadow import ShadowDaemon, ShadowOptions
 from pumice.durations import DurationError, parse_duration
-from pumice.framework.config import ConfigError, RecordSettings
-from pumice.framework.configparse import split_host_port
+from pumice.framework.config import AddressError, ConfigError, RecordSettings, split_host_port
 from pumice.framework.host import PluginConflictError
 from pumice.kube import KubeConfigError, KubeError, KubeSettings
 from pumice.logsetup import LOG_FORMATS
@@ -205,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         split_host_port(http_address)
-    except ValueError as exc:
+    except AddressError as exc:
         print(f"pumice run: --http-address {http_address!r}: {exc}", file=sys.stderr)
         return 2
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from pumice.daemon.metrics import CONTENT_TYPE
-from pumice.framework.configparse import split_host_port
+from pumice.framework.config import split_host_port
 
 if TYPE_CHECKING:
     from pumice.daemon.loop import Daemon
