@@ -24,9 +24,9 @@ from typing import Any
 
 import orjson
 
+from pumice.commands.cluster_input import LiveError, read_objects
 from pumice.commands.common import load_checked
 from pumice.commands.explain_core import RunResult, Target, copy_objects, run_cluster
-from pumice.commands.explain_live import LiveError, read_objects
 from pumice.commands.explain_search import suggest
 from pumice.commands.explain_verify import Verifier
 from pumice.framework.config import ConfigError, SchedulerConfig

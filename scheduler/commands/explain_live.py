@@ -1,79 +1,23 @@
-"""The live form of ``pumice explain``: list the cluster once, read-only, and the ``kubectl``
-plugin's command line (``kubectl pumice explain (pod | podgroup) NAME [-n NS] [--context C]
-[-o json]``, installed as the ``kubectl-pumice`` console script).
+"""The kubectl form of ``pumice explain``: the ``kubectl`` plugin's command line
+(``kubectl pumice explain (pod | podgroup) NAME [-n NS] [--context C] [-o json]``, installed as
+the ``kubectl-pumice`` console script), which hands the same arguments to the command.
 
-``read_objects`` gives the command its input: the files, else the cluster, found as kubectl
-finds it (``--kubeconfig``, ``$KUBECONFIG``, ``~/.kube/config``) through ``pumice.kube``
-(loaded only then); the client is ``read_only``, so a write would be refused before it is
-sent. Volcano's kinds are listed only where the cluster serves them.
+The live cluster is listed by ``pumice.commands.cluster_input.read_objects``, below the command;
+this module sits above it (it calls the command), so the two never import each other.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import yaml
 
-from pumice.commands.cluster_input import CACHE_KINDS, read_cluster
-
-Obj = dict[str, Any]
-
-
-class LiveError(Exception):
-    """The cluster could not be found or listed (one line, exit 2)."""
-
-
-def read_objects(args: argparse.Namespace) -> list[Obj]:
-    """The manifests named on the command line, else the live cluster, listed once.
-
-    Raises ``ManifestError`` for a bad file, ``LiveError`` for a cluster that cannot be
-    reached or listed."""
-    if args.cluster:
-        given = read_cluster(list(args.cluster), lambda obj: obj.get("kind") in CACHE_KINDS)
-        for note in given.notes:
-            print(note, file=sys.stderr)
-        return given.objects
-    try:
-        return asyncio.run(list_cluster(args.kubeconfig, args.context))
-    except Exception as exc:  # KubeConfigError, KubeError
-        raise LiveError(str(exc)) from None
-
-
-async def list_cluster(kubeconfig: str | None, context: str | None) -> list[Obj]:
-    """Every object the scheduler's cache takes, listed once (each with its ``kind``)."""
-    # the kube client is loaded only for the live form
-    from pumice.kube import (
-        NAMESPACES,
-        NODES,
-        PODGROUPS,
-        PODS,
-        PRIORITYCLASSES,
-        QUEUES,
-        KubeSettings,
-        connect,
-        served,
-    )
-
-    optional = (QUEUES, PODGROUPS)  # Volcano's kinds, where the cluster serves them
-    settings = KubeSettings(
-        kubeconfig=kubeconfig, context=context, read_only=True, user_agent="pumice-explain"
-    )
-    objects: list[Obj] = []
-    async with await connect(settings) as kube:
-        for kind in (NAMESPACES, PRIORITYCLASSES, NODES, QUEUES, PODGROUPS, PODS):
-            if kind in optional and not await served(kube, kind):
-                continue
-            listed = await kube.request("GET", kind.path())
-            for item in listed.get("items") or ():
-                objects.append({**item, "apiVersion": kind.api_version, "kind": kind.kind})
-    return objects
+from pumice.commands import explain as explain_command
 
 
 def kubectl_parser() -> argparse.ArgumentParser:
@@ -97,8 +41,6 @@ def kubectl_parser() -> argparse.ArgumentParser:
 def kubectl_main(argv: Sequence[str] | None = None) -> int:
     """``kubectl-pumice``: the same command as ``pumice explain``, spelled as kubectl's
     (kubectl hands a plugin every word after its name; its own flags cannot come first)."""
-    from pumice.commands import explain  # the command imports this module where used
-
     args = kubectl_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     namespace = args.namespace or context_namespace(args.kubeconfig, args.context)
     flag = "--podgroup" if args.resource in ("podgroup", "podgroups", "pg") else "--pod"
@@ -108,9 +50,9 @@ def kubectl_main(argv: Sequence[str] | None = None) -> int:
         if value:
             forwarded += [f"--{option}", value]
     parser = argparse.ArgumentParser(prog="kubectl pumice explain")
-    explain.add_arguments(parser)
+    explain_command.add_arguments(parser)
     logging.basicConfig(level=logging.ERROR, format="kubectl-pumice: %(levelname)s: %(message)s")
-    return explain.run(parser.parse_args(forwarded))
+    return explain_command.run(parser.parse_args(forwarded))
 
 
 def context_namespace(kubeconfig: str | None, context: str | None) -> str:
