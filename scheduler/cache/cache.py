@@ -157,7 +157,7 @@ class ClusterCache:
 
     # -- what the scheduler did ---------------------------------------------------------------
 
-    def assume(self, uid: str, node: str) -> bool:
+    def assume(self, uid: str, *, node: str) -> bool:
         """Count a pending pod on ``node`` before the API server confirms the bind.
 
         False (nothing changes) when the pod is no longer waiting for a node here.

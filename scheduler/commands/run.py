@@ -208,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"pumice run: --http-address {http_address!r}: {exc}", file=sys.stderr)
         return 2
 
-    def on_bound(namespace: str, name: str, node: str) -> None:
+    def on_bound(*, namespace: str, name: str, node: str) -> None:
         if show:
             print(f"bound {namespace}/{name} -> {node}", flush=True)
 

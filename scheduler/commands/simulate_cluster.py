@@ -91,7 +91,7 @@ class SimulatedCluster:
     def bind(self, task: TaskInfo, node: str) -> None:
         """Assumed at once, then seen bound and Running on the assigned watch."""
         old = self.pods.get(task.uid)
-        if old is None or not self.cache.assume(task.uid, node):
+        if old is None or not self.cache.assume(task.uid, node=node):
             return
         status = {k: v for k, v in (old.get("status") or {}).items() if k != "nominatedNodeName"}
         spec = {**(old.get("spec") or {}), "nodeName": node}

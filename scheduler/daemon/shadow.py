@@ -132,7 +132,7 @@ def tee_binds(cache: ClusterCache, book: ShadowBook) -> None:
         inner.on_add(pod)  # the cache's handler: it ignores the old object of an update
         node = (pod.get("spec") or {}).get("nodeName")
         if node:
-            book.bound(pod_uid(pod), str(node))
+            book.bound(pod_uid(pod), node=str(node))
 
     cache.assigned_pods = Handler(upsert, inner.on_delete, lambda: None)
 

@@ -138,10 +138,10 @@ class ShadowBook:
             if uid in self.records:
                 state, node = where(uid)
                 if state is Live.BOUND and node is not None:
-                    self.bound(uid, node)
+                    self.bound(uid, node=node)
         return new
 
-    def bound(self, uid: str, node: str) -> None:
+    def bound(self, uid: str, *, node: str) -> None:
         """The live scheduler's bind of ``uid`` to ``node`` arrived (through the watch)."""
         record = self.records.pop(uid, None)
         if record is None:
@@ -166,7 +166,7 @@ class ShadowBook:
         for uid, record in list(self.records.items()):
             state, node = where(uid)
             if state is Live.BOUND and node is not None:
-                self.bound(uid, node)  # a bind whose watch event was not seen on its own
+                self.bound(uid, node=node)  # a bind whose watch event was not seen on its own
             elif state is Live.GONE:
                 del self.records[uid]
             elif record.node is None or now - record.since < self.grace:

@@ -263,7 +263,9 @@ class LeaderElector:
         lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", **self._observed}
         note = f"{self.identity} {what}"
         task = asyncio.get_running_loop().create_task(
-            self.recorder.record(lease, "LeaderElection", note, "Normal", "LeaderElection")
+            self.recorder.record(
+                lease, reason="LeaderElection", note=note, type="Normal", action="LeaderElection"
+            )
         )
         self._announcements.add(task)  # keep a reference until it is done
         task.add_done_callback(self._announcements.discard)

@@ -97,18 +97,22 @@ class StatusWriter:
     # -- events --------------------------------------------------------------------------
 
     async def pod_event(
-        self, pod: Obj, reason: str, note: str, type: str = "Normal", action: str | None = None
+        self, pod: Obj, *, reason: str, note: str, type: str = "Normal", action: str | None = None
     ) -> bool:
         """An event about a pod (``Scheduled``, ``FailedScheduling``...), de-duplicated."""
         return await self.events.record(
-            {"kind": "Pod", "apiVersion": "v1", **pod}, reason, note, type, action
+            {"kind": "Pod", "apiVersion": "v1", **pod},
+            reason=reason,
+            note=note,
+            type=type,
+            action=action,
         )
 
     async def object_event(
-        self, obj: Obj, reason: str, note: str, type: str = "Warning", action: str | None = None
+        self, obj: Obj, *, reason: str, note: str, type: str = "Warning", action: str | None = None
     ) -> bool:
         """An event about any object (a PodGroup naming an unknown queue...)."""
-        return await self.events.record(obj, reason, note, type, action)
+        return await self.events.record(obj, reason=reason, note=note, type=type, action=action)
 
     async def flush(self) -> None:
         """Write event repeats that are counted but not yet on the server."""

@@ -62,7 +62,7 @@ def run_cycles(
         recorder.finish(record)
         recorder.flush()
         for _, uid, _, node_name in record.decisions:
-            assert cache.assume(uid, node_name)
+            assert cache.assume(uid, node=node_name)
 
 
 def test_every_deciding_cycle_is_a_file_that_reads_back(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ class Cluster:
 
     def bind(self, book: ShadowBook, uid: str, node: str) -> None:
         self.pods[uid] = (Live.BOUND, node)
-        book.bound(uid, node)
+        book.bound(uid, node=node)
 
     def where(self, uid: str) -> tuple[Live, str | None]:
         return self.pods.get(uid, (Live.GONE, None))
