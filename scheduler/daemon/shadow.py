@@ -185,7 +185,7 @@ class ShadowDaemon(Daemon):
             return await super().run()
         finally:
             if self.book.unreported:
-                self.report.write(self.book.line(self.cycles, 0))
+                self.report.write(self.book.line(self.cycles, pods=0))
             self.report.close()
 
     async def _make_cache(self, kube: Kube) -> ClusterCache:
@@ -206,10 +206,12 @@ class ShadowDaemon(Daemon):
         now = time.monotonic()
         pods = 0
         if isinstance(committer, ShadowCommitter) and not outcome.failed:
-            pods = self.book.decide(committer.seen, committer.placed, now, where)
+            pods = self.book.decide(
+                seen=committer.seen, placed=committer.placed, now=now, where=where
+            )
         self.book.expire(now, where)
         if pods or self.book.unreported:
-            self.report.write(self.book.line(self.cycles, pods))
+            self.report.write(self.book.line(self.cycles, pods=pods))
 
     def _worth_a_session(self, cache: ClusterCache, seen: int | None, since: float) -> bool:
         # Deadlines are checked, and outcomes reported, at the end of a cycle.

@@ -114,7 +114,7 @@ class ShadowBook:
     # -- what happened -----------------------------------------------------------------------
 
     def decide(
-        self, seen: Mapping[str, str], placed: Mapping[str, str], now: float, where: Where
+        self, *, seen: Mapping[str, str], placed: Mapping[str, str], now: float, where: Where
     ) -> int:
         """A session saw the pending pods ``seen`` (uid -> key) and would bind ``placed``
         (uid -> node); the others it leaves pending. Pods the live scheduler bound while the
@@ -194,7 +194,7 @@ class ShadowBook:
 
     # -- the report --------------------------------------------------------------------------
 
-    def line(self, cycle: int, pods: int) -> dict[str, Any]:
+    def line(self, cycle: int, *, pods: int) -> dict[str, Any]:
         """The report line of ``cycle`` (whose session decided ``pods`` pending pods for the
         first time): the outcomes resolved since the last line, which it then starts afresh."""
         tally, self._tally = self._tally, Tally()

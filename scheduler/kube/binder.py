@@ -173,7 +173,7 @@ class Evictor:
             "deleteOptions": {"preconditions": {"uid": uid}},
         }
         path = PODS.path(namespace, name, "eviction")
-        backoff = Backoff(self.backoff_initial, self.backoff_cap)
+        backoff = Backoff(initial=self.backoff_initial, cap=self.backoff_cap)
         outcome = EvictOutcome.BLOCKED
         async with self._slots:
             for attempt in range(1, self.max_attempts + 1):

@@ -138,7 +138,7 @@ class Informer:
         self.stats = InformerStats()
         self.store: dict[Key, Obj] = {}
         self.resource_version = ""
-        self._backoff = Backoff(backoff_initial, backoff_cap)
+        self._backoff = Backoff(initial=backoff_initial, cap=backoff_cap)
         self._watch_task: asyncio.Task[None] | None = None
         self._interrupt_requested = False
         self._relist_requested = False

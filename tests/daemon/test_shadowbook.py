@@ -32,14 +32,19 @@ class Cluster:
 def test_each_outcome_is_counted_once_and_reported_in_the_next_line() -> None:
     book, cluster = ShadowBook(grace=2.0), Cluster()
     seen = cluster.pending("a", "b", "c", "d")
-    assert book.decide(seen, {"a": "n1", "b": "n1", "c": "n2"}, 0.0, cluster.where) == 4
+    assert (
+        book.decide(
+            seen=seen, placed={"a": "n1", "b": "n1", "c": "n2"}, now=0.0, where=cluster.where
+        )
+        == 4
+    )
     assert book.open == 3 and book.undecided([*seen, "e"]) == 1
     cluster.bind(book, "a", "n1")  # same
     cluster.bind(book, "b", "n2")  # different
     cluster.bind(book, "d", "n2")  # the shadow left it pending: only_live
     cluster.bind(book, "a", "n1")  # a repeated event counts nothing more
     book.expire(1.0, cluster.where)  # c is not overdue yet
-    assert book.line(1, 4) == {
+    assert book.line(1, pods=4) == {
         "cycle": 1,
         "pods": 4,
         "same": 1,
@@ -48,9 +53,12 @@ def test_each_outcome_is_counted_once_and_reported_in_the_next_line() -> None:
         "only_live": 1,
     }
     assert book.open == 1 and not book.unreported
-    assert book.decide(cluster.pending("c"), {"c": "n2"}, 1.5, cluster.where) == 0  # again
+    assert (
+        book.decide(seen=cluster.pending("c"), placed={"c": "n2"}, now=1.5, where=cluster.where)
+        == 0
+    )  # again
     book.expire(2.0, cluster.where)  # two seconds after the first choice: only_shadow
-    assert book.line(2, 1)["only_shadow"] == 1
+    assert book.line(2, pods=1)["only_shadow"] == 1
     assert book.totals == {"same": 1, "different": 1, "only_shadow": 1, "only_live": 1}
     assert book.agreement() == 0.5
     cluster.bind(book, "c", "n2")  # too late: c already counted
@@ -61,7 +69,7 @@ def test_a_pod_first_seen_bound_or_deleted_counts_nothing() -> None:
     book, cluster = ShadowBook(grace=1.0), Cluster()
     cluster.bind(book, "early", "n1")  # bound before any session saw it pending
     seen = cluster.pending("gone")
-    book.decide(seen, {"gone": "n1"}, 0.0, cluster.where)
+    book.decide(seen=seen, placed={"gone": "n1"}, now=0.0, where=cluster.where)
     del cluster.pods["gone"]  # deleted before anyone bound it
     book.expire(5.0, cluster.where)
     assert not book.unreported and book.open == 0 and book.records == {}
@@ -73,24 +81,24 @@ def test_a_bind_during_the_session_resolves_when_the_decision_is_entered() -> No
     book, cluster = ShadowBook(grace=1.0), Cluster()
     seen = cluster.pending("p")
     cluster.bind(book, "p", "n2")  # the watch delivered it while the session decided
-    book.decide(seen, {"p": "n1"}, 0.0, cluster.where)
-    assert book.line(1, 1)["different"] == [{"pod": "batch/p", "shadow": "n1", "live": "n2"}]
+    book.decide(seen=seen, placed={"p": "n1"}, now=0.0, where=cluster.where)
+    assert book.line(1, pods=1)["different"] == [{"pod": "batch/p", "shadow": "n1", "live": "n2"}]
 
 
 def test_the_latest_opinion_counts_and_its_clock_starts_at_the_first_choice() -> None:
     book, cluster = ShadowBook(grace=2.0), Cluster()
     seen = cluster.pending("p", "q")
-    book.decide(seen, {"q": "n1"}, 0.0, cluster.where)  # p left pending
-    book.decide(seen, {"p": "n1", "q": "n2"}, 1.0, cluster.where)
+    book.decide(seen=seen, placed={"q": "n1"}, now=0.0, where=cluster.where)  # p left pending
+    book.decide(seen=seen, placed={"p": "n1", "q": "n2"}, now=1.0, where=cluster.where)
     book.expire(2.5, cluster.where)  # q was first chosen at 0: overdue; p only at 1
-    assert book.line(2, 2)["only_shadow"] == 1
+    assert book.line(2, pods=2)["only_shadow"] == 1
     cluster.bind(book, "p", "n1")
-    assert book.line(3, 0)["same"] == 1
+    assert book.line(3, pods=0)["same"] == 1
 
 
 def test_a_pod_that_left_the_pending_watch_waits_for_its_bind_a_while_longer() -> None:
     book, cluster = ShadowBook(grace=1.0), Cluster()
-    book.decide(cluster.pending("p"), {"p": "n1"}, 0.0, cluster.where)
+    book.decide(seen=cluster.pending("p"), placed={"p": "n1"}, now=0.0, where=cluster.where)
     cluster.pods["p"] = (Live.LEFT, None)
     book.expire(1.5, cluster.where)
     assert book.open == 1  # the assigned watch's ADD may still come
@@ -112,8 +120,10 @@ def test_the_assigned_pods_informer_tells_the_book_at_once() -> None:
     cache.pending_pods.on_add(pod("p", scheduler="other"))
     uid = next(iter(cache.pods))
     assert live_state(cache, uid) == (Live.PENDING, None)
-    book.decide({uid: "batch/p"}, {uid: "n1"}, 0.0, lambda u: live_state(cache, u))
+    book.decide(
+        seen={uid: "batch/p"}, placed={uid: "n1"}, now=0.0, where=lambda u: live_state(cache, u)
+    )
     cache.assigned_pods.on_add(pod("p", scheduler="other", node_name="n2"))
     # settled by the watch event itself, not at the end of a cycle, and the cache has it too
-    assert book.line(1, 0)["different"] == [{"pod": "batch/p", "shadow": "n1", "live": "n2"}]
+    assert book.line(1, pods=0)["different"] == [{"pod": "batch/p", "shadow": "n1", "live": "n2"}]
     assert live_state(cache, uid) == (Live.BOUND, "n2")
