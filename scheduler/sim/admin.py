@@ -79,6 +79,7 @@ class WriteLog:
 
     def select(
         self,
+        *,
         verb: str | None = None,
         resource: str | None = None,
         user_agent: str | None = None,

@@ -61,14 +61,17 @@ def bind(registry: PodRegistry, namespace: str, name: str, body: Any, dry_run: b
     target = body.get("target") or {}
     if not target.get("name"):
         raise invalid(
-            "Binding", "", name, [("target.name", "FieldValueRequired", "Required value")]
+            "Binding",
+            "",
+            name=name,
+            causes=[("target.name", "FieldValueRequired", "Required value")],
         )
     if target.get("kind") not in (None, "", "Node"):
         raise invalid(
             "Binding",
             "",
-            name,
-            [
+            name=name,
+            causes=[
                 (
                     "target.kind",
                     "FieldValueNotSupported",
@@ -79,18 +82,27 @@ def bind(registry: PodRegistry, namespace: str, name: str, body: Any, dry_run: b
     pod = registry.current(PODS, namespace, name)
     pm = meta(pod)
     if m.get("uid") and m["uid"] != pm.get("uid"):
-        raise uid_precondition("pods", "", name, m["uid"], pm.get("uid"))
+        raise uid_precondition("pods", "", name=name, wanted=m["uid"], actual=pm.get("uid"))
     if m.get("resourceVersion") and m["resourceVersion"] != pm.get("resourceVersion"):
-        raise rv_precondition("pods", "", name, m["resourceVersion"], pm.get("resourceVersion"))
+        raise rv_precondition(
+            "pods", "", name=name, wanted=m["resourceVersion"], actual=pm.get("resourceVersion")
+        )
     if pm.get("deletionTimestamp"):
         raise conflict(
-            "pods/binding", "", name, f"pod {name} is being deleted, cannot be assigned to a host"
+            "pods/binding",
+            "",
+            name=name,
+            why=f"pod {name} is being deleted, cannot be assigned to a host",
         )
     node = get_path(pod, "spec", "nodeName")
     if node:
-        raise conflict("pods/binding", "", name, f'pod {name} is already assigned to node "{node}"')
+        raise conflict(
+            "pods/binding", "", name=name, why=f'pod {name} is already assigned to node "{node}"'
+        )
     if get_path(pod, "spec", "schedulingGates"):
-        raise conflict("pods/binding", "", name, f"pod {name} has non-empty .spec.schedulingGates")
+        raise conflict(
+            "pods/binding", "", name=name, why=f"pod {name} has non-empty .spec.schedulingGates"
+        )
     if dry_run:
         return success_status(201)
     spec = {**pod["spec"], "nodeName": target["name"]}
