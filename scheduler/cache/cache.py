@@ -25,7 +25,6 @@ import time
 from collections.abc import Callable, Iterator
 
 from pumice.cache.groups import (
-    Obj,
     PodGroupEntry,
     PriorityClasses,
     build_job,
@@ -49,6 +48,7 @@ from pumice.model import (
 from pumice.model.objects import GROUP_NAME_ANNOTATION, lone_pod_job
 from pumice.model.status import TaskStatus
 from pumice.model.unevaluated import refusal
+from pumice.plain import Obj
 
 log = logging.getLogger("pumice.cache")
 

@@ -11,13 +11,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from pumice.model import JobInfo, QueueInfo
+from pumice.plain import Obj
 
 log = logging.getLogger("pumice.cache")
-
-Obj = dict[str, Any]
 
 
 def object_key(obj: Obj) -> str:

@@ -15,8 +15,7 @@ from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 from pumice.model.snapshot import NAMESPACE_NAME_LABEL
-
-Obj = dict[str, Any]
+from pumice.plain import Obj
 
 
 def namespace_entry(namespace: Mapping[str, Any]) -> tuple[str, dict[str, str]]:

@@ -26,14 +26,12 @@ import enum
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from pumice.model import Resource, TaskInfo
 from pumice.model.status import status_of_pod
+from pumice.plain import Obj
 
 log = logging.getLogger("pumice.cache")
-
-Obj = dict[str, Any]
 
 
 class PodState(enum.Enum):

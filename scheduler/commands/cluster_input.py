@@ -29,8 +29,7 @@ from typing import Any
 from pumice.errors import PumiceError
 from pumice.manifests import ManifestError, load_manifests
 from pumice.model import QuantityError, parse_quantity
-
-Obj = dict[str, Any]
+from pumice.plain import Obj
 
 CACHE_KINDS = frozenset({"Node", "Pod", "PodGroup", "Queue", "PriorityClass", "Namespace"})
 """The kinds the scheduler's cache takes (what ``pumice simulate`` replays)."""

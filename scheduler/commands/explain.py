@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
 
 import orjson
 
@@ -32,8 +31,8 @@ from pumice.commands.explain_verify import Verifier
 from pumice.framework.config import ConfigError, SchedulerConfig
 from pumice.framework.host import PluginConflictError, PluginHost
 from pumice.manifests import ManifestError
+from pumice.plain import Obj
 
-Obj = dict[str, Any]
 NOTHING_ADMITS = "no change pumice tried admits it"
 
 

@@ -8,13 +8,11 @@ the run that verifies a suggestion and the user's own ``pumice simulate`` see th
 
 from __future__ import annotations
 
-from typing import Any
-
 from pumice.commands.explain_core import Target, _key, copy_objects, target_pods
 from pumice.model import canonical_amount
 from pumice.model.resource import format_amount
+from pumice.plain import Obj
 
-Obj = dict[str, Any]
 HOSTNAME = "kubernetes.io/hostname"
 
 

@@ -31,8 +31,8 @@ from pumice.framework.config import SchedulerConfig
 from pumice.framework.host import PluginHost
 from pumice.framework.session import Session
 from pumice.model import QueueInfo, TaskInfo, TaskStatus, resource_list
+from pumice.plain import Obj
 
-Obj = dict[str, Any]
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 MAX_CYCLES = 5
 CLOSE = "session-close"

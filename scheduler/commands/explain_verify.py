@@ -23,8 +23,8 @@ from pumice.commands.simulate_cluster import SimulatedCluster
 from pumice.framework.config import SchedulerConfig
 from pumice.framework.host import PluginHost
 from pumice.framework.session import Session
+from pumice.plain import Obj
 
-Obj = dict[str, Any]
 Edit = tuple[Obj | None, Obj | None]
 
 

@@ -17,15 +17,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from typing import Any
 
 from pumice.cache import ClusterCache, PodState
 from pumice.cache.groups import object_key
 from pumice.cache.pods import pod_uid
 from pumice.daemon.outcome import CycleOutcome, same_podgroup_status, same_queue_status
 from pumice.model import ClusterSnapshot, TaskInfo
-
-Obj = dict[str, Any]
+from pumice.plain import Obj
 
 FEED_ORDER = {"Namespace": 0, "PriorityClass": 0, "Node": 1, "Queue": 2, "PodGroup": 3, "Pod": 4}
 

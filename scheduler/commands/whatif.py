@@ -59,8 +59,7 @@ from pumice.framework.host import PluginHost
 from pumice.framework.session import Session
 from pumice.model import TaskInfo
 from pumice.model.objects import GROUP_NAME_ANNOTATION
-
-Obj = dict[str, Any]
+from pumice.plain import Obj
 
 EPSILON = 1e-9
 ARRIVAL, COMPLETION = 0, 1

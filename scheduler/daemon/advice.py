@@ -16,12 +16,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any
 
 from pumice.cache import ClusterCache
 from pumice.daemon.outcome import UNSCHEDULABLE, CycleOutcome
+from pumice.plain import Obj
 
-Obj = dict[str, Any]
 Suggester = Callable[[list[Obj], str], list[str]]
 """(the cluster's objects, ``namespace/name`` of a PodGroup) -> texts of verified changes."""
 MAX_MESSAGE = 1024

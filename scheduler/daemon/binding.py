@@ -27,10 +27,10 @@ from typing import Any, Protocol
 from pumice.cache import ClusterCache
 from pumice.daemon.writes import StatusLane
 from pumice.kube import Binder, BindOutcome, BindResult, Evictor, EvictOutcome, StatusWriter
+from pumice.plain import Obj
 
 log = logging.getLogger("pumice.daemon")
 
-Obj = dict[str, Any]
 
 INITIAL_BACKOFF = 1.0
 MAX_BACKOFF = 10.0

@@ -23,16 +23,15 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from pumice.kube.client import MERGE_PATCH, Kube
 from pumice.kube.errors import Conflict, KubeError, NotFound
 from pumice.kube.ratelimit import TokenBucket
 from pumice.kube.resources import CORE_EVENTS, EVENTS, served
+from pumice.plain import Obj
 
 log = logging.getLogger("pumice.kube.events")
 
-Obj = dict[str, Any]
 
 NOTE_LIMIT = 1024
 _ELLIPSIS = " ..."

@@ -45,10 +45,10 @@ from pumice.kube.client import Kube
 from pumice.kube.errors import Gone, KubeError, TooManyRequests, error_for
 from pumice.kube.ratelimit import Backoff
 from pumice.kube.resources import Kind
+from pumice.plain import Obj
 
 log = logging.getLogger("pumice.kube.informer")
 
-Obj = dict[str, Any]
 Key = tuple[str, str]
 
 # The client notices a silent stream this long after the server should have ended it.

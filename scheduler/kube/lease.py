@@ -31,16 +31,15 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
 
 from pumice.kube.client import Kube
 from pumice.kube.errors import Conflict, KubeError, NotFound
 from pumice.kube.events import EventRecorder, micro_time
 from pumice.kube.resources import LEASES
+from pumice.plain import Obj
 
 log = logging.getLogger("pumice.kube.lease")
 
-Obj = dict[str, Any]
 Callback = Callable[[], None]
 
 

@@ -22,16 +22,15 @@ import copy
 import logging
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
 
 from pumice.kube.client import MERGE_PATCH, STRATEGIC_MERGE_PATCH, Kube
 from pumice.kube.errors import KubeError, NotFound
 from pumice.kube.events import CACHE_SIZE, EventRecorder, micro_time
 from pumice.kube.resources import PODGROUPS, PODS, QUEUES, Kind
+from pumice.plain import Obj
 
 log = logging.getLogger("pumice.kube.status")
 
-Obj = dict[str, Any]
 
 POD_SCHEDULED = "PodScheduled"
 UNSCHEDULABLE = "Unschedulable"

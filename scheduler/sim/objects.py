@@ -13,8 +13,8 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-Obj = dict[str, Any]
-"""A Kubernetes object (or any JSON mapping) as parsed from JSON or YAML."""
+# re-exported: the sim's modules take it from here, with the helpers below
+from pumice.plain import Obj as Obj
 
 Key = tuple[str, str]
 """Where an object lives in its table: (namespace or "", name)."""
