@@ -10,6 +10,8 @@ of these is a bug. Classes that callers have always caught as ``ValueError`` mix
     ├── AddressError (ValueError)   pumice.framework.config      not a host:port to listen on
     ├── YamlSourceError (ValueError) pumice.framework.yamlsource  text is not YAML we accept
     ├── ManifestError (ValueError)  pumice.manifests             a manifest that cannot be used
+    ├── ObjectError (ValueError)    pumice.plain                 an object the model cannot read
+    ├── LiveError                   pumice.commands.cluster_input  a cluster that cannot be listed
     ├── QuantityError (ValueError)  pumice.model.quantity        not a Kubernetes quantity
     ├── ResourceError (ValueError)  pumice.model.resource        bad amount, scale or default
     │   └── ResourceUnderflow                                    ``a - b`` below zero

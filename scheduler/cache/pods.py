@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from pumice.model import Resource, TaskInfo
 from pumice.model.status import status_of_pod
-from pumice.plain import Obj
+from pumice.plain import Obj, ObjectError
 
 log = logging.getLogger("pumice.cache")
 
@@ -100,7 +100,7 @@ def parse_task(entry: PodEntry, priority_of: Callable[[str | None], int | None])
     pod = entry.pod
     try:
         task = TaskInfo.from_pod(pod)
-    except (ValueError, TypeError, KeyError) as exc:
+    except ObjectError as exc:
         if entry.state is PodState.INITIAL:
             entry.state, entry.reason = PodState.BLOCKED, f"pod {entry.key} is invalid: {exc}"
             return None
