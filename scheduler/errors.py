@@ -31,6 +31,7 @@ of these is a bug. Classes that callers have always caught as ``ValueError`` mix
         ├── ApiError                pumice.sim.errors            one HTTP error + Status body
         ├── TemplateError (ValueError)  pumice.sim.defaults      a bad node template
         ├── BadQuantity (ValueError)    pumice.sim.quantities    a value the server cannot decode
+        ├── BadTime (ValueError)        pumice.sim.objects       not an RFC 3339 time
         └── BadInput                pumice.sim.cli               a bad flag or file (exit 2)
 
 This module imports nothing from pumice, so every layer (the model included) can use it.

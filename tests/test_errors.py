@@ -25,6 +25,7 @@ from pumice.plain import ObjectError
 from pumice.sim.cli import BadInput
 from pumice.sim.defaults import TemplateError
 from pumice.sim.errors import ApiError
+from pumice.sim.objects import BadTime, parse_time
 from pumice.sim.quantities import BadQuantity
 
 ROOTED = [
@@ -55,6 +56,7 @@ VALUE_ERRORS = [
     NodeAccountingError,
     AddressError,
     ObjectError,
+    BadTime,
 ]
 """Classes that callers catch as ValueError: under both."""
 
@@ -100,3 +102,9 @@ def test_a_malformed_object_is_an_object_error_with_its_cause() -> None:
 def test_split_host_port_refuses_with_an_address_error() -> None:
     with pytest.raises(AddressError, match="expected host:port"):
         split_host_port("localhost")
+
+
+def test_the_sims_time_parser_refuses_with_a_bad_time() -> None:
+    with pytest.raises(BadTime, match="bad time 'yesterday'"):
+        parse_time("yesterday")
+    assert parse_time("1970-01-01T00:01:00Z") == 60.0
