@@ -27,22 +27,14 @@ class QueueFigures(Protocol):
     """The figures of one queue that the reasons quote (proportion's ``QueueAttributes``;
     ``pumice.plugins.proportion`` imports this module, so this one knows it by this shape)."""
 
-    @property
-    def queue(self) -> QueueInfo: ...
-    @property
-    def weight(self) -> int: ...
-    @property
-    def capability(self) -> Resource | None: ...
-    @property
-    def real_capability(self) -> Resource: ...
-    @property
-    def allocated(self) -> Resource: ...
-    @property
-    def inqueue(self) -> Resource: ...
-    @property
-    def elastic(self) -> Resource: ...
-    @property
-    def deserved(self) -> Resource: ...
+    queue: QueueInfo
+    weight: int
+    capability: Resource | None
+    real_capability: Resource
+    allocated: Resource
+    inqueue: Resource
+    elastic: Resource
+    deserved: Resource
 
 
 _SLACK = 1e-6

@@ -31,17 +31,12 @@ class ProbedDaemon(Protocol):
     """What the probes read of the daemon (``pumice.daemon.loop.Daemon``, which imports this
     module, so this one knows it only by this shape)."""
 
-    @property
-    def last_tick(self) -> float | None: ...
-
-    @property
-    def synced(self) -> bool: ...
+    last_tick: float | None
+    synced: bool
+    metrics: DaemonMetrics
 
     @property
     def role(self) -> str: ...
-
-    @property
-    def metrics(self) -> DaemonMetrics: ...
 
     def waiting_for(self) -> str: ...
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
@@ -55,26 +55,15 @@ class ObservedDaemon(Protocol):
     """What a scrape reads of the daemon (``pumice.daemon.loop.Daemon``, which imports this
     module, so this one knows it only by this shape)."""
 
-    @property
-    def work(self) -> BackgroundWork | None: ...
-
-    @property
-    def failures(self) -> int: ...
+    work: BackgroundWork | None
+    failures: int
+    synced: bool
+    reloader: ConfigReloader | None
+    informers: list[Informer]
+    cache: ClusterCache | None
 
     @property
     def leading(self) -> bool: ...
-
-    @property
-    def synced(self) -> bool: ...
-
-    @property
-    def reloader(self) -> ConfigReloader | None: ...
-
-    @property
-    def informers(self) -> Sequence[Informer]: ...
-
-    @property
-    def cache(self) -> ClusterCache | None: ...
 
 
 class DaemonMetrics:

@@ -103,14 +103,9 @@ class AdminTarget(Protocol):
     """What the admin endpoint reads and works (``SimServer``, which imports this module, so
     this one knows it only by this shape)."""
 
-    @property
-    def faults(self) -> Faults: ...
-
-    @property
-    def writes(self) -> WriteLog: ...
-
-    @property
-    def volumes(self) -> VolumeControllers: ...
+    faults: Faults
+    writes: WriteLog
+    volumes: VolumeControllers
 
     def state(self) -> Obj: ...
 

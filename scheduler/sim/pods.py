@@ -37,8 +37,7 @@ class PodRegistry(Protocol):
     """What the pod verbs use of the registry (``pumice.sim.registry.Registry``, which imports
     this module for graceful deletion, so this one knows it only by this shape)."""
 
-    @property
-    def store(self) -> Store: ...
+    store: Store
 
     def current(self, rtype: ResourceType, namespace: str, name: str) -> Obj: ...
 
