@@ -58,7 +58,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cycles",
         type=int,
-        default=DEFAULT_CYCLES,
         metavar="N",
         help=f"stop after N cycles even if decisions still change (default {DEFAULT_CYCLES})",
     )
@@ -73,7 +72,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if whatif_wanted(args):
         return run_whatif(args)  # virtual time: pumice.commands.whatif
-    if args.cycles < 1:
+    if args.cycles is None:
+        args.cycles = DEFAULT_CYCLES
+    elif args.cycles < 1:
         print(f"--cycles: must be at least 1, got {args.cycles}", file=sys.stderr)
         return 2
     try:
@@ -92,6 +93,10 @@ def run(args: argparse.Namespace) -> int:
     state = SimulatedCluster(name, config.scheduler.default_queue)
     state.add(api_defaults(obj) for obj in given.objects)
     report = simulate(state, config, host, cycles=args.cycles, explain=args.explain)
+    if report.contract_errors:
+        for error in report.contract_errors:
+            print(f"pumice simulate: {error}", file=sys.stderr)
+        return 2
     if args.output == "json":
         text = orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2).decode()
     else:
@@ -154,6 +159,9 @@ def simulate(
             finally:
                 session.close()
             outcome = collect(session)
+            for error in map(str, session.contributions.errors):
+                if error not in report.contract_errors:
+                    report.contract_errors.append(error)
             scores = dict(session.placement_scores) if explain else {}
         finally:
             session.dispose()

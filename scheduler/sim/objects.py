@@ -9,7 +9,6 @@ the time and uid formats the real server uses (durations: ``pumice.durations``).
 from __future__ import annotations
 
 import time
-import uuid
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,6 +16,7 @@ from pumice.errors import PumiceError
 
 # re-exported: the sim's modules take it from here, with the helpers below
 from pumice.plain import Obj as Obj
+from pumice.uids import ordered_uid
 
 Key = tuple[str, str]
 """Where an object lives in its table: (namespace or "", name)."""
@@ -54,7 +54,8 @@ def parse_time(value: str) -> float:
 
 
 def new_uid() -> str:
-    return str(uuid.uuid4())
+    """A uid in creation order, as ``pumice simulate`` makes them (see ``pumice.uids``)."""
+    return ordered_uid()
 
 
 def meta(obj: Obj) -> Obj:
