@@ -120,6 +120,7 @@ SCHEDULER_KEYS = (
     "plugins",
     "tieBreak",
     "record",
+    "suggestions",
 )
 RECORD_KEYS = ("dir", "keepCycles", "maxBytes")
 LEADER_KEYS = (
@@ -285,6 +286,9 @@ class SchedulerSettings:
     tie_break: Literal["deterministic", "random"] = "deterministic"
     record: RecordSettings | None = None
     """None: no flight recorder."""
+    suggestions: bool = True
+    """Search, outside the cycles, what would admit an unschedulable PodGroup and append it
+    to its condition (``pumice.daemon.advice``)."""
 
 
 @dataclass(frozen=True, slots=True)
