@@ -65,7 +65,7 @@ from pumice import (
     TaskInfo,
 )
 from pumice.cache.pods import derive
-from pumice.framework.config import load_default_config
+from pumice.framework.configparse import load_default_config
 from pumice.framework.host import PluginHost
 from pumice.framework.session import RecordingCommitter
 

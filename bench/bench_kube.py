@@ -73,7 +73,12 @@ async def pumice_phase(kubeconfig: Path, pods: range, args: argparse.Namespace, 
         start = time.perf_counter()
         results = await asyncio.gather(
             *(
-                binder.bind("bench", f"pod-{i}", uids[f"pod-{i}"], f"node-{i % args.nodes}")
+                binder.bind(
+                    namespace="bench",
+                    name=f"pod-{i}",
+                    uid=uids[f"pod-{i}"],
+                    node=f"node-{i % args.nodes}",
+                )
                 for i in pods
             )
         )

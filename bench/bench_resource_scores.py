@@ -36,7 +36,7 @@ from bench_allocate import to_model
 
 from pumice import Session
 from pumice.commands.common import load_checked
-from pumice.framework.config import default_config_text, parse_config
+from pumice.framework.configparse import default_config_text, parse_config
 from pumice.framework.session import RecordingCommitter
 
 GPU = "nvidia.com/gpu"

@@ -17,13 +17,25 @@ and the figures, in the API server's canonical quantities (``2``, ``500m``, ``4G
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pumice import QueueInfo, Resource
 from pumice.model.resource import format_amount
 
-if TYPE_CHECKING:
-    from pumice.plugins.proportion import QueueAttributes
+
+class QueueFigures(Protocol):
+    """The figures of one queue that the reasons quote (proportion's ``QueueAttributes``;
+    ``pumice.plugins.proportion`` imports this module, so this one knows it by this shape)."""
+
+    queue: QueueInfo
+    weight: int
+    capability: Resource | None
+    real_capability: Resource
+    allocated: Resource
+    inqueue: Resource
+    elastic: Resource
+    deserved: Resource
+
 
 _SLACK = 1e-6
 """Relative tolerance when comparing a limit with the capability, and a sum with a limit."""
@@ -40,7 +52,7 @@ def _over(total: float, limit: float) -> bool:
     return total - limit > 1e-9 + _SLACK * abs(total)
 
 
-def _limit_name(attr: QueueAttributes, name: str, limit: float) -> str:
+def _limit_name(attr: QueueFigures, name: str, limit: float) -> str:
     """``capability`` where the queue's own capability sets ``name`` at ``limit``."""
     capability = attr.capability
     if capability is not None and name in capability.dimensions():
@@ -54,7 +66,7 @@ def not_open(queue: QueueInfo) -> str:
     return f"queue {queue.name} is not open (state {queue.state})"
 
 
-def allocatable_refusal(attr: QueueAttributes, request: Resource) -> str | None:
+def allocatable_refusal(attr: QueueFigures, request: Resource) -> str | None:
     """Why ``request`` may not be added to the queue's allocation, or None if it may."""
     if not attr.queue.is_open():
         return not_open(attr.queue)
@@ -71,7 +83,7 @@ def allocatable_refusal(attr: QueueAttributes, request: Resource) -> str | None:
     return f"queue {attr.queue.name}: " + "; ".join(parts)
 
 
-def overused(attr: QueueAttributes) -> str:
+def overused(attr: QueueFigures) -> str:
     """Why the queue takes nothing more this session: its deserved share is reached."""
     names = sorted(attr.deserved.names())
     if not names:
@@ -84,7 +96,7 @@ def overused(attr: QueueAttributes) -> str:
     return f"queue {attr.queue.name}: " + "; ".join(parts)
 
 
-def enqueue_refusal(attr: QueueAttributes, minimum: Resource) -> str:
+def enqueue_refusal(attr: QueueFigures, minimum: Resource) -> str:
     """Why a job's ``minResources`` does not fit what its queue may still reserve."""
     parts = []
     limit_of = attr.real_capability

@@ -7,8 +7,11 @@ of these is a bug. Classes that callers have always caught as ``ValueError`` mix
 
     PumiceError
     ├── ConfigError                 pumice.framework.config      file, line, key: what is wrong
+    ├── AddressError (ValueError)   pumice.framework.config      not a host:port to listen on
     ├── YamlSourceError (ValueError) pumice.framework.yamlsource  text is not YAML we accept
     ├── ManifestError (ValueError)  pumice.manifests             a manifest that cannot be used
+    ├── ObjectError (ValueError)    pumice.plain                 an object the model cannot read
+    ├── LiveError                   pumice.commands.cluster_input  a cluster that cannot be listed
     ├── QuantityError (ValueError)  pumice.model.quantity        not a Kubernetes quantity
     ├── ResourceError (ValueError)  pumice.model.resource        bad amount, scale or default
     │   └── ResourceUnderflow                                    ``a - b`` below zero
@@ -28,6 +31,7 @@ of these is a bug. Classes that callers have always caught as ``ValueError`` mix
         ├── ApiError                pumice.sim.errors            one HTTP error + Status body
         ├── TemplateError (ValueError)  pumice.sim.defaults      a bad node template
         ├── BadQuantity (ValueError)    pumice.sim.quantities    a value the server cannot decode
+        ├── BadTime (ValueError)        pumice.sim.objects       not an RFC 3339 time
         └── BadInput                pumice.sim.cli               a bad flag or file (exit 2)
 
 This module imports nothing from pumice, so every layer (the model included) can use it.

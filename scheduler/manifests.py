@@ -27,8 +27,7 @@ import orjson
 import yaml
 
 from pumice.errors import PumiceError
-
-Obj = dict[str, Any]
+from pumice.plain import Obj
 
 try:
     _Loader: Any = yaml.CSafeLoader

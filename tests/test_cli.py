@@ -116,6 +116,22 @@ def test_a_command_imports_only_its_own_module() -> None:
     assert result.stdout.strip().splitlines()[-1] == "0 False False"
 
 
+def test_run_loads_the_sim_only_for_sim_and_cryptography_only_for_tls() -> None:
+    # `pumice run` against a cluster never loads the simulated API server; the sim loads
+    # cryptography only to serve TLS (RBAC), not for a plain `--sim` demo.
+    code = (
+        "import sys; from pumice.cli import build_parser; build_parser(['run']); "
+        "import pumice.commands.run; "
+        "sim = any(m.startswith('pumice.sim') for m in sys.modules); "
+        "print(sim, 'cryptography' in sys.modules); "
+        "from pumice.sim import SimConfig, SimServer; SimServer(SimConfig()); "
+        "print('cryptography' in sys.modules); "
+        "SimServer(SimConfig(authorization='rbac')); print('cryptography' in sys.modules)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.stdout.split() == ["False", "False", "False", "True"], result.stderr
+
+
 def test_help_lists_every_command_and_each_command_has_its_flags() -> None:
     top = pumice("--help")
     assert top.returncode == 0

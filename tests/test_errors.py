@@ -5,22 +5,27 @@ from __future__ import annotations
 import pytest
 
 import pumice.errors
+from pumice.commands.cluster_input import LiveError
 from pumice.durations import DurationError
 from pumice.errors import PumiceError
-from pumice.framework.config import ConfigError, parse_config
+from pumice.framework.config import AddressError, ConfigError, split_host_port
+from pumice.framework.configparse import parse_config
 from pumice.framework.host import PluginConflictError, PluginError, PluginLoadError
 from pumice.framework.session import PluginContractError, SessionError
 from pumice.framework.statement import StatementError
 from pumice.framework.yamlsource import YamlSourceError
 from pumice.kube.errors import KubeError
 from pumice.manifests import ManifestError
+from pumice.model import JobInfo, QueueInfo, TaskInfo
 from pumice.model.node import NodeAccountingError
 from pumice.model.quantity import QuantityError, parse_quantity
 from pumice.model.resource import Resource, ResourceError, ResourceUnderflow
 from pumice.model.snapshot import SnapshotError
+from pumice.plain import ObjectError
 from pumice.sim.cli import BadInput
 from pumice.sim.defaults import TemplateError
 from pumice.sim.errors import ApiError
+from pumice.sim.objects import BadTime, parse_time
 from pumice.sim.quantities import BadQuantity
 
 ROOTED = [
@@ -35,6 +40,7 @@ ROOTED = [
     StatementError,
     KubeError,
     SnapshotError,
+    LiveError,
 ]
 """Classes under PumiceError only."""
 
@@ -48,6 +54,9 @@ VALUE_ERRORS = [
     BadQuantity,
     DurationError,
     NodeAccountingError,
+    AddressError,
+    ObjectError,
+    BadTime,
 ]
 """Classes that callers catch as ValueError: under both."""
 
@@ -71,3 +80,31 @@ def test_raised_errors_are_caught_by_the_root() -> None:
         Resource({"cpu": 1.0}) - Resource({"cpu": 2.0})
     with pytest.raises(PumiceError, match="unknown key"):
         parse_config("actions: allocate\nbogus: 1\n")
+
+
+def test_a_malformed_object_is_an_object_error_with_its_cause() -> None:
+    # What the cluster holds reaches the model as it is: a PodGroup without a name, a Queue
+    # whose weight is not a number, a pod with a bad quantity. The cache turns each into a
+    # reason on the object; it must never see a bare KeyError or TypeError.
+    with pytest.raises(ObjectError, match="'name'") as missing:
+        JobInfo.from_podgroup({"metadata": {"namespace": "ns"}, "spec": {}})
+    assert isinstance(missing.value.__cause__, KeyError)
+    with pytest.raises(ObjectError) as wrong:
+        QueueInfo.from_queue({"metadata": {"name": "q"}, "spec": {"weight": [1]}})
+    assert isinstance(wrong.value.__cause__, TypeError)
+    pod = {"metadata": {"name": "p", "uid": "u"}, "spec": {"containers": [{"name": "c"}]}}
+    pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1.5x"}}
+    with pytest.raises(ObjectError, match="invalid quantity") as bad:
+        TaskInfo.from_pod(pod)
+    assert isinstance(bad.value.__cause__, QuantityError)
+
+
+def test_split_host_port_refuses_with_an_address_error() -> None:
+    with pytest.raises(AddressError, match="expected host:port"):
+        split_host_port("localhost")
+
+
+def test_the_sims_time_parser_refuses_with_a_bad_time() -> None:
+    with pytest.raises(BadTime, match="bad time 'yesterday'"):
+        parse_time("yesterday")
+    assert parse_time("1970-01-01T00:01:00Z") == 60.0

@@ -71,7 +71,7 @@ def test_data_files_and_entry_points_are_shipped(wheel: zipfile.ZipFile) -> None
     text = wheel.read(entry_points).decode()
     assert "[pumice]" in text and "pumice = pumice.cli:main" in text
     # the kubectl plugin: kubectl finds ``kubectl-pumice`` on PATH
-    assert "kubectl-pumice = pumice.commands.explain_live:console_main" in text
+    assert "kubectl-pumice = pumice.cli:kubectl_main" in text
     for name in (
         "priority",
         "gang",

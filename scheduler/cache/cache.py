@@ -26,7 +26,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import MappingProxyType
 
 from pumice.cache.groups import (
-    Obj,
     PodGroupEntry,
     PriorityClasses,
     build_job,
@@ -51,6 +50,7 @@ from pumice.model.node import NodeFields
 from pumice.model.objects import GROUP_NAME_ANNOTATION, lone_pod_job
 from pumice.model.status import TaskStatus
 from pumice.model.unevaluated import refusal
+from pumice.plain import Obj
 
 log = logging.getLogger("pumice.cache")
 
@@ -159,7 +159,7 @@ class ClusterCache:
 
     # -- what the scheduler did ---------------------------------------------------------------
 
-    def assume(self, uid: str, node: str) -> bool:
+    def assume(self, uid: str, *, node: str) -> bool:
         """Count a pending pod on ``node`` before the API server confirms the bind.
 
         False (nothing changes) when the pod is no longer waiting for a node here.

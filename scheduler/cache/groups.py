@@ -11,13 +11,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from pumice.model import JobInfo, QueueInfo
+from pumice.plain import Obj, ObjectError
 
 log = logging.getLogger("pumice.cache")
-
-Obj = dict[str, Any]
 
 
 def object_key(obj: Obj) -> str:
@@ -54,7 +52,7 @@ def build_job(
     priority = priorities.get(str(class_name), 0) if class_name else (default_priority or 0)
     try:
         job = JobInfo.from_podgroup(podgroup, priority=priority)
-    except (ValueError, TypeError, KeyError) as exc:
+    except ObjectError as exc:
         return PodGroupEntry(podgroup, None, f"podgroup {key} is invalid: {exc}")
     job.queue = queue_of(podgroup, default_queue)
     if job.queue not in queues:
@@ -73,7 +71,7 @@ def build_queue(queue: Obj) -> tuple[QueueInfo | None, str]:
     """The model queue for a Queue object, or the reason it cannot be used."""
     try:
         return QueueInfo.from_queue(queue), ""
-    except (ValueError, TypeError, KeyError) as exc:
+    except ObjectError as exc:
         return None, f"queue {object_key(queue)} is invalid: {exc}"
 
 

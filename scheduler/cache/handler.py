@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from pumice.cache.groups import Obj
+from pumice.plain import Obj
 
 log = logging.getLogger("pumice.cache")
 

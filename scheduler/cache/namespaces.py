@@ -15,8 +15,7 @@ from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 from pumice.model.snapshot import NAMESPACE_NAME_LABEL
-
-Obj = dict[str, Any]
+from pumice.plain import Obj, ObjectError
 
 
 def namespace_entry(namespace: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
@@ -24,7 +23,7 @@ def namespace_entry(namespace: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
     meta = namespace.get("metadata") or {}
     name = str(meta.get("name") or "")
     if not name:
-        raise ValueError("a Namespace without metadata.name")
+        raise ObjectError("a Namespace without metadata.name")
     labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
     labels[NAMESPACE_NAME_LABEL] = name
     return name, labels

@@ -31,10 +31,9 @@ from typing import Any
 from pumice.model import Resource, TaskInfo
 from pumice.model.objects import pod_priority
 from pumice.model.status import TaskStatus, status_of_pod
+from pumice.plain import Obj, ObjectError
 
 log = logging.getLogger("pumice.cache")
-
-Obj = dict[str, Any]
 
 
 class PodState(enum.Enum):
@@ -119,7 +118,7 @@ def parse_task(
         return task
     try:
         task = TaskInfo.from_pod(pod)
-    except (ValueError, TypeError, KeyError) as exc:
+    except ObjectError as exc:
         if entry.state is PodState.INITIAL:
             entry.state, entry.reason = PodState.BLOCKED, f"pod {entry.key} is invalid: {exc}"
             return None

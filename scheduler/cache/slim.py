@@ -25,8 +25,7 @@ from typing import Any
 import orjson
 
 from pumice.model.unevaluated import constraining_volumes
-
-Obj = dict[str, Any]
+from pumice.plain import Obj
 
 KEPT_CONTAINER_FIELDS = ("name", "image", "resources", "ports", "restartPolicy")
 """What a container keeps: its requests, host ports and whether it is a sidecar (an init

@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from pumice.cache.groups import Obj, object_key
+from pumice.cache.groups import object_key
 from pumice.cache.handler import Handler
 from pumice.model.storage import NO_STORAGE, StorageObjects
+from pumice.plain import Obj
 
 KINDS = ("claims", "volumes", "classes", "csinodes", "csidrivers")
 """The stores, in the order the daemon starts their informers."""

@@ -1,4 +1,5 @@
-"""The manifests a command is given: read, checked, the kinds it cannot use set aside.
+"""The manifests a command is given: read, checked, the kinds it cannot use set aside; or, for
+``pumice explain`` without files, the live cluster listed once (``read_objects``).
 
 ``read_cluster`` reads every file (multi-document YAML, or a ``kind: List`` as
 ``kubectl get nodes,pods,podgroups,queues,priorityclasses -A -o yaml`` writes it), keeps the
@@ -10,10 +11,18 @@ field the scheduler reads of the wrong type, such as ``tolerations: 5``), a malf
 or priority value with one line ``FILE: Kind ns/name: field.path: what``; ``api_defaults``
 fills in what an API server's defaulting would (the namespace, requests from limits), for
 objects that never went through one.
+
+The live cluster is found as kubectl finds it (``--kubeconfig``, ``$KUBECONFIG``,
+``~/.kube/config``) through ``pumice.kube`` (loaded only then); the client is ``read_only``, so a
+write would be refused before it is sent. Volcano's kinds are listed only where the cluster
+serves them.
 """
 
 from __future__ import annotations
 
+import argparse
+import asyncio
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -21,11 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from pumice.commands.cluster_shape import shape_error
+from pumice.errors import PumiceError
 from pumice.manifests import ManifestError, load_manifests
 from pumice.model import QuantityError, parse_quantity
+from pumice.plain import Obj
 from pumice.uids import ordered_uid
-
-Obj = dict[str, Any]
 
 STORAGE_KINDS = frozenset(
     {"PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode", "CSIDriver"}
@@ -207,3 +216,57 @@ def api_defaults(obj: Obj) -> Obj:
                     requests = resources.get("requests") or {}
                     resources["requests"] = {**limits, **requests}
     return obj
+
+
+class LiveError(PumiceError):
+    """The cluster could not be found or listed (one line, exit 2)."""
+
+
+def read_objects(args: argparse.Namespace) -> list[Obj]:
+    """The manifests named on the command line, else the live cluster, listed once.
+
+    Raises ``ManifestError`` for a bad file, ``LiveError`` for a cluster that cannot be
+    reached or listed."""
+    if args.cluster:
+        given = read_cluster(list(args.cluster), lambda obj: obj.get("kind") in CACHE_KINDS)
+        for note in given.notes:
+            print(note, file=sys.stderr)
+        return given.objects
+    try:
+        return asyncio.run(list_cluster(args.kubeconfig, args.context))
+    except Exception as exc:  # KubeConfigError, KubeError
+        raise LiveError(str(exc)) from None
+
+
+async def list_cluster(kubeconfig: str | None, context: str | None) -> list[Obj]:
+    """Every object the scheduler's cache takes, listed once (each with its ``kind``)."""
+    # the kube client is loaded only for the live form
+    from pumice.kube import (
+        NAMESPACES,
+        NODES,
+        PODGROUPS,
+        PODS,
+        PRIORITYCLASSES,
+        QUEUES,
+        KubeSettings,
+        connect,
+        served,
+    )
+    from pumice.kube.resources import STORAGE_KINDS as STORAGE_RESOURCES
+
+    # Volcano's kinds and the storage kinds, where the cluster serves them
+    optional = (QUEUES, PODGROUPS, *STORAGE_RESOURCES)
+    settings = KubeSettings(
+        kubeconfig=kubeconfig, context=context, read_only=True, user_agent="pumice-explain"
+    )
+    objects: list[Obj] = []
+    async with await connect(settings) as kube:
+        for kind in (
+            NAMESPACES, PRIORITYCLASSES, NODES, *STORAGE_RESOURCES, QUEUES, PODGROUPS, PODS
+        ):  # fmt: skip
+            if kind in optional and not await served(kube, kind):
+                continue
+            listed = await kube.request("GET", kind.path())
+            for item in listed.get("items") or ():
+                objects.append({**item, "apiVersion": kind.api_version, "kind": kind.kind})
+    return objects

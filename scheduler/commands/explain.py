@@ -24,21 +24,20 @@ import argparse
 import os
 import sys
 import time
-from typing import Any
 
 import orjson
 
+from pumice.commands.cluster_input import LiveError, read_objects
 from pumice.commands.common import load_checked
 from pumice.commands.explain_core import Pace, RunResult, run_cluster
-from pumice.commands.explain_live import LiveError, read_objects
 from pumice.commands.explain_search import suggest
 from pumice.commands.explain_target import Target, copy_objects
 from pumice.commands.explain_verify import MIN_BUDGET, Verifier
 from pumice.framework.config import ConfigError, SchedulerConfig
 from pumice.framework.host import PluginConflictError, PluginHost
 from pumice.manifests import ManifestError
+from pumice.plain import Obj
 
-Obj = dict[str, Any]
 NOTHING_ADMITS = "no change pumice tried admits it"
 
 

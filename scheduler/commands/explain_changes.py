@@ -12,8 +12,6 @@ sentence for people.
 
 from __future__ import annotations
 
-from typing import Any
-
 from pumice.commands.explain_target import (
     Target,
     _key,
@@ -24,8 +22,8 @@ from pumice.commands.explain_target import (
 )
 from pumice.model import canonical_amount
 from pumice.model.resource import format_amount
+from pumice.plain import Obj
 
-Obj = dict[str, Any]
 HOSTNAME = "kubernetes.io/hostname"
 
 

@@ -48,8 +48,8 @@ from pumice.framework.config import SchedulerConfig
 from pumice.framework.host import PluginHost
 from pumice.framework.session import Session
 from pumice.model import QueueInfo, Resource, TaskInfo, TaskStatus, resource_list
+from pumice.plain import Obj
 
-Obj = dict[str, Any]
 Pace = Callable[[], None]
 """Called between steps of a run (the daemon's search waits there while binds are due)."""
 MAX_CYCLES = DEFAULT_CYCLES

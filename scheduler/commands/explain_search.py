@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -24,8 +23,8 @@ from pumice.commands.explain_core import FailedTask, RunResult
 from pumice.commands.explain_target import Target, _key, job_target, target_pods
 from pumice.model import canonical_amount
 from pumice.model.resource import format_amount
+from pumice.plain import Obj
 
-Obj = dict[str, Any]
 MAX_SUGGESTIONS = 5
 MAX_RUNS = 12
 TOLERANCE = 1e-6

@@ -16,13 +16,12 @@ place it until they are gone), or *ours* (pumice's to place).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import orjson
 
 from pumice.model.objects import pod_name_index
+from pumice.plain import Obj
 
-Obj = dict[str, Any]
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 TERMINAL = ("Succeeded", "Failed")
 

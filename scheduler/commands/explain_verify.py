@@ -17,15 +17,14 @@ a candidate not run is not verified, so it is not listed.
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from pumice.commands.explain_changes import apply_change
 from pumice.commands.explain_core import Pace, run_cluster
 from pumice.commands.explain_target import Target
 from pumice.framework.config import SchedulerConfig
 from pumice.framework.host import PluginHost
+from pumice.plain import Obj
 
-Obj = dict[str, Any]
 MIN_BUDGET = 2.0
 """Seconds of CPU verification may always take (small clusters never come near it)."""
 

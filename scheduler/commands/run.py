@@ -2,10 +2,9 @@
 
 The kubeconfig is the ``--kubeconfig`` flag, else the config's ``scheduler.kubeconfig``, else
 ``$KUBECONFIG``, else the in-cluster service account, else ``~/.kube/config``. ``--sim`` starts
-the simulated API server in this process on loopback, seeded from cluster files (default: the
-bundled ``conf/examples/cluster.yaml``), and schedules it through the same client code path;
-objects of a kind the sim does not serve are skipped with the note ``pumice simulate`` prints,
-and a file that cannot be read (or an object the sim refuses) exits 2 with one line.
+the simulated API server in this process on loopback, seeded from cluster files, and schedules
+it through the same client code path (``pumice.commands.run_sim``, imported only then); a file
+that cannot be read (or an object the sim refuses) exits 2 with one line.
 ``--until-idle`` exits 0 once a cycle finds nothing it can schedule and no bind or eviction is in
 flight; with it (or ``--sim``) each bind is printed, and the nodes' utilisation at the end (with
 ``--sim`` also where each of our pods runs and every PodGroup's phase in the simulated cluster).
@@ -22,34 +21,29 @@ import logging
 import signal
 import sys
 import tempfile
-from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pumice.cache import ClusterCache
-from pumice.commands.cluster_input import read_cluster
 from pumice.commands.common import load_checked, load_validated
 from pumice.commands.explain import daemon_suggestions
 from pumice.daemon import Daemon, DaemonOptions
 from pumice.daemon.leadership import default_identity
 from pumice.daemon.shadow import ShadowDaemon, ShadowOptions
-from pumice.framework.config import ConfigError, RecordSettings
-from pumice.framework.configparse import split_host_port
+from pumice.framework.config import AddressError, ConfigError, RecordSettings, split_host_port
 from pumice.framework.host import PluginConflictError
 from pumice.kube import KubeConfigError, KubeError, KubeSettings
 from pumice.logsetup import LOG_FORMATS
 from pumice.manifests import ManifestError
 
 if TYPE_CHECKING:
-    from pumice.sim import SimServer
+    from pumice.commands.run_sim import SimulatedCluster
 
 DEFAULT_LOG_LEVEL = logging.INFO
 """``pumice run`` logs its decisions at info unless told otherwise."""
 
 STRUCTURED_LOGS = True
 """Log through structlog: JSON lines off a terminal, key=value on one (``pumice.logsetup``)."""
-
-log = logging.getLogger("pumice.run")
 
 
 def log_format(args: argparse.Namespace) -> str:
@@ -146,35 +140,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _served(obj: dict[str, Any]) -> bool:
-    """Does the simulated API server serve this object's kind?"""
-    from pumice.sim.resources import for_object  # the simulated server loads only for --sim
-
-    return for_object(str(obj.get("apiVersion", "")), str(obj.get("kind", ""))) is not None
-
-
-def example_cluster() -> Path:
-    return Path(str(resources.files("pumice.conf") / "examples" / "cluster.yaml"))
-
-
 def run(args: argparse.Namespace) -> int:
     try:
         config, host = load_checked(args.config)
     except (ConfigError, PluginConflictError) as exc:
         print(str(exc), file=sys.stderr)
         return 2
-    files: list[Path] | None = None
-    seeds: list[dict[str, Any]] = []
+    sim: SimulatedCluster | None = None
     if args.sim is not None:
-        files = [Path(f) for f in args.sim] or [example_cluster()]
+        from pumice.commands.run_sim import SimulatedCluster  # the sim is loaded only for --sim
+
         try:
-            given = read_cluster([str(f) for f in files], _served)
+            sim = SimulatedCluster.read(args.sim)
         except ManifestError as exc:
             print(f"pumice run: --sim: {exc}", file=sys.stderr)
             return 2
-        for note in given.notes:  # the kinds the sim does not serve, as simulate says it
-            print(note, file=sys.stderr)
-        seeds = given.objects
     qps = args.qps if args.qps is not None else config.scheduler.qps
     burst = args.burst if args.burst is not None else config.scheduler.burst
     if (qps is not None and not qps >= 0) or (burst is not None and burst < 0):
@@ -200,11 +180,11 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         split_host_port(http_address)
-    except ValueError as exc:
+    except AddressError as exc:
         print(f"pumice run: --http-address {http_address!r}: {exc}", file=sys.stderr)
         return 2
 
-    def on_bound(namespace: str, name: str, node: str) -> None:
+    def on_bound(*, namespace: str, name: str, node: str) -> None:
         if show:
             print(f"bound {namespace}/{name} -> {node}", flush=True)
 
@@ -215,18 +195,9 @@ def run(args: argparse.Namespace) -> int:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, stop.set)
         kubeconfig = args.kubeconfig or config.scheduler.kubeconfig
-        server: SimServer | None = None
         with tempfile.TemporaryDirectory(prefix="pumice-run-") as tmp:
-            if files is not None:
-                from pumice.sim import SimConfig, SimServer  # only for --sim: 10 % of start-up
-
-                # the simulated server's access log would drown the decisions
-                logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
-                server = SimServer(SimConfig())
-                server.seed(seeds)
-                await server.start()
-                kubeconfig = str(server.write_kubeconfig(Path(tmp) / "kubeconfig"))
-                log.info("simulated cluster at %s (%s)", server.url, ", ".join(map(str, files)))
+            if sim is not None:
+                kubeconfig = await sim.start(Path(tmp))
             options = DaemonOptions(
                 config=config,
                 host=host,
@@ -255,11 +226,11 @@ def run(args: argparse.Namespace) -> int:
             summary = ""
             try:
                 code = await daemon.run()
-                if server is not None:
-                    summary = sim_summary(server, daemon.scheduler_name)
+                if sim is not None:
+                    summary = sim.summary(daemon.scheduler_name)
             finally:
-                if server is not None:
-                    await server.stop()
+                if sim is not None:
+                    await sim.stop()
             if show and daemon.cache is not None:
                 print(utilisation(daemon.cache), flush=True)
             if summary:
@@ -271,22 +242,14 @@ def run(args: argparse.Namespace) -> int:
     except KubeConfigError as exc:
         print(f"pumice run: {exc}", file=sys.stderr)
         return 2
+    except ManifestError as exc:  # a seeded object the simulated server refuses
+        print(f"pumice run: --sim: {exc}", file=sys.stderr)
+        return 2
     except KubeError as exc:
         print(f"pumice run: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
-    except Exception as exc:
-        if files is not None and _refused_by_sim(exc):  # a seeded object it refuses
-            print(f"pumice run: --sim: {exc}", file=sys.stderr)
-            return 2
-        raise
-
-
-def _refused_by_sim(exc: Exception) -> bool:
-    from pumice.sim.errors import ApiError
-
-    return isinstance(exc, ApiError)
 
 
 def record_settings(
@@ -330,36 +293,6 @@ def shadow_options(args: argparse.Namespace) -> ShadowOptions | str | None:
         except OSError as exc:
             return f"--report {args.report!r}: {exc.strerror or exc}"
     return ShadowOptions(of=args.shadow_of, report=report)
-
-
-def sim_summary(server: SimServer, scheduler_name: str) -> str:
-    """What the simulated cluster holds at the end: where each of our pods runs (pods being
-    deleted, and finished ones, left out) and every PodGroup's phase, as ``kubectl get``
-    would show them."""
-    lines = ["simulated cluster at the end:"]
-    pods = server.store.table(_table("v1", "Pod"))
-    for (namespace, name), pod in sorted(pods.items()):
-        spec = pod.get("spec") or {}
-        if spec.get("schedulerName") != scheduler_name or not spec.get("nodeName"):
-            continue
-        if (pod.get("metadata") or {}).get("deletionTimestamp"):
-            continue
-        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
-            continue
-        lines.append(f"  pod {namespace}/{name} on {spec['nodeName']}")
-    groups = server.store.table(_table("scheduling.volcano.sh/v1beta1", "PodGroup"))
-    for (namespace, name), group in sorted(groups.items()):
-        phase = (group.get("status") or {}).get("phase") or "Pending"
-        lines.append(f"  podgroup {namespace}/{name} {phase}")
-    return "\n".join(lines)
-
-
-def _table(api_version: str, kind: str) -> str:
-    from pumice.sim.resources import for_object
-
-    rtype = for_object(api_version, kind)
-    assert rtype is not None
-    return rtype.table
 
 
 def utilisation(cache: ClusterCache) -> str:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from typing import Any
 
 from pumice.cache import ClusterCache, PodState
 from pumice.cache.groups import object_key
@@ -40,8 +39,7 @@ from pumice.model.volumes import (
     is_bound,
     spec_of,
 )
-
-Obj = dict[str, Any]
+from pumice.plain import Obj
 
 STORAGE_STORES = {
     "PersistentVolumeClaim": "claims",

@@ -59,8 +59,7 @@ from pumice.framework.config import SchedulerConfig
 from pumice.framework.host import PluginHost
 from pumice.framework.session import Session
 from pumice.model.objects import GROUP_NAME_ANNOTATION
-
-Obj = dict[str, Any]
+from pumice.plain import Obj
 
 EPSILON = 1e-9
 ARRIVAL, COMPLETION = 0, 1
@@ -368,7 +367,7 @@ class VirtualRun:
     def _bind(self, uid: str, node: str) -> None:
         key = self.by_uid[uid]
         run = self.pods[key]
-        self.cache.assume(uid, node)  # the daemon assumes at once ...
+        self.cache.assume(uid, node=node)  # the daemon assumes at once ...
         self.cache.finish_binding(uid)  # ... the API server accepts the bind ...
         pending = run.obj
         status = dict(pending.get("status") or {})

@@ -52,8 +52,7 @@ from pumice.errors import PumiceError
 from pumice.manifests import ManifestError, load_manifests
 from pumice.model import QuantityError, Resource, parse_quantity
 from pumice.model.objects import GROUP_NAME_ANNOTATION, parse_timestamp
-
-Obj = dict[str, Any]
+from pumice.plain import Obj
 
 COMPLETE_AFTER = "pumice.sim/complete-after"
 """A pod's runtime once bound: the annotation ``pumice.sim.lifecycle`` reads (the same string;

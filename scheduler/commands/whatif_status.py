@@ -11,13 +11,10 @@ asks a plugin by name or type.
 
 from __future__ import annotations
 
-from typing import Any
-
 from pumice.cache import ClusterCache
 from pumice.daemon.outcome import podgroup_status, same_podgroup_status
 from pumice.framework.session import Session
-
-Obj = dict[str, Any]
+from pumice.plain import Obj
 
 
 def podgroup_statuses(cache: ClusterCache, session: Session, touched: set[str]) -> dict[str, Obj]:

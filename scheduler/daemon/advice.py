@@ -32,14 +32,13 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 from pumice.cache import ClusterCache, PodState
 from pumice.daemon.outcome import UNSCHEDULABLE, CycleOutcome
 from pumice.framework.config import SchedulerConfig
 from pumice.framework.host import PluginHost
+from pumice.plain import Obj
 
-Obj = dict[str, Any]
 Pace = Callable[[], None]
 Suggester = Callable[[list[Obj], str, SchedulerConfig, PluginHost, Pace], list[str]]
 """(the cluster's objects, ``namespace/name`` of a PodGroup, the config and its plugin host,

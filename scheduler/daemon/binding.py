@@ -26,22 +26,26 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 from pumice.cache import ClusterCache
 from pumice.daemon.volumes import VolumeBinder
 from pumice.daemon.writes import StatusLane
 from pumice.kube import Binder, BindOutcome, BindResult, Evictor, EvictOutcome, StatusWriter
+from pumice.plain import Obj
 
 log = logging.getLogger("pumice.daemon")
 
-Obj = dict[str, Any]
 
 INITIAL_BACKOFF = 1.0
 MAX_BACKOFF = 10.0
 
-BoundCallback = Callable[[str, str, str], None]
-"""(namespace, name, node) after a bind the API server accepted."""
+
+class BoundCallback(Protocol):
+    """Told of every bind the API server accepted (keywords only, like every call here that
+    takes several names: strings in a row are too easily passed in another order)."""
+
+    def __call__(self, *, namespace: str, name: str, node: str) -> None: ...
 
 
 def backoff(attempts: int) -> float:
@@ -97,24 +101,24 @@ class BackgroundWork:
 
     # -- binds -------------------------------------------------------------------------------
 
-    def bind(self, uid: str, namespace: str, name: str, node: str) -> None:
+    def bind(self, *, uid: str, namespace: str, name: str, node: str) -> None:
         """Assume ``uid`` on ``node`` and bind it in the background (event-loop thread), once
         its volumes are bound when it has any to wait for."""
-        if not self.cache.assume(uid, node):
+        if not self.cache.assume(uid, node=node):
             log.info("not binding %s/%s: it is no longer waiting for a node", namespace, name)
             if self.volumes is not None:
                 self.volumes.dropped(uid)
             return
         if self.volumes is not None and self.volumes.holds(uid, namespace, name, node):
             return
-        self.send_bind(uid, namespace, name, node)
+        self.send_bind(uid=uid, namespace=namespace, name=name, node=node)
 
-    def send_bind(self, uid: str, namespace: str, name: str, node: str) -> None:
+    def send_bind(self, *, uid: str, namespace: str, name: str, node: str) -> None:
         """Bind an assumed pod in the background."""
         self.binds_in_flight += 1
-        self._spawn(self._bind(uid, namespace, name, node))
+        self._spawn(self._bind(uid=uid, namespace=namespace, name=name, node=node))
 
-    def give_up(self, uid: str, namespace: str, name: str, node: str, message: str) -> None:
+    def give_up(self, *, uid: str, namespace: str, name: str, node: str, message: str) -> None:
         """An assumed pod will not be bound now (its volumes could not be): forget it, offer
         it again after a backoff, and tell why on the pod (condition and event)."""
         attempts = self.attempts[uid] = self.attempts.get(uid, 0) + 1
@@ -123,22 +127,28 @@ class BackgroundWork:
         entry = self.cache.pods.get(uid)
         if entry is not None:
             self.write(self.writer.pod_unschedulable(entry.pod, message))
-            self.write(self.writer.pod_event(entry.pod, "FailedScheduling", message, "Warning"))
+            self.write(
+                self.writer.pod_event(
+                    entry.pod, reason="FailedScheduling", note=message, type="Warning"
+                )
+            )
 
-    async def _bind(self, uid: str, namespace: str, name: str, node: str) -> None:
+    async def _bind(self, *, uid: str, namespace: str, name: str, node: str) -> None:
         try:
             try:
-                result = await self.binder.bind(namespace, name, uid, node)
+                result = await self.binder.bind(namespace=namespace, name=name, uid=uid, node=node)
             except Exception as exc:  # the binder should not raise; never lose the pod if it does
                 log.warning("bind of %s/%s to %s failed: %s", namespace, name, node, exc)
                 result = BindResult(BindOutcome.FAILED, None, None)
-            self._settle(uid, namespace, name, node, result)
+            self._settle(uid=uid, namespace=namespace, name=name, node=node, result=result)
         finally:
             self.binds_in_flight -= 1
             if self.binds_in_flight == 0:
                 self.lane.pump()  # the status writes held back may all go now
 
-    def _settle(self, uid: str, namespace: str, name: str, node: str, result: BindResult) -> None:
+    def _settle(
+        self, *, uid: str, namespace: str, name: str, node: str, result: BindResult
+    ) -> None:
         outcome = result.outcome
         self._count(outcome.name)
         if outcome is BindOutcome.BOUND:
@@ -146,13 +156,13 @@ class BackgroundWork:
             self.cache.finish_binding(uid)
             log.debug("bound %s/%s to %s", namespace, name, node)
             if self.on_bound is not None:
-                self.on_bound(namespace, name, node)
+                self.on_bound(namespace=namespace, name=name, node=node)
             if self.on_bound_uid is not None:
                 self.on_bound_uid(uid)
             entry = self.cache.pods.get(uid)
             if entry is not None:
                 note = f"Successfully assigned {namespace}/{name} to {node}"
-                event = self.writer.pod_event(entry.pod, "Scheduled", note)
+                event = self.writer.pod_event(entry.pod, reason="Scheduled", note=note)
                 self.lane.submit(event, sheddable=True)
         elif outcome is BindOutcome.BOUND_ELSEWHERE:
             self.attempts.pop(uid, None)
@@ -177,16 +187,16 @@ class BackgroundWork:
 
     # -- evictions ---------------------------------------------------------------------------
 
-    def evict(self, uid: str, namespace: str, name: str, reason: str) -> None:
+    def evict(self, *, uid: str, namespace: str, name: str, reason: str) -> None:
         """Evict in the background; meanwhile the cache counts the pod as releasing."""
         self.cache.evicting(uid)
         self.evictions_in_flight += 1
-        self._spawn(self._evict(uid, namespace, name, reason))
+        self._spawn(self._evict(uid=uid, namespace=namespace, name=name, reason=reason))
 
-    async def _evict(self, uid: str, namespace: str, name: str, reason: str) -> None:
+    async def _evict(self, *, uid: str, namespace: str, name: str, reason: str) -> None:
         try:
             try:
-                outcome = await self.evictor.evict(namespace, name, uid)
+                outcome = await self.evictor.evict(namespace=namespace, name=name, uid=uid)
             except Exception as exc:
                 log.warning("eviction of %s/%s failed: %s", namespace, name, exc)
                 outcome = EvictOutcome.FAILED
@@ -201,7 +211,7 @@ class BackgroundWork:
 
     # -- nominations ------------------------------------------------------------------------
 
-    def nominate(self, uid: str, node: str) -> None:
+    def nominate(self, uid: str, *, node: str) -> None:
         """Write the preemptor's ``status.nominatedNodeName`` (the room its victims free)."""
         entry = self.cache.pods.get(uid)
         if entry is None or self.nominator is None:

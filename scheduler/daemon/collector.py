@@ -55,6 +55,7 @@ class CollectorPolicy:
 
     def __init__(
         self,
+        *,
         full_interval: float = FULL_INTERVAL,
         young_limit: int = YOUNG_LIMIT,
         listing_limit: float = LISTING_LIMIT,

@@ -14,7 +14,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from functools import partial
+from typing import TYPE_CHECKING, Protocol
 
 from pumice.daemon.explain import explain_choice
 from pumice.framework.committer import PreBindWriter
@@ -25,12 +26,21 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("pumice.daemon")
 
-BindSink = Callable[[str, str, str, str], None]
-"""(uid, namespace, name, node)"""
-EvictSink = Callable[[str, str, str, str], None]
-"""(uid, namespace, name, reason)"""
-NominateSink = Callable[[str, str], None]
-"""(uid, node)"""
+# Keywords only: four strings in a row were once passed in two different orders.
+
+
+class BindSink(Protocol):
+    def __call__(self, *, uid: str, namespace: str, name: str, node: str) -> None: ...
+
+
+class EvictSink(Protocol):
+    def __call__(self, *, uid: str, namespace: str, name: str, reason: str) -> None: ...
+
+
+class NominateSink(Protocol):
+    def __call__(self, uid: str, *, node: str) -> None: ...
+
+
 VolumeSink = Callable[[str, str, str, "str | None", str], None]
 """(uid, job, claim, volume or None to provision, node)"""
 
@@ -92,14 +102,26 @@ class LoopCommitter:
 
     def bind(self, task: TaskInfo, node: str) -> None:
         self.binds += 1
-        self._loop.call_soon_threadsafe(self._on_bind, task.uid, task.namespace, task.name, node)
+        self._loop.call_soon_threadsafe(
+            partial(
+                self._on_bind, uid=task.uid, namespace=task.namespace, name=task.name, node=node
+            )
+        )
 
     def evict(self, task: TaskInfo, reason: str) -> None:
         self.evictions += 1
-        self._loop.call_soon_threadsafe(self._on_evict, task.uid, task.namespace, task.name, reason)
+        self._loop.call_soon_threadsafe(
+            partial(
+                self._on_evict,
+                uid=task.uid,
+                namespace=task.namespace,
+                name=task.name,
+                reason=reason,
+            )
+        )
 
     def nominate(self, task: TaskInfo, node: str) -> None:
-        self._loop.call_soon_threadsafe(self._on_nominate, task.uid, node)
+        self._loop.call_soon_threadsafe(partial(self._on_nominate, task.uid, node=node))
 
 
 class DryRunCommitter:

@@ -14,15 +14,12 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from aiohttp import web
 
-from pumice.daemon.metrics import CONTENT_TYPE
-from pumice.framework.configparse import split_host_port
-
-if TYPE_CHECKING:
-    from pumice.daemon.loop import Daemon
+from pumice.daemon.metrics import CONTENT_TYPE, DaemonMetrics
+from pumice.framework.config import split_host_port
 
 log = logging.getLogger("pumice.daemon")
 
@@ -30,8 +27,22 @@ LIVE_WITHIN = 120.0
 """Seconds without a turn of the loop after which /livez says 503 (sessions take seconds)."""
 
 
+class ProbedDaemon(Protocol):
+    """What the probes read of the daemon (``pumice.daemon.loop.Daemon``, which imports this
+    module, so this one knows it only by this shape)."""
+
+    last_tick: float | None
+    synced: bool
+    metrics: DaemonMetrics
+
+    @property
+    def role(self) -> str: ...
+
+    def waiting_for(self) -> str: ...
+
+
 class HealthServer:
-    def __init__(self, daemon: Daemon, address: str) -> None:
+    def __init__(self, daemon: ProbedDaemon, address: str) -> None:
         self.daemon = daemon
         self.requested = address
         self.address: str | None = None

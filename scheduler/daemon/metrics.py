@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -38,8 +38,11 @@ from pumice.framework.contributions import metric_name
 from pumice.model import QuantityError, Resource, TaskStatus
 
 if TYPE_CHECKING:
-    from pumice.daemon.loop import Daemon
+    from pumice.cache import ClusterCache
+    from pumice.daemon.binding import BackgroundWork
     from pumice.daemon.outcome import CycleOutcome
+    from pumice.daemon.reload import ConfigReloader
+    from pumice.kube import Informer
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -48,8 +51,23 @@ HOOK_BUCKETS = (0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30
 """A hook's time in a session: from a few calls of microseconds to a 30 s session's worth."""
 
 
+class ObservedDaemon(Protocol):
+    """What a scrape reads of the daemon (``pumice.daemon.loop.Daemon``, which imports this
+    module, so this one knows it only by this shape)."""
+
+    work: BackgroundWork | None
+    failures: int
+    synced: bool
+    reloader: ConfigReloader | None
+    informers: list[Informer]
+    cache: ClusterCache | None
+
+    @property
+    def leading(self) -> bool: ...
+
+
 class DaemonMetrics:
-    def __init__(self, daemon: Daemon) -> None:
+    def __init__(self, daemon: ObservedDaemon) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self.unschedulable = 0
         """Pods a session left pending, summed over sessions (one attempt per pod a session)."""
@@ -143,7 +161,7 @@ class DaemonMetrics:
 class _StateCollector(Collector):
     """Reads the daemon's own counters and the cache at scrape time (see the module doc)."""
 
-    def __init__(self, daemon: Daemon, metrics: DaemonMetrics) -> None:
+    def __init__(self, daemon: ObservedDaemon, metrics: DaemonMetrics) -> None:
         self.daemon = daemon
         self.metrics = metrics
 

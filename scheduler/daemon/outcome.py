@@ -25,8 +25,7 @@ from pumice.framework import MetricSample
 from pumice.framework.session import Session
 from pumice.model import JobInfo, Resource, TaskStatus, resource_list
 from pumice.model.status import ALLOCATED_STATUSES, COMPLETED_STATUSES
-
-Obj = dict[str, Any]
+from pumice.plain import Obj
 
 UNSCHEDULABLE = "Unschedulable"
 SCHEDULED = "Scheduled"

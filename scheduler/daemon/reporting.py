@@ -66,7 +66,8 @@ class Reporter:
             return
         writer = self.work.writer
         self.work.write(writer.pod_unschedulable(entry.pod, message))
-        self.work.write(writer.pod_event(entry.pod, "FailedScheduling", message, "Warning"))
+        event = writer.pod_event(entry.pod, reason="FailedScheduling", note=message, type="Warning")
+        self.work.write(event)
 
     def _pending(self, outcome: CycleOutcome) -> None:
         for uid, message in outcome.task_reasons.items():
@@ -103,7 +104,8 @@ class Reporter:
                 log.info("podgroup %s: %s", key, group.reason)
             else:
                 writer = self.work.writer
-                self.work.write(writer.object_event(group.obj, "Unschedulable", group.reason))
+                event = writer.object_event(group.obj, reason="Unschedulable", note=group.reason)
+                self.work.write(event)
 
     def _statuses(self, outcome: CycleOutcome) -> None:
         assert self.work is not None
@@ -124,7 +126,7 @@ class Reporter:
             if queue is None:
                 continue
             for reason, message in events:
-                self.work.write(writer.object_event(queue, reason, message))
+                self.work.write(writer.object_event(queue, reason=reason, note=message))
 
     def _forget_gone(self) -> None:
         """Drop what was said about pods that are no longer waiting, so memory stays bounded."""

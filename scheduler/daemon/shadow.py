@@ -121,7 +121,7 @@ def tee_binds(cache: ClusterCache, book: ShadowBook) -> None:
         inner.on_add(pod)  # the cache's handler: it ignores the old object of an update
         node = (pod.get("spec") or {}).get("nodeName")
         if node:
-            book.bound(pod_uid(pod), str(node))
+            book.bound(pod_uid(pod), node=str(node))
 
     cache.assigned_pods = Handler(upsert, inner.on_delete, lambda: None)
 
@@ -173,7 +173,7 @@ class ShadowDaemon(Daemon):
             return await super().run()
         finally:
             if self.book.unreported:
-                self.report.write(self.book.line(self.cycles, 0))
+                self.report.write(self.book.line(self.cycles, pods=0))
             self.report.close()
 
     async def _make_cache(self, kube: Kube) -> ClusterCache:
@@ -193,10 +193,12 @@ class ShadowDaemon(Daemon):
 
         pods = 0
         if isinstance(committer, ShadowCommitter) and not outcome.failed:
-            pods = self.book.decide(committer.seen, committer.placed, self.cycles, where)
+            pods = self.book.decide(
+                seen=committer.seen, placed=committer.placed, cycle=self.cycles, where=where
+            )
         self.book.expire(self.cycles, where)
         if pods or self.book.unreported:
-            self.report.write(self.book.line(self.cycles, pods))
+            self.report.write(self.book.line(self.cycles, pods=pods))
 
     def _worth_a_session(self, cache: ClusterCache, seen: int | None, since: float) -> bool:
         # Deadlines are checked, and outcomes reported, at the end of a cycle.

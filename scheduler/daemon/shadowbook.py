@@ -116,7 +116,7 @@ class ShadowBook:
     # -- what happened -----------------------------------------------------------------------
 
     def decide(
-        self, seen: Mapping[str, str], placed: Mapping[str, str], cycle: int, where: Where
+        self, *, seen: Mapping[str, str], placed: Mapping[str, str], cycle: int, where: Where
     ) -> int:
         """The session of the shadow's cycle ``cycle`` saw the pending pods ``seen`` (uid ->
         key) and would bind ``placed`` (uid -> node); the others it leaves pending. Pods the live
@@ -141,10 +141,10 @@ class ShadowBook:
             if uid in self.records:
                 state, node = where(uid)
                 if state is Live.BOUND and node is not None:
-                    self.bound(uid, node)
+                    self.bound(uid, node=node)
         return new
 
-    def bound(self, uid: str, node: str) -> None:
+    def bound(self, uid: str, *, node: str) -> None:
         """The live scheduler's bind of ``uid`` to ``node`` arrived (through the watch)."""
         record = self.records.pop(uid, None)
         if record is None:
@@ -170,7 +170,7 @@ class ShadowBook:
         for uid, record in list(self.records.items()):
             state, node = where(uid)
             if state is Live.BOUND and node is not None:
-                self.bound(uid, node)  # a bind whose watch event was not seen on its own
+                self.bound(uid, node=node)  # a bind whose watch event was not seen on its own
             elif state is Live.GONE:
                 del self.records[uid]
             elif state is Live.PENDING and record.node is not None and cycle > record.chosen_in:
@@ -193,7 +193,7 @@ class ShadowBook:
 
     # -- the report --------------------------------------------------------------------------
 
-    def line(self, cycle: int, pods: int) -> dict[str, Any]:
+    def line(self, cycle: int, *, pods: int) -> dict[str, Any]:
         """The report line of ``cycle`` (whose session decided ``pods`` pending pods for the
         first time): the outcomes resolved since the last line, which it then starts afresh."""
         tally, self._tally = self._tally, Tally()

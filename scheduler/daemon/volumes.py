@@ -29,9 +29,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from pumice.cache import ClusterCache, PodState
 from pumice.kube import Kube, KubeError
@@ -58,10 +57,18 @@ PREBIND = 'running PreBind plugin "VolumeBinding": '
 
 PodRef = tuple[str, str, str]
 """(namespace, name, node)"""
-BindCall = Callable[[str, str, str, str], None]
-"""(uid, namespace, name, node): bind the pod now."""
-GiveUp = Callable[[str, str, str, str, str], None]
-"""(uid, namespace, name, node, message): forget the pod, back off, say why."""
+
+
+class BindCall(Protocol):
+    """Bind the pod now (keywords only, as ``pumice.daemon.committers``'s sinks)."""
+
+    def __call__(self, *, uid: str, namespace: str, name: str, node: str) -> None: ...
+
+
+class GiveUp(Protocol):
+    """Forget the pod, back off, say why."""
+
+    def __call__(self, *, uid: str, namespace: str, name: str, node: str, message: str) -> None: ...
 
 
 @dataclass(slots=True)
@@ -293,7 +300,7 @@ class VolumeBinder:
         log.info("the volumes of %s/%s are bound", namespace, name)
         gang = self._gangs.get(wait.job)
         if gang is None:
-            self._bind(wait.uid, namespace, name, node)
+            self._bind(uid=wait.uid, namespace=namespace, name=name, node=node)
             return
         gang.waiting.discard(wait.uid)
         gang.held[wait.uid] = wait.pod
@@ -312,7 +319,7 @@ class VolumeBinder:
             return
         del self._gangs[job]
         for uid, (namespace, name, node) in gang.held.items():
-            self._bind(uid, namespace, name, node)
+            self._bind(uid=uid, namespace=namespace, name=name, node=node)
 
     def _fail(self, uid: str, why: str, *, prefix: bool = True) -> None:
         """The pod's volumes cannot be bound: give up the pod and every held pod of its gang."""
@@ -328,19 +335,19 @@ class VolumeBinder:
         message = PREBIND + (f"binding volumes: {why}" if prefix else why)
         namespace, name, node = wait.pod
         log.warning("%s/%s: %s", namespace, name, message)
-        self._give_up(uid, namespace, name, node, message)
+        self._give_up(uid=uid, namespace=namespace, name=name, node=node, message=message)
         gang = self._gangs.pop(wait.job, None)
         if gang is None:
             return
         others = f"not bound: the volumes of {namespace}/{name}, of the same gang, failed: {why}"
         for other, (o_ns, o_name, o_node) in gang.held.items():
-            self._give_up(other, o_ns, o_name, o_node, others)
+            self._give_up(uid=other, namespace=o_ns, name=o_name, node=o_node, message=others)
         for other in gang.waiting - {uid}:
             waiting = self._waits.get(other)
             if waiting is not None:
                 self._end(waiting)
                 w_ns, w_name, w_node = waiting.pod
-                self._give_up(other, w_ns, w_name, w_node, others)
+                self._give_up(uid=other, namespace=w_ns, name=w_name, node=w_node, message=others)
 
     def cancel(self) -> None:
         """Stop every wait (the daemon is ending); what was written stays."""

@@ -5,7 +5,8 @@ from pumice.framework.argspec import ArgumentSpec
 from pumice.framework.arguments import Arguments
 from pumice.framework.base import Action, Plugin, RowPredicate, RowScore
 from pumice.framework.committer import PreBindWriter
-from pumice.framework.config import ConfigError, SchedulerConfig, load_config, parse_config
+from pumice.framework.config import ConfigError, SchedulerConfig
+from pumice.framework.configparse import load_config, parse_config
 from pumice.framework.hookspecs import hookimpl
 from pumice.framework.host import PluginConflictError, PluginError, PluginHost
 from pumice.framework.released import predicate_once_gone

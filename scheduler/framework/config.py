@@ -19,19 +19,22 @@ string), ``tiers`` of ``plugins`` with ``arguments`` and ``enable…`` flags, ``
 It is parsed once into frozen dataclasses and validated; every problem is a ``ConfigError``
 naming the file, the line and the key path (``tiers[1].plugins[2].name``; indices are 0-based).
 Plugin and action names are checked separately by ``check_names``, because which names exist
-depends on the plugin packages that the ``scheduler.plugins`` section allows.
+depends on the plugin packages that the ``scheduler.plugins`` section allows. This module holds
+the types; ``pumice.framework.configparse`` reads a text or file into them (``parse_config``,
+``load_config``).
 
 Errors::
 
     ConfigError      (PumiceError) anything wrong with a configuration: unreadable file, bad YAML,
                      unknown key, wrong type, bad value, unknown plugin or action
+    AddressError     (PumiceError, ValueError) not a host:port to listen on
 """
 
 from __future__ import annotations
 
 import difflib
-import importlib.resources
-import os
+import ipaddress
+import re
 import types
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -39,12 +42,12 @@ from typing import Any, Literal
 
 from pumice.errors import PumiceError
 from pumice.framework.arguments import Arguments
-from pumice.framework.yamlsource import YamlSourceError, load_document
 
 __all__ = [
     "DEFAULT_FLAGS",
     "FLAGS",
     "FLAG_KEYS",
+    "AddressError",
     "ConfigError",
     "LeaderElection",
     "PluginOption",
@@ -53,10 +56,7 @@ __all__ = [
     "SchedulerSettings",
     "Tier",
     "check_names",
-    "default_config_text",
-    "load_config",
-    "load_default_config",
-    "parse_config",
+    "split_host_port",
 ]
 
 FLAG_KEYS: Mapping[str, str] = types.MappingProxyType(
@@ -103,6 +103,36 @@ DEFAULT_FLAGS: Mapping[str, bool] = types.MappingProxyType(
 """An absent flag is on, except ``cluster_order`` (Volcano never defaults it)."""
 
 TIE_BREAKS = ("deterministic", "random")
+
+# The keys that each mapping of the file accepts (a plugin entry: every flag spelling too).
+TOP_KEYS = ("actions", "tiers", "configurations", "metrics", "scheduler")
+PLUGIN_KEYS = ("name", "arguments", "enableHierarchy", *FLAG_KEYS, *FLAG_ALIASES)
+SCHEDULER_KEYS = (
+    "schedulerName",
+    "period",
+    "defaultQueue",
+    "leaderElection",
+    "httpAddress",
+    "dryRun",
+    "kubeconfig",
+    "qps",
+    "burst",
+    "plugins",
+    "tieBreak",
+    "record",
+    "volumeBindTimeout",
+    "suggestions",
+)
+RECORD_KEYS = ("dir", "keepCycles", "maxBytes")
+LEADER_KEYS = (
+    "enabled",
+    "leaseName",
+    "leaseNamespace",
+    "leaseDuration",
+    "renewDeadline",
+    "retryPeriod",
+)
+PACKAGE_KEYS = ("allow", "deny")
 
 
 class ConfigError(PumiceError):
@@ -303,49 +333,43 @@ def line_of_key(lines: Mapping[str, int], key: str) -> int | None:
         key = key[:cut] if cut > 0 else ""
 
 
-# -- entry points --------------------------------------------------------------------------
+# -- value syntaxes of the scheduler: section ------------------------------------------------------
 
 
-def parse_config(text: str, source: str = "<string>") -> SchedulerConfig:
-    """Parse and validate a configuration; ``source`` names it in errors."""
-    from pumice.framework.configparse import parse_document  # it builds this module's types
-
-    try:
-        document = load_document(text)
-    except YamlSourceError as exc:
-        raise ConfigError(exc.message, source=source, line=exc.line, key=exc.key) from None
-    return parse_document(document, source)
+class AddressError(PumiceError, ValueError):
+    """Not a ``host:port`` that pumice can listen on (``httpAddress``, ``--http-address``)."""
 
 
-def load_config(path: str | os.PathLike[str]) -> SchedulerConfig:
-    """Read and parse the configuration file at ``path``."""
-    source = os.fspath(path)
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise ConfigError(f"cannot read: {reason}", source=source) from None
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise ConfigError(f"not UTF-8 text: {exc.reason}", source=source, line=line) from None
-    return parse_config(text, source)
+_HOST_LABEL = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
 
 
-def _default_resource() -> importlib.resources.abc.Traversable:
-    return importlib.resources.files("pumice.conf").joinpath("scheduler.yaml")
-
-
-def default_config_text() -> str:
-    """The text of the shipped default configuration, ``pumice/conf/scheduler.yaml``."""
-    return _default_resource().read_text(encoding="utf-8")
-
-
-def load_default_config() -> SchedulerConfig:
-    """Parse the shipped default configuration."""
-    return parse_config(default_config_text(), str(_default_resource()))
+def split_host_port(address: str) -> tuple[str, int]:
+    """``"127.0.0.1:11251"`` -> ``("127.0.0.1", 11251)``; an IPv6 host is bracketed
+    (``"[::1]:80"``); an empty host (``":11251"``) means every interface. ``AddressError`` if
+    bad."""
+    host, sep, port = address.rpartition(":")
+    if not sep:
+        raise AddressError("expected host:port")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            raise AddressError(f"bad IPv6 address {host!r}") from None
+    elif ":" in host:
+        raise AddressError("an IPv6 host must be in brackets, e.g. [::1]:11251")
+    elif host:
+        labels = host.split(".")
+        if not all(_HOST_LABEL.fullmatch(label) for label in labels):
+            raise AddressError(f"bad host {host!r}")
+        if all(label.isdigit() for label in labels):
+            try:
+                ipaddress.IPv4Address(host)
+            except ValueError:
+                raise AddressError(f"bad IPv4 address {host!r}") from None
+    if not re.fullmatch(r"[0-9]{1,5}", port) or int(port) > 65535:
+        raise AddressError(f"bad port {port!r} (expected 0-65535)")
+    return host, int(port)
 
 
 def check_names(

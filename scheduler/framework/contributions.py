@@ -27,11 +27,11 @@ from typing import Any
 from pumice.framework.hookcalls import PluginContractError
 from pumice.framework.results import MetricSample
 from pumice.model.objects import JobInfo, QueueInfo
+from pumice.plain import Obj
 
 log = logging.getLogger("pumice.framework")
 
 Hook = Callable[..., Any]
-Obj = dict[str, Any]
 
 FRAMEWORK_QUEUE_KEYS = frozenset(
     {"allocated", "pending", "inqueue", "running", "completed", "unknown", "state"}

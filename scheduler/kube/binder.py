@@ -94,7 +94,7 @@ class Binder:
         self.stats = WriteStats()
         self._slots = _Slots(concurrency, self.stats)
 
-    async def bind(self, namespace: str, name: str, uid: str, node: str) -> BindResult:
+    async def bind(self, *, namespace: str, name: str, uid: str, node: str) -> BindResult:
         """Bind one pod to ``node``; never raises KubeError (see the outcome table above)."""
         body = {
             "apiVersion": "v1",
@@ -109,7 +109,9 @@ class Binder:
             except NotFound as exc:
                 result = BindResult(BindOutcome.GONE, None, exc)
             except Conflict as exc:
-                result = await self._resolve_conflict(namespace, name, uid, node, exc)
+                result = await self._resolve_conflict(
+                    namespace=namespace, name=name, uid=uid, node=node, conflict=exc
+                )
             except KubeError as exc:
                 result = BindResult(BindOutcome.FAILED, None, exc)
         self.stats.count(result.outcome)
@@ -118,7 +120,7 @@ class Binder:
         return result
 
     async def _resolve_conflict(
-        self, namespace: str, name: str, uid: str, node: str, conflict: Conflict
+        self, *, namespace: str, name: str, uid: str, node: str, conflict: Conflict
     ) -> BindResult:
         try:
             pod = await self.kube.request("GET", PODS.path(namespace, name))
@@ -162,7 +164,7 @@ class Evictor:
         self.stats = WriteStats()
         self._slots = _Slots(concurrency, self.stats)
 
-    async def evict(self, namespace: str, name: str, uid: str) -> EvictOutcome:
+    async def evict(self, *, namespace: str, name: str, uid: str) -> EvictOutcome:
         """Evict one pod through the Eviction API; never raises KubeError."""
         body = {
             "apiVersion": "policy/v1",
@@ -171,7 +173,7 @@ class Evictor:
             "deleteOptions": {"preconditions": {"uid": uid}},
         }
         path = PODS.path(namespace, name, "eviction")
-        backoff = Backoff(self.backoff_initial, self.backoff_cap)
+        backoff = Backoff(initial=self.backoff_initial, cap=self.backoff_cap)
         outcome = EvictOutcome.BLOCKED
         async with self._slots:
             for attempt in range(1, self.max_attempts + 1):

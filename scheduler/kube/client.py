@@ -181,7 +181,7 @@ class Kube:
             if status == 429 and retries > 0:
                 retries -= 1
                 self.stats.retries += 1
-                backoff = backoff or Backoff(0.5, self.settings.retry_after_cap)
+                backoff = backoff or Backoff(initial=0.5, cap=self.settings.retry_after_cap)
                 delay = backoff.next()
                 if retry_after is not None:
                     delay = min(retry_after, self.settings.retry_after_cap)

@@ -23,16 +23,15 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from pumice.kube.client import MERGE_PATCH, Kube
 from pumice.kube.errors import Conflict, KubeError, NotFound
 from pumice.kube.ratelimit import TokenBucket
 from pumice.kube.resources import CORE_EVENTS, EVENTS, served
+from pumice.plain import Obj
 
 log = logging.getLogger("pumice.kube.events")
 
-Obj = dict[str, Any]
 
 NOTE_LIMIT = 1024
 _ELLIPSIS = " ..."
@@ -118,7 +117,7 @@ class EventRecorder:
         self._core_only = core_events
 
     async def record(
-        self, obj: Obj, reason: str, note: str, type: str, action: str | None = None
+        self, obj: Obj, *, reason: str, note: str, type: str, action: str | None = None
     ) -> bool:
         """Report an event about ``obj``; True when something was written."""
         note = truncate_note(note)
@@ -143,7 +142,9 @@ class EventRecorder:
         series = _Series(namespace, None, self._core_only)
         self._remember(key, series)
         action = action or ACTIONS.get(reason, reason)
-        return await self._create(key, series, ref, reason, note, type, action)
+        return await self._create(
+            key, series, ref, reason=reason, note=note, type=type, action=action
+        )
 
     async def flush(self) -> None:
         """Write every counted but unwritten repeat now."""
@@ -158,6 +159,7 @@ class EventRecorder:
         key: tuple[str, ...],
         series: _Series,
         ref: Obj,
+        *,
         reason: str,
         note: str,
         type: str,
@@ -174,7 +176,16 @@ class EventRecorder:
                     await self.kube.request(
                         "POST",
                         kind.path(series.namespace),
-                        body=body(name, series.namespace, ref, reason, note, type, action, now),
+                        body=body(
+                            name=name,
+                            namespace=series.namespace,
+                            ref=ref,
+                            reason=reason,
+                            note=note,
+                            type=type,
+                            action=action,
+                            now=now,
+                        ),
                     )
             except Conflict:
                 continue
@@ -221,6 +232,7 @@ class EventRecorder:
 
     def _v1_body(
         self,
+        *,
         name: str,
         namespace: str,
         ref: Obj,
@@ -246,6 +258,7 @@ class EventRecorder:
 
     def _core_body(
         self,
+        *,
         name: str,
         namespace: str,
         ref: Obj,

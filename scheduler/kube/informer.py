@@ -47,10 +47,10 @@ from pumice.kube.client import Kube
 from pumice.kube.errors import Gone, KubeError, TooManyRequests, error_for
 from pumice.kube.ratelimit import Backoff
 from pumice.kube.resources import Kind
+from pumice.plain import Obj
 
 log = logging.getLogger("pumice.kube.informer")
 
-Obj = dict[str, Any]
 Key = tuple[str, str]
 
 # The client notices a silent stream this long after the server should have ended it.
@@ -140,7 +140,7 @@ class Informer:
         self.stats = InformerStats()
         self.store: dict[Key, Obj] = {}
         self.resource_version = ""
-        self._backoff = Backoff(backoff_initial, backoff_cap)
+        self._backoff = Backoff(initial=backoff_initial, cap=backoff_cap)
         self._watch_task: asyncio.Task[None] | None = None
         self._interrupt_requested = False
         self._relist_requested = False

@@ -31,16 +31,15 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
 
 from pumice.kube.client import Kube
 from pumice.kube.errors import Conflict, KubeError, NotFound
 from pumice.kube.events import EventRecorder, micro_time
 from pumice.kube.resources import LEASES
+from pumice.plain import Obj
 
 log = logging.getLogger("pumice.kube.lease")
 
-Obj = dict[str, Any]
 Callback = Callable[[], None]
 
 
@@ -263,7 +262,9 @@ class LeaderElector:
         lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", **self._observed}
         note = f"{self.identity} {what}"
         task = asyncio.get_running_loop().create_task(
-            self.recorder.record(lease, "LeaderElection", note, "Normal", "LeaderElection")
+            self.recorder.record(
+                lease, reason="LeaderElection", note=note, type="Normal", action="LeaderElection"
+            )
         )
         self._announcements.add(task)  # keep a reference until it is done
         task.add_done_callback(self._announcements.discard)

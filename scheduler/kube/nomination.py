@@ -8,15 +8,13 @@ allocate action reads it back from the pod and places the preemptor there first.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from pumice.kube.client import MERGE_PATCH, Kube
 from pumice.kube.errors import KubeError, NotFound
 from pumice.kube.resources import PODS
+from pumice.plain import Obj
 
 log = logging.getLogger("pumice.kube.nomination")
-
-Obj = dict[str, Any]
 
 
 async def nominate(kube: Kube, pod: Obj, node: str) -> bool:

@@ -72,6 +72,7 @@ class Backoff:
 
     def __init__(
         self,
+        *,
         initial: float = 0.5,
         cap: float = 30.0,
         factor: float = 2.0,

@@ -22,16 +22,15 @@ import copy
 import logging
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
 
 from pumice.kube.client import MERGE_PATCH, STRATEGIC_MERGE_PATCH, Kube
 from pumice.kube.errors import KubeError, NotFound
 from pumice.kube.events import CACHE_SIZE, EventRecorder, micro_time
 from pumice.kube.resources import PODGROUPS, PODS, QUEUES, Kind
+from pumice.plain import Obj
 
 log = logging.getLogger("pumice.kube.status")
 
-Obj = dict[str, Any]
 
 POD_SCHEDULED = "PodScheduled"
 UNSCHEDULABLE = "Unschedulable"
@@ -97,18 +96,22 @@ class StatusWriter:
     # -- events --------------------------------------------------------------------------
 
     async def pod_event(
-        self, pod: Obj, reason: str, note: str, type: str = "Normal", action: str | None = None
+        self, pod: Obj, *, reason: str, note: str, type: str = "Normal", action: str | None = None
     ) -> bool:
         """An event about a pod (``Scheduled``, ``FailedScheduling``...), de-duplicated."""
         return await self.events.record(
-            {"kind": "Pod", "apiVersion": "v1", **pod}, reason, note, type, action
+            {"kind": "Pod", "apiVersion": "v1", **pod},
+            reason=reason,
+            note=note,
+            type=type,
+            action=action,
         )
 
     async def object_event(
-        self, obj: Obj, reason: str, note: str, type: str = "Warning", action: str | None = None
+        self, obj: Obj, *, reason: str, note: str, type: str = "Warning", action: str | None = None
     ) -> bool:
         """An event about any object (a PodGroup naming an unknown queue...)."""
-        return await self.events.record(obj, reason, note, type, action)
+        return await self.events.record(obj, reason=reason, note=note, type=type, action=action)
 
     async def flush(self) -> None:
         """Write event repeats that are counted but not yet on the server."""

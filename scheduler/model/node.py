@@ -1,5 +1,5 @@
 """Nodes: ``NodeInfo`` per node, and the accounting rules of the columnar ``NodeTable``
-(``pumice.model.table``) that holds their numbers.
+(the ``ColumnTable`` of ``pumice.model.table`` with ``NodeInfo`` rows) that holds their numbers.
 
 The table is the single store of every node's numbers (allocatable, used, releasing,
 pipelined, pod counts, flags), one numpy row per node and one column per resource dimension,
@@ -33,8 +33,8 @@ from pumice.model.resource import Resource
 from pumice.model.status import COMPLETED_STATUSES, TaskStatus
 from pumice.model.table import (
     FIT_TOLERANCE,
+    ColumnTable,
     FloatVector,
-    NodeTable,
     RequestCells,
 )
 
@@ -220,6 +220,10 @@ class NodeInfo:
         other._table = table
         other._row = self._row
         return other
+
+    def _move_to(self, table: NodeTable, row: int) -> None:
+        """Now in ``table`` at ``row`` (for ``NodeTable``, which has moved the numbers)."""
+        self._table, self._row = table, row
 
     def set_spec(self, other: NodeInfo) -> None:
         """Take ``other``'s allocatable, labels, taints and flags, keeping this node's tasks
@@ -410,6 +414,10 @@ class NodeInfo:
 
     def __repr__(self) -> str:
         return f"NodeInfo({self.name}, tasks={len(self.tasks)})"
+
+
+class NodeTable(ColumnTable[NodeInfo]):
+    """Every node's accounting in columns, one row per ``NodeInfo`` (see ``ColumnTable``)."""
 
 
 # Statuses accounted as used only (not releasing, pipelined, pending or done).

@@ -25,6 +25,7 @@ from pumice.model.status import (
     status_of_pod,
 )
 from pumice.model.terms import PodTerms, TaskShape, pod_terms
+from pumice.plain import reads_object
 
 _ALLOCATED = int(ALLOCATED_STATUSES)
 _READY = int(READY_STATUSES)
@@ -267,6 +268,7 @@ class TaskInfo:
         return self.resreq.is_empty()
 
     @classmethod
+    @reads_object
     def from_pod(cls, pod: Mapping[str, Any]) -> TaskInfo:
         """Build a task from a plain-dict pod. A pod without a group is a job of its own."""
         meta = pod.get("metadata") or {}
@@ -394,6 +396,7 @@ class JobInfo:
         return newer
 
     @classmethod
+    @reads_object
     def from_podgroup(cls, podgroup: Mapping[str, Any], priority: int = 0) -> JobInfo:
         """Build an empty job from a plain-dict Volcano PodGroup; add tasks with add_task."""
         meta = podgroup.get("metadata") or {}
@@ -590,6 +593,7 @@ class QueueInfo:
         return self.state == "Open"
 
     @classmethod
+    @reads_object
     def from_queue(cls, queue: Mapping[str, Any]) -> QueueInfo:
         """Build from a plain-dict ``scheduling.volcano.sh/v1beta1`` Queue."""
         meta = queue.get("metadata") or {}

@@ -13,9 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
 
-Obj = dict[str, Any]
+from pumice.plain import Obj
 
 
 def _empty() -> Mapping[str, Obj]:

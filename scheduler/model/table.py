@@ -1,19 +1,20 @@
-"""``NodeTable``: every node's accounting in columns, so predicates and scores work on whole
-columns at once (see ``pumice.model.node`` for the accounting rules and ``NodeInfo``).
+"""``ColumnTable``: every node's accounting in columns, so predicates and scores work on whole
+columns at once (see ``pumice.model.node`` for the accounting rules, ``NodeInfo`` and
+``NodeTable``, the table of ``NodeInfo`` rows that everyone else uses).
+
+This module does not import ``pumice.model.node``: it needs only the shape of a row object
+(``TableRow``), so the table is generic in it and the two modules form no import circle.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import Any, Generic, Protocol, Self, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from pumice.model.resource import Resource
-
-if TYPE_CHECKING:
-    from pumice.model.node import NodeInfo
 
 FloatMatrix = npt.NDArray[np.float64]
 FloatVector = npt.NDArray[np.float64]
@@ -25,7 +26,33 @@ FIT_TOLERANCE = 1e-6
 """Slack allowed when checking that a request fits idle resources (canonical units)."""
 
 
-class NodeTable:
+class TableRow(Protocol):
+    """What the table needs of the object in each of its rows (``NodeInfo``).
+
+    The table arguments are ``Any`` because a row object keeps the concrete table subclass it
+    lives in (``NodeTable``), which this module cannot name.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def table(self) -> ColumnTable[Any]: ...
+
+    @property
+    def row(self) -> int: ...
+
+    def _move_to(self, table: Any, row: int) -> None:
+        """Now lives in ``table`` at ``row`` (the numbers are already there)."""
+
+    def _copy_into(self, table: Any) -> Self:
+        """A copy of this row object living in ``table`` at the same row."""
+
+
+RowT = TypeVar("RowT", bound=TableRow)
+
+
+class ColumnTable(Generic[RowT]):
     """Accounting of every node in columns: rows are nodes, columns are resource dimensions.
 
     Storage is column-major: each quantity (allocatable, used, releasing, pipelined, and the
@@ -61,7 +88,7 @@ class NodeTable:
         self._pods = np.zeros(self._cap, dtype=np.int64)
         self._max_pods = np.zeros(self._cap, dtype=np.int64)
         self._unschedulable = np.zeros(self._cap, dtype=np.bool_)
-        self.nodes: list[NodeInfo] = []
+        self.nodes: list[RowT] = []
         self._row_of: dict[str, int] = {}
         self._vectors: dict[Resource, FloatVector] = {}
         self._request_cells: dict[Resource, RequestCells] = {}
@@ -263,29 +290,29 @@ class NodeTable:
 
     # -- rows -------------------------------------------------------------------------------
 
-    def add(self, node: NodeInfo) -> None:
+    def add(self, node: RowT) -> None:
         """Move ``node``, with its current accounting, into this table."""
         if node.name in self._row_of:
             raise ValueError(f"node {node.name!r} is already in the table")
-        old, old_row = node._table, node._row
+        old, old_row = node.table, node.row
         self._copy_row_in(node, old, old_row)
         old._drop_row(node.name)
-        node._table, node._row = self, self._n - 1
+        node._move_to(self, self._n - 1)
 
-    def remove(self, name: str) -> NodeInfo:
+    def remove(self, name: str) -> RowT:
         """Take a node out (it keeps its accounting in a table of its own)."""
         node = self.nodes[self._row_of[name]]
-        own = NodeTable(self._dims)
-        own._copy_row_in(node, self, node._row)
+        own = type(self)(self._dims)
+        own._copy_row_in(node, self, node.row)
         self._drop_row(name)
-        node._table, node._row = own, 0
+        node._move_to(own, 0)
         return node
 
-    def clone(self) -> NodeTable:
+    def clone(self) -> Self:
         """An independent copy: arrays copied, every node a new ``NodeInfo`` over the copy
         (its task dictionaries copied, the tasks themselves shared). The change log starts
         empty."""
-        other = NodeTable.__new__(NodeTable)
+        other = type(self).__new__(type(self))
         other._dims = list(self._dims)
         other._dim_index = dict(self._dim_index)
         other._n, other._cap = self._n, self._cap
@@ -305,7 +332,7 @@ class NodeTable:
         other.nodes = [node._copy_into(other) for node in self.nodes]
         return other
 
-    def _append_row(self, node: NodeInfo) -> int:
+    def _append_row(self, node: RowT) -> int:
         """A new zeroed row for ``node``; returns its index."""
         if self._n == self._cap:
             self._grow()
@@ -333,7 +360,7 @@ class NodeTable:
         self._unschedulable[rows] = False
         return rows
 
-    def _own_rows(self, nodes: Sequence[NodeInfo]) -> None:
+    def _own_rows(self, nodes: Sequence[RowT]) -> None:
         """The nodes of the rows ``_new_rows`` made, in order."""
         for node in nodes:
             self._row_of[node.name] = self._n
@@ -341,7 +368,7 @@ class NodeTable:
         self.nodes.extend(nodes)
         self.epoch += 1
 
-    def _copy_row_in(self, node: NodeInfo, src: NodeTable, src_row: int) -> None:
+    def _copy_row_in(self, node: RowT, src: ColumnTable[Any], src_row: int) -> None:
         self.ensure_dims(src._dims)
         r = self._append_row(node)
         cols = [self._dim_index[d] for d in src._dims]
@@ -364,7 +391,7 @@ class NodeTable:
             moved = self.nodes[last]
             self.nodes[r] = moved
             self._row_of[moved.name] = r
-            moved._row = r
+            moved._move_to(self, r)
         self.nodes.pop()
         self._n -= 1
         self.epoch += 1

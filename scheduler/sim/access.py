@@ -63,7 +63,7 @@ def unauthorized() -> ApiError:
     return ApiError(401, "Unauthorized", "Unauthorized")
 
 
-def attributes_of(info: RequestInfo, verb: str, field_selector: str = "") -> Attributes:
+def attributes_of(info: RequestInfo, verb: str, *, field_selector: str = "") -> Attributes:
     """The authorizer's view of a request, as the real request-info factory builds it:
     a request on a Namespace object is made *in* that namespace, and a list or watch whose
     field selector pins ``metadata.name`` is made on that name (so ``resourceNames`` rules
@@ -184,7 +184,7 @@ class AccessControl:
         user = self.identify(request)
         if self.authorizer is None:
             return user
-        attrs = attributes_of(info, verb, request.query.get("fieldSelector", ""))
+        attrs = attributes_of(info, verb, field_selector=request.query.get("fieldSelector", ""))
         decision = self.authorizer.authorize(user, attrs)
         self.accesses[
             Access(
@@ -296,7 +296,7 @@ class AccessControl:
             raise method_not_allowed()
         key = (info.namespace, info.name)
         if self.registry.store.get(SERVICE_ACCOUNTS.table, key) is None:
-            raise not_found(SERVICE_ACCOUNTS.plural, "", info.name)
+            raise not_found(SERVICE_ACCOUNTS.plural, "", name=info.name)
         body = await read_json(request)
         spec = (body.get("spec") if isinstance(body, dict) else None) or {}
         seconds = int(spec.get("expirationSeconds") or 3600)

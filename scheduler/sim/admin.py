@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from aiohttp import web
 
@@ -37,7 +37,8 @@ from pumice.sim.objects import Obj
 from pumice.sim.rest import error_response, json_response, read_json
 
 if TYPE_CHECKING:
-    from pumice.sim.server import SimServer
+    from pumice.sim.faults import Faults
+    from pumice.sim.volumes import VolumeControllers
 
 
 MUTATING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -78,6 +79,7 @@ class WriteLog:
 
     def select(
         self,
+        *,
         verb: str | None = None,
         resource: str | None = None,
         user_agent: str | None = None,
@@ -97,14 +99,25 @@ class WriteLog:
         self._entries.clear()
 
 
-async def handle_admin(server: SimServer, request: web.BaseRequest) -> web.StreamResponse:
+class AdminTarget(Protocol):
+    """What the admin endpoint reads and works (``SimServer``, which imports this module, so
+    this one knows it only by this shape)."""
+
+    faults: Faults
+    writes: WriteLog
+    volumes: VolumeControllers
+
+    def state(self) -> Obj: ...
+
+
+async def handle_admin(server: AdminTarget, request: web.BaseRequest) -> web.StreamResponse:
     try:
         return await _route(server, request)
     except ApiError as exc:
         return error_response(exc)
 
 
-async def _route(server: SimServer, request: web.BaseRequest) -> web.StreamResponse:
+async def _route(server: AdminTarget, request: web.BaseRequest) -> web.StreamResponse:
     path = request.path.rstrip("/")
     method = request.method
     faults = server.faults

@@ -103,7 +103,7 @@ def generated_name(base: str, rng: random.Random) -> str:
 
 
 def _problem_error(rtype: ResourceType, name: str, problems: list[Problem]) -> ApiError:
-    return invalid(rtype.kind, rtype.group, name, problems)
+    return invalid(rtype.kind, rtype.group, name=name, causes=problems)
 
 
 class Admission:
@@ -202,7 +202,10 @@ class Admission:
             pc = table.get(("", str(class_name)))
             if pc is None:
                 raise forbidden(
-                    "pods", "", pod_name, f"no PriorityClass with name {class_name} was found"
+                    "pods",
+                    "",
+                    name=pod_name,
+                    why=f"no PriorityClass with name {class_name} was found",
                 )
         else:
             pc = next((p for p in table.values() if p.get("globalDefault") is True), None)
@@ -212,8 +215,8 @@ class Admission:
             raise forbidden(
                 "pods",
                 "",
-                pod_name,
-                f"the integer value of priority ({given}) must not be provided in pod spec; "
+                name=pod_name,
+                why=f"the integer value of priority ({given}) must not be provided in pod spec; "
                 f"priority admission controller computed {value} from the given PriorityClass name",
             )
         spec["priority"] = value
@@ -290,8 +293,8 @@ class Admission:
             raise forbidden(
                 "priorityclasses",
                 "scheduling.k8s.io",
-                name,
-                "priority class names with 'system-' prefix are reserved for system use only",
+                name=name,
+                why="priority class names with 'system-' prefix are reserved for system use only",
             )
         if pc.get("globalDefault") is True:
             for other in self.store.table(PRIORITY_CLASSES.table).values():
@@ -431,7 +434,10 @@ def _check_pod_update(old: Obj, new: Obj) -> None:
     name = str(meta(old).get("name", ""))
     if _strip_mutable(old_spec) != _strip_mutable(new_spec):
         raise invalid(
-            "Pod", "", name, [("spec", "FieldValueForbidden", f"Forbidden: {POD_UPDATE_MSG}")]
+            "Pod",
+            "",
+            name=name,
+            causes=[("spec", "FieldValueForbidden", f"Forbidden: {POD_UPDATE_MSG}")],
         )
     old_tol = old_spec.get("tolerations") or []
     new_tol = new_spec.get("tolerations") or []
@@ -439,8 +445,8 @@ def _check_pod_update(old: Obj, new: Obj) -> None:
         raise invalid(
             "Pod",
             "",
-            name,
-            [
+            name=name,
+            causes=[
                 (
                     "spec.tolerations",
                     "FieldValueForbidden",
@@ -455,8 +461,8 @@ def _check_pod_update(old: Obj, new: Obj) -> None:
         raise invalid(
             "Pod",
             "",
-            name,
-            [
+            name=name,
+            causes=[
                 (
                     "spec.schedulingGates",
                     "FieldValueForbidden",

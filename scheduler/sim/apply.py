@@ -137,7 +137,9 @@ def server_side_apply(
     key = (namespace if rtype.namespaced else "", name)
     stored = registry.store.get(rtype.table, key)
     if stored is None:
-        created = [new_entry(manager, "Apply", rtype.api_version, intent)]
+        created = [
+            new_entry(manager, operation="Apply", api_version=rtype.api_version, paths=intent)
+        ]
         with writing(manager, created):
             created_obj = registry.create(rtype, namespace, copy.deepcopy(applied), dry_run, checks)
             return created_obj, 201
@@ -179,6 +181,8 @@ def server_side_apply(
         kept = owned - taken
         if kept:
             managed.append({**entry, "fieldsV1": to_fields_v1(kept)})
-    managed.append(new_entry(manager, "Apply", rtype.api_version, intent))
+    managed.append(
+        new_entry(manager, operation="Apply", api_version=rtype.api_version, paths=intent)
+    )
     with writing(manager, managed):
-        return registry.update(rtype, namespace, name, result, "", checks), 200
+        return registry.update(rtype, namespace, name, result, subresource="", checks=checks), 200

@@ -41,7 +41,7 @@ _OPTIONS_KIND = {
 }
 
 
-def requested(query: MultiMapping[str], verb: str, raw: bytes, subresource: str) -> bool:
+def requested(query: MultiMapping[str], *, verb: str, raw: bytes, subresource: str) -> bool:
     """Whether the request asks for a dry run (in the query, or for deletions and evictions
     in the DeleteOptions of the body, where kubectl puts it); 422 for a value but ``All``."""
     values = list(query.getall("dryRun", [])) + _in_body(raw, verb, subresource)
@@ -52,8 +52,8 @@ def requested(query: MultiMapping[str], verb: str, raw: bytes, subresource: str)
         raise invalid(
             _OPTIONS_KIND.get(verb, "CreateOptions"),
             "meta.k8s.io",
-            "",
-            [
+            name="",
+            causes=[
                 (
                     "dryRun",
                     "FieldValueNotSupported",

@@ -61,7 +61,7 @@ def success_status(code: int = 201, details: Obj | None = None) -> Obj:
     return body
 
 
-def _details(name: str, group: str, kind: str, **more: Any) -> Obj:
+def _details(*, name: str, group: str, kind: str, **more: Any) -> Obj:
     out: Obj = {}
     if name:
         out["name"] = name
@@ -77,12 +77,12 @@ def qualified(resource: str, group: str) -> str:
     return f"{resource}.{group}" if group else resource
 
 
-def not_found(resource: str, group: str, name: str) -> ApiError:
+def not_found(resource: str, group: str, *, name: str) -> ApiError:
     return ApiError(
         404,
         "NotFound",
         f'{qualified(resource, group)} "{name}" not found',
-        _details(name, group, resource),
+        _details(name=name, group=group, kind=resource),
     )
 
 
@@ -90,21 +90,21 @@ def no_such_path() -> ApiError:
     return ApiError(404, "NotFound", "the server could not find the requested resource", {})
 
 
-def already_exists(resource: str, group: str, name: str) -> ApiError:
+def already_exists(resource: str, group: str, *, name: str) -> ApiError:
     return ApiError(
         409,
         "AlreadyExists",
         f'{qualified(resource, group)} "{name}" already exists',
-        _details(name, group, resource),
+        _details(name=name, group=group, kind=resource),
     )
 
 
-def conflict(resource: str, group: str, name: str, why: str) -> ApiError:
+def conflict(resource: str, group: str, *, name: str, why: str) -> ApiError:
     return ApiError(
         409,
         "Conflict",
         f'Operation cannot be fulfilled on {qualified(resource, group)} "{name}": {why}',
-        _details(name, group, resource),
+        _details(name=name, group=group, kind=resource),
     )
 
 
@@ -113,11 +113,11 @@ MODIFIED = (
 )
 
 
-def stale(resource: str, group: str, name: str) -> ApiError:
-    return conflict(resource, group, name, MODIFIED)
+def stale(resource: str, group: str, *, name: str) -> ApiError:
+    return conflict(resource, group, name=name, why=MODIFIED)
 
 
-def invalid(kind: str, group: str, name: str, causes: list[tuple[str, str, str]]) -> ApiError:
+def invalid(kind: str, group: str, *, name: str, causes: list[tuple[str, str, str]]) -> ApiError:
     """422 Invalid; ``causes`` are (field, reason, message) as in ``field.Error``."""
     parts = [f"{field}: {message}" for field, _reason, message in causes]
     text = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
@@ -126,9 +126,9 @@ def invalid(kind: str, group: str, name: str, causes: list[tuple[str, str, str]]
         "Invalid",
         f'{kind}{"." + group if group else ""} "{name}" is invalid: {text}',
         _details(
-            name,
-            group,
-            kind,
+            name=name,
+            group=group,
+            kind=kind,
             causes=[{"reason": r, "message": m, "field": f} for f, r, m in causes],
         ),
     )
@@ -161,12 +161,12 @@ def unsupported_media_type(content_type: str, accepted: list[str]) -> ApiError:
     )
 
 
-def forbidden(resource: str, group: str, name: str, why: str) -> ApiError:
+def forbidden(resource: str, group: str, *, name: str, why: str) -> ApiError:
     return ApiError(
         403,
         "Forbidden",
         f'{qualified(resource, group)} "{name}" is forbidden: {why}',
-        _details(name, group, resource),
+        _details(name=name, group=group, kind=resource),
     )
 
 
@@ -206,24 +206,24 @@ def internal(message: str) -> ApiError:
 
 
 def uid_precondition(
-    resource: str, group: str, name: str, wanted: object, actual: object
+    resource: str, group: str, *, name: str, wanted: object, actual: object
 ) -> ApiError:
     return conflict(
         resource,
         group,
-        name,
-        f"Precondition failed: UID in precondition: {wanted}, UID in object meta: {actual}",
+        name=name,
+        why=f"Precondition failed: UID in precondition: {wanted}, UID in object meta: {actual}",
     )
 
 
 def rv_precondition(
-    resource: str, group: str, name: str, wanted: object, actual: object
+    resource: str, group: str, *, name: str, wanted: object, actual: object
 ) -> ApiError:
     return conflict(
         resource,
         group,
-        name,
-        f"Precondition failed: ResourceVersion in precondition: {wanted}, "
+        name=name,
+        why=f"Precondition failed: ResourceVersion in precondition: {wanted}, "
         f"ResourceVersion in object meta: {actual}",
     )
 

@@ -3,7 +3,7 @@
 Knobs:
 
 * ``latency``: seconds added before every API request is handled;
-* ``fail(code, fraction, verb, resource, count)``: answer a fraction of matching requests
+* ``fail(code, *, fraction, verb, resource, count)``: answer a fraction of matching requests
   (``verb`` as in RBAC: get, list, watch, create, update, patch, delete; ``resource`` with
   its subresource, e.g. ``pods/binding``) with 500 InternalError, 429 TooManyRequests
   (with ``Retry-After``) or another code, optionally only ``count`` times;
@@ -96,6 +96,7 @@ class Faults:
     def fail(
         self,
         code: int = 500,
+        *,
         fraction: float = 1.0,
         verb: str | None = None,
         resource: str | None = None,

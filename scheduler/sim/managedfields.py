@@ -58,7 +58,7 @@ def writing(manager: str, managed: list[Obj] | None = None) -> Iterator[None]:
 # -- managedFields entries ---------------------------------------------------------------------
 
 
-def new_entry(manager: str, operation: str, api_version: str, paths: set[FieldPath]) -> Obj:
+def new_entry(manager: str, *, operation: str, api_version: str, paths: set[FieldPath]) -> Obj:
     return {
         "manager": manager,
         "operation": operation,
@@ -88,7 +88,14 @@ def stamp_create(rtype: ResourceType, obj: Obj) -> Obj:
         return obj
     managed = writer.managed
     if managed is None:
-        managed = [new_entry(writer.manager, "Update", rtype.api_version, field_set(rtype, obj))]
+        managed = [
+            new_entry(
+                writer.manager,
+                operation="Update",
+                api_version=rtype.api_version,
+                paths=field_set(rtype, obj),
+            )
+        ]
     return {**obj, "metadata": {**meta(obj), "managedFields": managed}}
 
 
@@ -135,5 +142,7 @@ def _record_update(
         if owned:
             out.append({**entry, "fieldsV1": to_fields_v1(owned)})
     if not found and mine:
-        out.append(new_entry(manager, "Update", rtype.api_version, mine))
+        out.append(
+            new_entry(manager, operation="Update", api_version=rtype.api_version, paths=mine)
+        )
     return out

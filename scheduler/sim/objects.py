@@ -12,10 +12,11 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from pumice.uids import ordered_uid
+from pumice.errors import PumiceError
 
-Obj = dict[str, Any]
-"""A Kubernetes object (or any JSON mapping) as parsed from JSON or YAML."""
+# re-exported: the sim's modules take it from here, with the helpers below
+from pumice.plain import Obj as Obj
+from pumice.uids import ordered_uid
 
 Key = tuple[str, str]
 """Where an object lives in its table: (namespace or "", name)."""
@@ -39,10 +40,17 @@ def now_micro(at: float | None = None) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+class BadTime(PumiceError, ValueError):
+    """A text that is not a ``Time`` or ``MicroTime`` (RFC 3339)."""
+
+
 def parse_time(value: str) -> float:
-    """Seconds since the epoch of a ``Time`` or ``MicroTime`` string."""
+    """Seconds since the epoch of a ``Time`` or ``MicroTime`` string (else ``BadTime``)."""
     text = value.replace("Z", "+00:00")
-    return datetime.fromisoformat(text).timestamp()
+    try:
+        return datetime.fromisoformat(text).timestamp()
+    except ValueError as exc:
+        raise BadTime(f"bad time {value!r}: {exc}") from None
 
 
 def new_uid() -> str:

@@ -15,7 +15,7 @@ delete behind the eviction subresource (no PodDisruptionBudgets exist in the sim
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pumice.sim.errors import (
     bad_request,
@@ -27,13 +27,26 @@ from pumice.sim.errors import (
     uid_precondition,
 )
 from pumice.sim.objects import Obj, get_path, meta, now_rfc3339, set_condition, with_meta
-from pumice.sim.resources import PODS
+from pumice.sim.resources import PODS, ResourceType
 
 if TYPE_CHECKING:
-    from pumice.sim.registry import Registry
+    from pumice.sim.store import Store
 
 
-def bind(registry: Registry, namespace: str, name: str, body: Any, dry_run: bool = False) -> Obj:
+class PodRegistry(Protocol):
+    """What the pod verbs use of the registry (``pumice.sim.registry.Registry``, which imports
+    this module for graceful deletion, so this one knows it only by this shape)."""
+
+    store: Store
+
+    def current(self, rtype: ResourceType, namespace: str, name: str) -> Obj: ...
+
+    def delete(self, rtype: ResourceType, namespace: str, name: str, options: Obj) -> Obj: ...
+
+    def remove_or_finalize(self, rtype: ResourceType, old: Obj, grace: int) -> Obj: ...
+
+
+def bind(registry: PodRegistry, namespace: str, name: str, body: Any, dry_run: bool = False) -> Obj:
     """POST pods/{name}/binding (``name`` is empty for the legacy ``bindings`` collection)."""
     if not isinstance(body, dict):
         raise bad_request("the body of the request must be a JSON object")
@@ -47,14 +60,17 @@ def bind(registry: Registry, namespace: str, name: str, body: Any, dry_run: bool
     target = body.get("target") or {}
     if not target.get("name"):
         raise invalid(
-            "Binding", "", name, [("target.name", "FieldValueRequired", "Required value")]
+            "Binding",
+            "",
+            name=name,
+            causes=[("target.name", "FieldValueRequired", "Required value")],
         )
     if target.get("kind") not in (None, "", "Node"):
         raise invalid(
             "Binding",
             "",
-            name,
-            [
+            name=name,
+            causes=[
                 (
                     "target.kind",
                     "FieldValueNotSupported",
@@ -65,18 +81,27 @@ def bind(registry: Registry, namespace: str, name: str, body: Any, dry_run: bool
     pod = registry.current(PODS, namespace, name)
     pm = meta(pod)
     if m.get("uid") and m["uid"] != pm.get("uid"):
-        raise uid_precondition("pods", "", name, m["uid"], pm.get("uid"))
+        raise uid_precondition("pods", "", name=name, wanted=m["uid"], actual=pm.get("uid"))
     if m.get("resourceVersion") and m["resourceVersion"] != pm.get("resourceVersion"):
-        raise rv_precondition("pods", "", name, m["resourceVersion"], pm.get("resourceVersion"))
+        raise rv_precondition(
+            "pods", "", name=name, wanted=m["resourceVersion"], actual=pm.get("resourceVersion")
+        )
     if pm.get("deletionTimestamp"):
         raise conflict(
-            "pods/binding", "", name, f"pod {name} is being deleted, cannot be assigned to a host"
+            "pods/binding",
+            "",
+            name=name,
+            why=f"pod {name} is being deleted, cannot be assigned to a host",
         )
     node = get_path(pod, "spec", "nodeName")
     if node:
-        raise conflict("pods/binding", "", name, f'pod {name} is already assigned to node "{node}"')
+        raise conflict(
+            "pods/binding", "", name=name, why=f'pod {name} is already assigned to node "{node}"'
+        )
     if get_path(pod, "spec", "schedulingGates"):
-        raise conflict("pods/binding", "", name, f"pod {name} has non-empty .spec.schedulingGates")
+        raise conflict(
+            "pods/binding", "", name=name, why=f"pod {name} has non-empty .spec.schedulingGates"
+        )
     if dry_run:
         return success_status(201)
     spec = {**pod["spec"], "nodeName": target["name"]}
@@ -110,7 +135,7 @@ def grace_period(pod: Obj, options: Obj) -> int:
     return max(grace, 0)
 
 
-def delete_pod(registry: Registry, pod: Obj, options: Obj) -> Obj:
+def delete_pod(registry: PodRegistry, pod: Obj, options: Obj) -> Obj:
     grace = grace_period(pod, options)
     m = meta(pod)
     key = (str(m.get("namespace")), str(m.get("name")))
@@ -127,7 +152,7 @@ def delete_pod(registry: Registry, pod: Obj, options: Obj) -> Obj:
     return registry.remove_or_finalize(PODS, pod, grace)
 
 
-def evict(registry: Registry, namespace: str, name: str, body: Any) -> Obj:
+def evict(registry: PodRegistry, namespace: str, name: str, body: Any) -> Obj:
     """POST pods/{name}/eviction: a graceful delete; 201 with a Status on success."""
     if not isinstance(body, dict):
         raise bad_request("the body of the request must be a JSON object")

@@ -90,12 +90,12 @@ class Registry:
     def current(self, rtype: ResourceType, namespace: str, name: str) -> Obj:
         obj = self.store.get(rtype.table, (namespace if rtype.namespaced else "", name))
         if obj is None:
-            raise not_found(rtype.plural, rtype.group, name)
+            raise not_found(rtype.plural, rtype.group, name=name)
         return obj
 
     def _check_namespace(self, rtype: ResourceType, namespace: str) -> None:
         if rtype.namespaced and self.store.get(NAMESPACES.table, ("", namespace)) is None:
-            raise not_found("namespaces", "", namespace)
+            raise not_found("namespaces", "", name=namespace)
 
     def _commit(self, rtype: ResourceType, obj: Obj | None, key: Key) -> Obj:
         change = self.store.commit(rtype.table, key, obj)
@@ -210,8 +210,8 @@ class Registry:
             raise invalid(
                 rtype.kind,
                 rtype.group,
-                "",
-                [
+                name="",
+                causes=[
                     (
                         "metadata.name",
                         "FieldValueRequired",
@@ -248,7 +248,7 @@ class Registry:
         obj = stamp_create(rtype, obj)  # managedFields of the request's field manager
         key = (ns, name)
         if key in table:
-            raise already_exists(rtype.plural, rtype.group, name)
+            raise already_exists(rtype.plural, rtype.group, name=name)
         if dry_run:
             return _view_out(rtype, obj)
         return _view_out(rtype, self._commit(rtype, obj, key))
@@ -302,6 +302,7 @@ class Registry:
         namespace: str,
         name: str,
         body: Any,
+        *,
         subresource: str = "",
         checks: Checks | None = None,
     ) -> Obj:
@@ -321,11 +322,10 @@ class Registry:
             raise namespace_mismatch()
         rv = m.get("resourceVersion")
         if rv and rv != meta(old).get("resourceVersion"):
-            raise stale(rtype.plural, rtype.group, name)
-        if m.get("uid") and m.get("uid") != meta(old).get("uid"):
-            raise uid_precondition(
-                rtype.plural, rtype.group, name, m.get("uid"), meta(old).get("uid")
-            )
+            raise stale(rtype.plural, rtype.group, name=name)
+        uid, old_uid = m.get("uid"), meta(old).get("uid")
+        if uid and uid != old_uid:
+            raise uid_precondition(rtype.plural, rtype.group, name=name, wanted=uid, actual=old_uid)
         return _view_out(rtype, self._apply_update(rtype, old, new, subresource))
 
     def patch(
@@ -350,11 +350,10 @@ class Registry:
         if m.get("name") != name or (rtype.namespaced and m.get("namespace") != namespace):
             raise bad_request("the patch may not change the object's name or namespace")
         if m.get("resourceVersion") != meta(old).get("resourceVersion"):
-            raise stale(rtype.plural, rtype.group, name)
-        if m.get("uid") != meta(old).get("uid"):
-            raise uid_precondition(
-                rtype.plural, rtype.group, name, m.get("uid"), meta(old).get("uid")
-            )
+            raise stale(rtype.plural, rtype.group, name=name)
+        uid, old_uid = m.get("uid"), meta(old).get("uid")
+        if uid != old_uid:
+            raise uid_precondition(rtype.plural, rtype.group, name=name, wanted=uid, actual=old_uid)
         return _view_out(rtype, self._apply_update(rtype, old, new, subresource))
 
     def _apply_update(self, rtype: ResourceType, old: Obj, new: Obj, subresource: str) -> Obj:
@@ -448,7 +447,7 @@ class Registry:
         objects go, then the namespace itself; the answer is the Terminating namespace."""
         name = str(meta(ns).get("name"))
         if name in IMMORTAL_NAMESPACES:
-            raise forbidden("namespaces", "", name, "this namespace may not be deleted")
+            raise forbidden("namespaces", "", name=name, why="this namespace may not be deleted")
         key = ("", name)
         if not meta(ns).get("deletionTimestamp"):
             status = {**(ns.get("status") or {}), "phase": "Terminating"}
@@ -474,12 +473,13 @@ def _check_preconditions(rtype: ResourceType, old: Obj, options: Obj) -> None:
     pre = options.get("preconditions") or {}
     m = meta(old)
     name = str(m.get("name"))
-    if pre.get("uid") and pre["uid"] != m.get("uid"):
-        raise uid_precondition(rtype.plural, rtype.group, name, pre["uid"], m.get("uid"))
-    if pre.get("resourceVersion") and pre["resourceVersion"] != m.get("resourceVersion"):
-        raise rv_precondition(
-            rtype.plural, rtype.group, name, pre["resourceVersion"], m.get("resourceVersion")
-        )
+    uid, rv = pre.get("uid"), pre.get("resourceVersion")
+    if uid and uid != m.get("uid"):
+        actual = m.get("uid")
+        raise uid_precondition(rtype.plural, rtype.group, name=name, wanted=uid, actual=actual)
+    if rv and rv != m.get("resourceVersion"):
+        actual = m.get("resourceVersion")
+        raise rv_precondition(rtype.plural, rtype.group, name=name, wanted=rv, actual=actual)
 
 
 def _parse_rv(text: str) -> int:

@@ -206,7 +206,7 @@ class ResourceApi:
         # (which switches the store for its duration) never overlaps another request
         raw = await request.read()
         checks = Checks.from_query(query)
-        if dryrun.requested(query, verb, raw, info.subresource):
+        if dryrun.requested(query, verb=verb, raw=raw, subresource=info.subresource):
             request[dryrun.DRY_RUN] = True
             with dryrun.dry_run(self.registry):
                 resp = self._mutate(request, rtype, info, verb, raw, True, checks)
@@ -256,7 +256,9 @@ class ResourceApi:
             return json_response(created, 201)
         if verb == "update":
             body = parse_json(raw, True, content_type)
-            return json_response(self.registry.update(rtype, ns, name, body, sub, checks))
+            return json_response(
+                self.registry.update(rtype, ns, name, body, subresource=sub, checks=checks)
+            )
         if verb == "patch" and is_apply(content_type):
             if sub:
                 raise method_not_allowed()

@@ -238,7 +238,7 @@ class SimServer:
             self._runner = None
 
     def kubeconfig(
-        self, user: str = "pumice-sim", token: str = ADMIN_TOKEN, namespace: str = "default"
+        self, user: str = "pumice-sim", *, token: str = ADMIN_TOKEN, namespace: str = "default"
     ) -> str:
         """A kubeconfig for this server; by default the admin's (``system:masters``)."""
         cluster: Obj = {"server": self.url}
@@ -277,7 +277,7 @@ class SimServer:
         token = self.access.token_for(namespace, name)
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(self.kubeconfig(f"{namespace}-{name}", token, namespace))
+        target.write_text(self.kubeconfig(f"{namespace}-{name}", token=token, namespace=namespace))
         return target
 
     def state(self) -> Obj:

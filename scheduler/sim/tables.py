@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from pumice.sim.objects import Obj, get_path, human_age, meta, parse_time
+from pumice.sim.objects import BadTime, Obj, get_path, human_age, meta, parse_time
 from pumice.sim.resources import (
     CSI_DRIVERS,
     CSI_NODES,
@@ -42,7 +42,7 @@ def _age(obj: Obj, now: float) -> str:
         return "<unknown>"
     try:
         return human_age(now - parse_time(str(created)))
-    except ValueError:
+    except BadTime:
         return "<invalid>"
 
 
@@ -144,7 +144,7 @@ def _event_row(ev: Obj, now: float) -> list[Any]:
     if seen:
         try:
             last = human_age(now - parse_time(str(seen)))
-        except ValueError:
+        except BadTime:
             last = "<invalid>"
     involved = ev.get("involvedObject") or {}
     return [

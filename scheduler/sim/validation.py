@@ -264,7 +264,7 @@ class Checks:
             problems += _immutable_problems(rtype, old, cleaned)
         if problems:
             name = str(meta(cleaned).get("name") or meta(cleaned).get("generateName") or "")
-            err = invalid(rtype.kind, rtype.group, name, problems)
+            err = invalid(rtype.kind, rtype.group, name=name, causes=problems)
             field, _reason, message = problems[0]
             err.problem = f"{field}: {message}"
             raise err

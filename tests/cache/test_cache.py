@@ -95,10 +95,10 @@ def test_a_lone_pending_pod_is_a_job_of_its_own_in_the_default_queue(cache: Clus
 
 def test_assume_counts_the_pod_on_its_node_and_forget_undoes_it(cache: ClusterCache) -> None:
     cache.pending_pods.on_add(pod("a", cpu="3"))
-    assert cache.assume("uid-a", "n1")
+    assert cache.assume("uid-a", node="n1")
     assert used_cpu(cache, "n1") == pytest.approx(3.0)
     assert cache.snapshot().task("uid-a").status == TaskStatus.BINDING  # type: ignore[union-attr]
-    assert not cache.assume("uid-a", "n2")  # never assumed twice
+    assert not cache.assume("uid-a", node="n2")  # never assumed twice
     cache.forget("uid-a")
     assert used_cpu(cache, "n1") == 0.0
     assert cache.pods["uid-a"].state is PodState.INITIAL
@@ -111,7 +111,7 @@ def test_a_bind_seen_on_both_watches_in_either_order_is_a_move(
 ) -> None:
     p = pod("a", cpu="2")
     cache.pending_pods.on_add(p)
-    cache.assume("uid-a", "n1")
+    cache.assume("uid-a", node="n1")
     cache.finish_binding("uid-a")
     if pending_first:
         cache.pending_pods.on_delete(p)
@@ -245,7 +245,7 @@ def test_a_failed_bind_holds_the_pod_back_for_its_backoff(
     cache: ClusterCache, clock: Clock
 ) -> None:
     cache.pending_pods.on_add(pod("a"))
-    cache.assume("uid-a", "n1")
+    cache.assume("uid-a", node="n1")
     cache.forget("uid-a", hold=2.0)
     assert cache.snapshot().task("uid-a") is None and cache.held() == 1
     clock.now += 2.5
@@ -255,7 +255,7 @@ def test_a_failed_bind_holds_the_pod_back_for_its_backoff(
 def test_bound_elsewhere_forgets_and_waits_for_the_watch(cache: ClusterCache) -> None:
     p = pod("a", cpu="2")
     cache.pending_pods.on_add(p)
-    cache.assume("uid-a", "n1")
+    cache.assume("uid-a", node="n1")
     cache.bound_elsewhere("uid-a")
     assert used_cpu(cache, "n1") == 0.0 and cache.snapshot().task("uid-a") is None
     cache.assigned_pods.on_add(bound(p, "n2"))
@@ -265,7 +265,7 @@ def test_bound_elsewhere_forgets_and_waits_for_the_watch(cache: ClusterCache) ->
 def test_a_snapshot_is_independent_of_the_cache(cache: ClusterCache) -> None:
     cache.pending_pods.on_add(pod("a", cpu="1"))
     snap = cache.snapshot()
-    cache.assume("uid-a", "n1")
+    cache.assume("uid-a", node="n1")
     assert snap.task("uid-a").status == TaskStatus.PENDING  # type: ignore[union-attr]
     assert snap.nodes["n1"].used.get("cpu") == 0.0
     snap.remove_task("uid-a")

@@ -20,8 +20,7 @@ from conftest import SimHandle
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pumice.cli import main
-from pumice.commands.explain_live import context_namespace
+from pumice.cli import context_namespace, main
 from support.manifests import gang_pods, node, pod, podgroup, write_yaml
 
 BIN = Path(sys.executable).parent

@@ -97,7 +97,7 @@ def run_cycles(
         recorder.flush()
         assert isinstance(committer, RecordingCommitter)
         for decision in committer.of_kind("bind"):
-            assert cache.assume(decision.task.uid, decision.node)
+            assert cache.assume(decision.task.uid, node=decision.node)
 
 
 def this_run(recorder: Recorder) -> Path:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from pumice.durations import parse_duration
 from pumice.framework.arguments import Arguments
 from pumice.framework.config import (
     DEFAULT_FLAGS,
@@ -21,12 +22,14 @@ from pumice.framework.config import (
     SchedulerSettings,
     Tier,
     check_names,
+    split_host_port,
+)
+from pumice.framework.configparse import (
     default_config_text,
     load_config,
     load_default_config,
     parse_config,
 )
-from pumice.framework.configparse import parse_duration, split_host_port
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "tests" / "fixtures" / "configs"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import weakref
 
-from pumice.framework.config import load_default_config
+from pumice.framework.configparse import load_default_config
 from pumice.framework.host import PluginHost
 from pumice.framework.session import RecordingCommitter, Session
 from support.builders import add_job, cluster

@@ -40,7 +40,9 @@ def writes(sim: Any, resource: str) -> list[tuple[str, int]]:
 async def test_an_event_has_every_required_field(sim: Any, kube: Kube) -> None:
     p = sim.create(pod("p1"))
     status = writer(kube)
-    assert await status.pod_event(p, "Scheduled", "Successfully assigned default/p1 to n1")
+    assert await status.pod_event(
+        p, reason="Scheduled", note="Successfully assigned default/p1 to n1"
+    )
     [event] = await events_about(kube, "p1")
     assert event["reportingController"] == "pumice"
     assert event["reportingInstance"] == "pumice-host1"
@@ -58,13 +60,15 @@ async def test_repeats_bump_one_series(sim: Any, kube: Kube) -> None:
     p = sim.create(pod("p1"))
     status = writer(kube, series_interval=0.0)
     for _ in range(5):
-        await status.pod_event(p, "FailedScheduling", MESSAGE, "Warning")
+        await status.pod_event(p, reason="FailedScheduling", note=MESSAGE, type="Warning")
     [event] = await events_about(kube, "p1")
     assert event["series"]["count"] == 5
     assert event["series"]["lastObservedTime"].endswith("Z")
     assert writes(sim, "events") == [("POST", 201)] + [("PATCH", 200)] * 4
     # a different message is a different event
-    await status.pod_event(p, "FailedScheduling", MESSAGE + " (changed)", "Warning")
+    await status.pod_event(
+        p, reason="FailedScheduling", note=MESSAGE + " (changed)", type="Warning"
+    )
     assert len(await events_about(kube, "p1")) == 2
 
 
@@ -72,7 +76,7 @@ async def test_repeats_within_the_interval_are_counted_and_flushed(sim: Any, kub
     p = sim.create(pod("p1"))
     status = writer(kube, series_interval=3600.0)
     for _ in range(4):
-        await status.pod_event(p, "FailedScheduling", MESSAGE, "Warning")
+        await status.pod_event(p, reason="FailedScheduling", note=MESSAGE, type="Warning")
     assert writes(sim, "events") == [("POST", 201)]  # rate-limited: nothing patched yet
     await status.flush()
     [event] = await events_about(kube, "p1")
@@ -85,11 +89,11 @@ async def test_repeats_within_the_interval_are_counted_and_flushed(sim: Any, kub
 async def test_an_expired_event_is_created_again(sim: Any, kube: Kube) -> None:
     p = sim.create(pod("p1"))
     status = writer(kube, series_interval=0.0)
-    await status.pod_event(p, "FailedScheduling", MESSAGE, "Warning")
+    await status.pod_event(p, reason="FailedScheduling", note=MESSAGE, type="Warning")
     [event] = await events_about(kube, "p1")
     await kube.request("DELETE", EVENTS.path("default", event["metadata"]["name"]))
     # the repeat's patch gets 404: it creates a new event instead
-    assert await status.pod_event(p, "FailedScheduling", MESSAGE, "Warning")
+    assert await status.pod_event(p, reason="FailedScheduling", note=MESSAGE, type="Warning")
     [again] = await events_about(kube, "p1")
     assert again["metadata"]["name"] != event["metadata"]["name"]
     assert "series" not in again
@@ -99,7 +103,7 @@ async def test_an_expired_event_is_created_again(sim: Any, kube: Kube) -> None:
 async def test_long_notes_are_cut_to_one_kib(sim: Any, kube: Kube) -> None:
     p = sim.create(pod("p1"))
     note = "é" * 2000  # 4000 bytes
-    assert await writer(kube).pod_event(p, "FailedScheduling", note, "Warning")
+    assert await writer(kube).pod_event(p, reason="FailedScheduling", note=note, type="Warning")
     [event] = await events_about(kube, "p1")
     assert len(event["note"].encode()) <= 1024
     assert event["note"].endswith(" ...")
@@ -110,7 +114,8 @@ async def test_spam_filter_drops_a_flood_of_distinct_events(sim: Any, kube: Kube
     p = sim.create(pod("p1"))
     status = writer(kube)
     written = [
-        await status.pod_event(p, "FailedScheduling", f"try {i}", "Warning") for i in range(30)
+        await status.pod_event(p, reason="FailedScheduling", note=f"try {i}", type="Warning")
+        for i in range(30)
     ]
     assert written.count(True) == 25
     assert status.events.stats.dropped == 5
@@ -119,7 +124,7 @@ async def test_spam_filter_drops_a_flood_of_distinct_events(sim: Any, kube: Kube
 
 async def test_object_events_for_cluster_scoped_objects(sim: Any, kube: Kube) -> None:
     queue = await kube.request("GET", QUEUES.path(None, "default"))
-    assert await writer(kube).object_event(queue, "Invalid", "bad queue")
+    assert await writer(kube).object_event(queue, reason="Invalid", note="bad queue")
     listed = await kube.request("GET", EVENTS.path("default"))
     [event] = listed["items"]
     assert event["regarding"]["kind"] == "Queue"
@@ -181,7 +186,7 @@ async def test_core_v1_events_count_repeats(sim: Any, kube: Kube) -> None:
     p = sim.create(pod("p1"))
     status = writer(kube, series_interval=0.0, core_events=True)
     for _ in range(3):
-        assert await status.pod_event(p, "FailedScheduling", MESSAGE, "Warning")
+        assert await status.pod_event(p, reason="FailedScheduling", note=MESSAGE, type="Warning")
     listed = await kube.request("GET", CORE_EVENTS.path("default"))
     [event] = listed["items"]
     assert (event["count"], event["source"]["component"]) == (3, "pumice")
@@ -194,7 +199,7 @@ async def test_kubectl_describe_shows_what_was_written(sim: Any, kube: Kube) -> 
     p = sim.create(pod("p1"))
     status = writer(kube, series_interval=0.0)
     for _ in range(3):
-        await status.pod_event(p, "FailedScheduling", MESSAGE, "Warning")
+        await status.pod_event(p, reason="FailedScheduling", note=MESSAGE, type="Warning")
     await status.pod_unschedulable(p, MESSAGE)
     described = await sim.kubectl("describe", "pod", "p1")
     assert described.code == 0, described.stdout

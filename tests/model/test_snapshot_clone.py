@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from pumice import ClusterSnapshot, JobInfo, NodeInfo, QueueInfo, Resource, TaskInfo, TaskStatus
-from pumice.framework.config import load_default_config
+from pumice.framework.configparse import load_default_config
 from pumice.framework.host import PluginHost
 from pumice.framework.session import RecordingCommitter, Session
 

@@ -7,7 +7,7 @@ import importlib.resources
 import pytest
 
 from pumice import Session, TaskStatus
-from pumice.framework.config import parse_config
+from pumice.framework.configparse import parse_config
 from pumice.framework.host import PluginHost
 from pumice.framework.session import RecordingCommitter
 from pumice.plugins.priority import PriorityPlugin
