@@ -4,11 +4,11 @@ Every queue that has Pending jobs (phase Pending or unset) is taken in queue ord
 jobs in job order; the queue is put back after each job so that its place is decided again.
 A job is admitted, by a statement that sets its phase to Inqueue in the session (and tells the
 plugins through ``job_enqueued``), when it has no ``min_resources`` (the PodGroup does not set
-``minResources``; an empty one counts as set) or when ``session.job_enqueueable(job)`` agrees
+``minResources``; an empty one counts as set) or when ``context.job_enqueueable(job)`` agrees
 (the plugins' vote, e.g. proportion's "does the queue still have room for its minimum"). A job
 that is turned down stays
-Pending until the next session, and its reason (when no plugin gave one) is recorded in
-``session.job_reasons``. The phase is persisted by whoever writes PodGroup status at the end of
+Pending until the next context, and its reason (when no plugin gave one) is recorded in
+``context.job_reasons``. The phase is persisted by whoever writes PodGroup status at the end of
 the cycle.
 
 Differences from Volcano:
@@ -23,7 +23,7 @@ import heapq
 import itertools
 from typing import Any
 
-from pumice import Action, JobInfo, QueueInfo, Session, TaskStatus
+from pumice import Action, ActionContext, JobInfo, QueueInfo, TaskStatus
 
 INQUEUE = "Inqueue"
 PENDING = TaskStatus.PENDING
@@ -44,13 +44,13 @@ class EnqueueAction(Action):
 
     declared_arguments = ()  # no arguments: any given is warned about
 
-    def execute(self, session: Session) -> None:
+    def execute(self, context: ActionContext) -> None:
         pending: dict[str, list[JobInfo]] = {}
         queues: dict[str, QueueInfo] = {}
-        for job in session.jobs.values():
+        for job in context.jobs.values():
             if not job.is_pending() or _placed_lone_pod(job):
                 continue
-            queue = session.queues.get(job.queue)
+            queue = context.queues.get(job.queue)
             if queue is None:
                 continue
             queues[queue.name] = queue
@@ -58,10 +58,10 @@ class EnqueueAction(Action):
         if not pending:
             return
         # each queue's jobs, best first; popped from the end
-        ordered = {name: session.sort_jobs(jobs)[::-1] for name, jobs in pending.items()}
+        ordered = {name: context.sort_jobs(jobs)[::-1] for name, jobs in pending.items()}
         counter = itertools.count()
         heap: list[tuple[Any, int, QueueInfo]] = [
-            (session.queue_order_key(q), next(counter), q) for q in queues.values()
+            (context.queue_order_key(q), next(counter), q) for q in queues.values()
         ]
         heapq.heapify(heap)
         while heap:
@@ -70,16 +70,16 @@ class EnqueueAction(Action):
             if not jobs:
                 continue
             job = jobs.pop()
-            if self.admit(session, job):
-                statement = session.statement()
+            if self.admit(context, job):
+                statement = context.statement()
                 statement.enqueue(job, INQUEUE)
                 statement.commit()
             else:
-                session.job_reasons.setdefault(job.uid, NOT_ADMITTED)
-            heapq.heappush(heap, (session.queue_order_key(queue), next(counter), queue))
+                context.job_reasons.setdefault(job.uid, NOT_ADMITTED)
+            heapq.heappush(heap, (context.queue_order_key(queue), next(counter), queue))
 
     @staticmethod
-    def admit(session: Session, job: JobInfo) -> bool:
+    def admit(context: ActionContext, job: JobInfo) -> bool:
         """A job without minResources is admitted as is; otherwise the plugins vote.
 
         A PodGroup that sets ``minResources`` at all, even to nothing, is put to the vote (as in
@@ -87,4 +87,4 @@ class EnqueueAction(Action):
         """
         if job.min_resources is None:
             return True
-        return session.job_enqueueable(job)
+        return context.job_enqueueable(job)

@@ -17,6 +17,7 @@ declared in the package's ``pyproject.toml`` under ``[project.entry-points.pumic
 from pumice.errors import PumiceError
 from pumice.framework import (
     Action,
+    ActionContext,
     Arguments,
     ArgumentSpec,
     ConfigError,
@@ -25,13 +26,11 @@ from pumice.framework import (
     MetricSample,
     Plugin,
     PredicateResult,
-    Session,
     SessionView,
     Statement,
     StatementError,
     Vote,
     hookimpl,
-    predicate_once_gone,
 )
 from pumice.model import (
     NO_TERMS,
@@ -75,6 +74,7 @@ __all__ = [
     "READY_STATUSES",
     "SCHEDULED_STATUSES",
     "Action",
+    "ActionContext",
     "ArgumentSpec",
     "Arguments",
     "ClusterSnapshot",
@@ -92,7 +92,6 @@ __all__ = [
     "QuantityError",
     "QueueInfo",
     "Resource",
-    "Session",
     "SessionView",
     "Statement",
     "StatementError",
@@ -107,7 +106,6 @@ __all__ = [
     "parse_quantity",
     "pod_requests",
     "pod_terms",
-    "predicate_once_gone",
     "resource_list",
     "warn_once",
 ]

@@ -27,6 +27,7 @@ from pumice.commands.cluster_input import api_defaults
 from pumice.commands.simulate import CycleRecorder
 from pumice.commands.simulate_cluster import SimulatedCluster
 from pumice.daemon.outcome import collect
+from pumice.framework.action import run_actions
 from pumice.framework.config import SchedulerConfig
 from pumice.framework.host import PluginHost
 from pumice.framework.session import Session
@@ -247,7 +248,7 @@ def run_cluster(
         recorder.session = session
         try:
             try:
-                session.run_actions()
+                run_actions(session)
             finally:
                 session.close()
             outcome = collect(session)

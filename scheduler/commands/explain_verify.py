@@ -20,6 +20,7 @@ from pumice.commands.explain_changes import apply_change
 from pumice.commands.explain_core import Target, _key, copy_objects, target_pods
 from pumice.commands.simulate import CycleRecorder
 from pumice.commands.simulate_cluster import SimulatedCluster
+from pumice.framework.action import run_actions
 from pumice.framework.config import SchedulerConfig
 from pumice.framework.host import PluginHost
 from pumice.framework.session import Session
@@ -78,7 +79,7 @@ class Verifier:
             recorder.session = session
             try:
                 try:
-                    session.run_actions()
+                    run_actions(session)
                 finally:
                     session.close()
             finally:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from pumice.commands.common import load_checked
 from pumice.daemon.recordfile import CycleRecord, Decision, Reader, RecordingError, recordings
+from pumice.framework.action import run_actions
 from pumice.framework.config import ConfigError, SchedulerConfig
 from pumice.framework.host import PluginConflictError, PluginHost
 from pumice.framework.session import Session
@@ -85,7 +86,7 @@ def replay_cycle(record: CycleRecord, config: SchedulerConfig, host: PluginHost)
     )
     try:
         try:
-            session.run_actions()
+            run_actions(session)
         finally:
             session.close()
     finally:

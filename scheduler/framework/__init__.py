@@ -1,13 +1,16 @@
-"""The scheduling framework: the plugin contract, the plugin host, sessions, statements and
-configuration."""
+"""The scheduling framework: the plugin and action contracts, the plugin host, sessions,
+statements and configuration.
 
+``Session`` is the framework's own: the daemon and the commands open one and hand it to
+``run_actions``; plugins see a ``SessionView`` and actions an ``ActionContext`` of it."""
+
+from pumice.framework.action import Action, ActionContext, run_actions
 from pumice.framework.argspec import ArgumentSpec
 from pumice.framework.arguments import Arguments
-from pumice.framework.base import Action, Plugin
+from pumice.framework.base import Plugin
 from pumice.framework.config import ConfigError, SchedulerConfig, load_config, parse_config
 from pumice.framework.hookspecs import hookimpl
 from pumice.framework.host import PluginConflictError, PluginError, PluginHost
-from pumice.framework.released import predicate_once_gone
 from pumice.framework.results import Feasibility, JobInvalid, MetricSample, PredicateResult, Vote
 from pumice.framework.session import RecordingCommitter, Session, SessionError
 from pumice.framework.statement import Statement, StatementError
@@ -15,6 +18,7 @@ from pumice.framework.view import SessionView
 
 __all__ = [
     "Action",
+    "ActionContext",
     "ArgumentSpec",
     "Arguments",
     "ConfigError",
@@ -37,5 +41,5 @@ __all__ = [
     "hookimpl",
     "load_config",
     "parse_config",
-    "predicate_once_gone",
+    "run_actions",
 ]

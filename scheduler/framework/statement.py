@@ -4,28 +4,58 @@ A statement records allocations, pipelines and evictions. Each operation changes
 at once (task status, job index, node accounting) and fires the plugins' ``on_allocate`` /
 ``on_deallocate`` synchronously, so plugins that keep shares stay current. ``commit`` hands the
 decisions to the session's committer (binds and evictions); ``discard`` undoes the operations in
-reverse order.
+reverse order. A statement needs only the shape of its session (``StatementTarget``), so this
+module does not depend on the session's.
 """
 
 from __future__ import annotations
 
 import enum
 import logging
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple, Protocol
 
 from pumice.errors import PumiceError
-from pumice.model.node import NodeAccountingError
+from pumice.framework.committer import Committer
+from pumice.model.node import NodeAccountingError, NodeInfo
 from pumice.model.objects import JobInfo, TaskInfo
+from pumice.model.snapshot import ClusterSnapshot
 from pumice.model.status import PREEMPTABLE_STATUSES, TaskStatus
-
-if TYPE_CHECKING:
-    from pumice.framework.session import Session
 
 log = logging.getLogger("pumice.statement")
 
 
 class StatementError(PumiceError):
     """An operation could not be applied; the session is as it was before it."""
+
+
+class StatementTarget(Protocol):
+    """What a statement changes and tells: the session's snapshot (its own copies of jobs and
+    tasks, and its nodes), the plugins' events, the committer, and the explanation switch."""
+
+    @property
+    def snapshot(self) -> ClusterSnapshot: ...
+
+    @property
+    def jobs(self) -> dict[str, JobInfo]: ...
+
+    @property
+    def nodes(self) -> dict[str, NodeInfo]: ...
+
+    @property
+    def committer(self) -> Committer: ...
+
+    @property
+    def explain(self) -> bool: ...
+
+    def record_scores(self, task: TaskInfo) -> None: ...
+
+    def fire_allocate(self, task: TaskInfo) -> None: ...
+
+    def fire_deallocate(self, task: TaskInfo) -> None: ...
+
+    def fire_job_enqueued(self, job: JobInfo) -> None: ...
+
+    def nominate(self, task: TaskInfo, node: str) -> None: ...
 
 
 class OpKind(enum.Enum):
@@ -51,8 +81,8 @@ class Operation(NamedTuple):
 class Statement:
     """A transaction: allocate / pipeline / evict, then commit or discard."""
 
-    def __init__(self, session: Session) -> None:
-        self.session = session
+    def __init__(self, session: StatementTarget) -> None:
+        self._session = session
         self.operations: list[Operation] = []
 
     # -- operations -------------------------------------------------------------------------
@@ -69,11 +99,11 @@ class Statement:
         job, task = self._own(task)
         if task.status != TaskStatus.PENDING:
             raise StatementError(f"cannot {kind.value} {task.key}: it is {task.status.name}")
-        node = self.session.nodes.get(node_name)
+        node = self._session.nodes.get(node_name)
         if node is None:
             raise StatementError(f"cannot {kind.value} {task.key}: no node {node_name!r}")
-        if self.session.explain:
-            self.session.record_scores(task)
+        if self._session.explain:
+            self._session.record_scores(task)
         task.node_name = node_name
         job.update_task_status(task, status)
         try:
@@ -83,7 +113,7 @@ class Statement:
             task.node_name = None
             raise StatementError(str(exc)) from exc
         try:
-            self.session.fire_allocate(task)
+            self._session.fire_allocate(task)
         except Exception as exc:
             node.remove_task(task)
             job.update_task_status(task, TaskStatus.PENDING)
@@ -96,28 +126,28 @@ class Statement:
         job, task = self._own(task)
         if not task.status & PREEMPTABLE_STATUSES or task.node_name is None:
             raise StatementError(f"cannot evict {task.key}: it is {task.status.name}")
-        node = self.session.nodes[task.node_name]
+        node = self._session.nodes[task.node_name]
         previous = task.status
         job.update_task_status(task, TaskStatus.RELEASING)
         node.update_task(task)
-        self.session.fire_deallocate(task)
+        self._session.fire_deallocate(task)
         self.operations.append(Operation(OpKind.EVICT, task, node.name, reason, previous))
 
     def enqueue(self, job: JobInfo, phase: str = "Inqueue") -> None:
         """Admit a Pending job: its phase becomes ``phase`` in the session, and every plugin's
         ``job_enqueued`` is told. Undone by ``discard``; the phase is written back by whoever
         writes PodGroup status after the cycle."""
-        own = self.session.snapshot.writable_job(job.uid)
+        own = self._session.snapshot.writable_job(job.uid)
         previous = own.phase
         own.phase = phase
-        self.session.fire_job_enqueued(own)
+        self._session.fire_job_enqueued(own)
         self.operations.append(
             Operation(OpKind.ENQUEUE, None, "", job=own, previous_phase=previous)
         )
 
     def merge(self, other: Statement) -> None:
         """Take over ``other``'s operations (which must be on the same session)."""
-        if other.session is not self.session:
+        if other._session is not self._session:
             raise StatementError("cannot merge statements of different sessions")
         self.operations.extend(other.operations)
         other.operations = []
@@ -146,7 +176,7 @@ class Statement:
         (and logged); the rest still go.
         """
         failures: list[tuple[Operation, Exception]] = []
-        committer = self.session.committer
+        committer = self._session.committer
         evicting = any(op.kind is OpKind.EVICT for op in self.operations)
         for op in self.operations:
             if op.task is None:  # a phase change: nothing to send
@@ -154,13 +184,13 @@ class Statement:
             try:
                 if op.kind is OpKind.PIPELINE:
                     if evicting:
-                        self.session.nominate(op.task, op.node)
+                        self._session.nominate(op.task, op.node)
                 elif op.kind is OpKind.EVICT:
                     committer.evict(op.task, op.reason)
                 elif op.kind is OpKind.ALLOCATE:
                     job = self._job(op.task)
                     job.update_task_status(op.task, TaskStatus.BINDING)
-                    self.session.nodes[op.node].update_task(op.task)
+                    self._session.nodes[op.node].update_task(op.task)
                     committer.bind(op.task, op.node)
             except Exception as exc:
                 log.warning("commit of %s %s failed: %s", op.kind.value, op.task.key, exc)
@@ -175,32 +205,32 @@ class Statement:
     # -- undo helpers -----------------------------------------------------------------------
 
     def _unplace(self, task: TaskInfo) -> None:
-        node = self.session.nodes[task.node_name or ""]
+        node = self._session.nodes[task.node_name or ""]
         node.remove_task(task)
         self._job(task).update_task_status(task, TaskStatus.PENDING)
-        self.session.fire_deallocate(task)  # plugins still see which node it leaves
+        self._session.fire_deallocate(task)  # plugins still see which node it leaves
         task.node_name = None
 
     def _unevict(self, op: Operation) -> None:
         assert op.task is not None
         self._job(op.task).update_task_status(op.task, op.previous)
-        self.session.nodes[op.node].update_task(op.task)
+        self._session.nodes[op.node].update_task(op.task)
         try:
-            self.session.fire_allocate(op.task)
+            self._session.fire_allocate(op.task)
         except Exception:
             log.exception("a plugin failed while %s was restored", op.task.key)
 
     def _own(self, task: TaskInfo) -> tuple[JobInfo, TaskInfo]:
         """The session's own (writable) copies of ``task`` and its job."""
         try:
-            return self.session.snapshot.writable_task(task)
+            return self._session.snapshot.writable_task(task)
         except KeyError as exc:
             raise StatementError(
                 f"task {task.key} belongs to no job in this session ({task.job})"
             ) from exc
 
     def _job(self, task: TaskInfo) -> JobInfo:
-        job = self.session.jobs.get(task.job)
+        job = self._session.jobs.get(task.job)
         if job is None:
             raise StatementError(f"task {task.key} belongs to no job in this session ({task.job})")
         return job

@@ -9,13 +9,39 @@ session is run.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from pumice.framework.session import Session
-    from pumice.model.node import NodeInfo, NodeTable
-    from pumice.model.objects import JobInfo, QueueInfo
-    from pumice.model.snapshot import ClusterSnapshot
+from pumice.model.node import NodeInfo, NodeTable
+from pumice.model.objects import JobInfo, QueueInfo
+from pumice.model.snapshot import ClusterSnapshot
+
+
+class Viewed(Protocol):
+    """What the view reads of its session (the session's shape, not the session's module)."""
+
+    @property
+    def uid(self) -> str: ...
+
+    @property
+    def snapshot(self) -> ClusterSnapshot: ...
+
+    @property
+    def jobs(self) -> dict[str, JobInfo]: ...
+
+    @property
+    def nodes(self) -> dict[str, NodeInfo]: ...
+
+    @property
+    def queues(self) -> dict[str, QueueInfo]: ...
+
+    @property
+    def table(self) -> NodeTable: ...
+
+    @property
+    def task_reasons(self) -> dict[str, str]: ...
+
+    @property
+    def job_reasons(self) -> dict[str, str]: ...
 
 
 class SessionView:
@@ -23,7 +49,7 @@ class SessionView:
 
     __slots__ = ("_session",)
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Viewed) -> None:
         self._session = session
 
     @property

@@ -16,6 +16,7 @@ from pumice.cli import main
 from pumice.commands.common import load_checked
 from pumice.daemon.recorder import FULL_EVERY, Recorder, tee
 from pumice.daemon.recordfile import MAGIC, Reader, decode, recordings
+from pumice.framework import run_actions
 from pumice.framework.committer import RecordingCommitter
 from pumice.framework.config import RecordSettings, SchedulerConfig
 from pumice.framework.host import PluginHost
@@ -57,7 +58,7 @@ def run_cycles(
         session = Session.open(
             snapshot, config, host, committer=tee(committer, record), rng=record.rng()
         )
-        session.run_actions()
+        run_actions(session)
         session.close()
         recorder.finish(record)
         recorder.flush()

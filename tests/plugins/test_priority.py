@@ -6,7 +6,8 @@ import importlib.resources
 
 import pytest
 
-from pumice import Session, TaskStatus
+from pumice import TaskStatus
+from pumice.framework import Session
 from pumice.framework.config import parse_config
 from pumice.framework.host import PluginHost
 from pumice.framework.session import RecordingCommitter
