@@ -4,7 +4,8 @@ A session runs in a worker thread and calls its committer synchronously from
 ``Statement.commit``. ``LoopCommitter`` hands every decision to the event loop
 (``call_soon_threadsafe``), where the daemon assumes the pod in the cache at once and binds it
 in the background. ``DryRunCommitter`` writes nothing: it logs each decision at info with the
-chosen node's per-plugin scores and the runner-up's.
+chosen node's per-plugin scores and the runner-up's, as the session recorded them just before
+the placement (``pumice.framework.explain``: the figures ``pumice simulate --explain`` shows).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from pumice.daemon.explain import explain_choice
+from pumice.framework.explain import describe_choice
 from pumice.model import TaskInfo
 
 if TYPE_CHECKING:
@@ -68,12 +69,16 @@ class DryRunCommitter:
         self.evictions = 0
 
     def attach(self, session: Session) -> None:
-        """The session whose plugins explain the decisions (set right after it opens)."""
+        """The session whose placements to explain (set right after it opens): it records each
+        plugin's scores of the candidate nodes before every placement from now on."""
         self.session = session
+        session.explain = True
 
     def bind(self, task: TaskInfo, node: str) -> None:
         self.binds += 1
-        why = explain_choice(self.session, task, node) if self.session is not None else ""
+        session = self.session
+        scores = session.placement_scores.pop(task.uid, None) if session is not None else None
+        why = describe_choice(scores, node)
         log.info("dry-run: bind %s to %s%s", task.key, node, f" ({why})" if why else "")
 
     def evict(self, task: TaskInfo, reason: str) -> None:
