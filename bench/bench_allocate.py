@@ -65,7 +65,7 @@ from pumice import (
 )
 from pumice.cache.pods import derive
 from pumice.framework import Session, run_actions
-from pumice.framework.config import load_default_config
+from pumice.framework.configfile import load_default_config
 from pumice.framework.host import PluginHost
 from pumice.framework.session import RecordingCommitter
 

@@ -36,7 +36,7 @@ from bench_allocate import to_model
 
 from pumice.commands.common import load_checked
 from pumice.framework import Session, run_actions
-from pumice.framework.config import default_config_text, parse_config
+from pumice.framework.configfile import default_config_text, parse_config
 from pumice.framework.session import RecordingCommitter
 
 GPU = "nvidia.com/gpu"

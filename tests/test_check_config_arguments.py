@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from pumice.cli import main
-from pumice.framework.config import parse_config
 from pumice.framework.configcheck import lint
+from pumice.framework.configfile import parse_config
 
 HEAD = 'actions: "enqueue, allocate, backfill"\n'
 

@@ -17,7 +17,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from sim.simkit import binding, node, pod
 
 from pumice.cli import main
-from pumice.framework.config import parse_config
+from pumice.framework.configfile import parse_config
 from pumice.kube.resources import PODGROUPS, QUEUES
 from pumice.manifests import load_manifests
 from support.deploy_rbac import (

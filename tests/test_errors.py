@@ -7,7 +7,8 @@ import pytest
 import pumice.errors
 from pumice.durations import DurationError
 from pumice.errors import PumiceError
-from pumice.framework.config import ConfigError, parse_config
+from pumice.framework.config import ConfigError
+from pumice.framework.configfile import parse_config
 from pumice.framework.host import PluginConflictError, PluginError, PluginLoadError
 from pumice.framework.session import PluginContractError, SessionError
 from pumice.framework.statement import StatementError

@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from pumice.framework.config import ConfigError, load_config
+from pumice.framework.config import ConfigError
+from pumice.framework.configfile import load_config
 from pumice.framework.host import PluginConflictError, PluginHost
 
 

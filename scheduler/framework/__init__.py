@@ -8,7 +8,8 @@ from pumice.framework.action import Action, ActionContext, run_actions
 from pumice.framework.argspec import ArgumentSpec
 from pumice.framework.arguments import Arguments
 from pumice.framework.base import Plugin
-from pumice.framework.config import ConfigError, SchedulerConfig, load_config, parse_config
+from pumice.framework.config import ConfigError, SchedulerConfig
+from pumice.framework.configfile import load_config, parse_config
 from pumice.framework.hookspecs import hookimpl
 from pumice.framework.host import PluginConflictError, PluginError, PluginHost
 from pumice.framework.results import Feasibility, JobInvalid, MetricSample, PredicateResult, Vote

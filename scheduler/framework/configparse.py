@@ -3,7 +3,8 @@
 ``parse_document`` walks the plain values that ``yamlsource`` produced, checks every key, type
 and value, and raises ``ConfigError`` at the first problem with the line of the offending key.
 Also here: the value syntaxes of the ``scheduler:`` section (``split_host_port``; durations
-follow ``pumice.durations``). Use ``pumice.framework.config.parse_config`` rather than this module.
+follow ``pumice.durations``). Use ``pumice.framework.configfile.parse_config`` rather than this
+module.
 """
 
 from __future__ import annotations

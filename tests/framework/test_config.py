@@ -20,6 +20,8 @@ from pumice.framework.config import (
     SchedulerConfig,
     SchedulerSettings,
     Tier,
+)
+from pumice.framework.configfile import (
     check_names,
     default_config_text,
     load_config,

@@ -6,7 +6,7 @@ import gc
 import weakref
 
 from pumice.framework import run_actions
-from pumice.framework.config import load_default_config
+from pumice.framework.configfile import load_default_config
 from pumice.framework.host import PluginHost
 from pumice.framework.session import RecordingCommitter, Session
 from support.builders import add_job, cluster

@@ -11,7 +11,8 @@ import yaml
 
 from pumice import Action, ClusterSnapshot, NodeInfo, Plugin, Resource, hookimpl
 from pumice.framework import run_actions
-from pumice.framework.config import FLAG_KEYS, PluginPackages, parse_config
+from pumice.framework.config import FLAG_KEYS, PluginPackages
+from pumice.framework.configfile import parse_config
 from pumice.framework.hookspecs import COMBINATION, HOOK_FLAGS, PluginSpec
 from pumice.framework.host import PluginConflictError, PluginHost, PluginLoadError
 from pumice.framework.session import RecordingCommitter, Session, SessionError

@@ -7,7 +7,7 @@ from typing import Any
 
 from pumice import ClusterSnapshot, JobInfo, NodeInfo, QueueInfo, Resource, TaskInfo, TaskStatus
 from pumice.framework import run_actions
-from pumice.framework.config import load_default_config
+from pumice.framework.configfile import load_default_config
 from pumice.framework.host import PluginHost
 from pumice.framework.session import RecordingCommitter, Session
 

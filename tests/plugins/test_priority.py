@@ -8,7 +8,7 @@ import pytest
 
 from pumice import TaskStatus
 from pumice.framework import Session
-from pumice.framework.config import parse_config
+from pumice.framework.configfile import parse_config
 from pumice.framework.host import PluginHost
 from pumice.framework.session import RecordingCommitter
 from pumice.plugins.priority import PriorityPlugin

@@ -17,7 +17,8 @@ from pumice import (
     TaskInfo,
     TaskStatus,
 )
-from pumice.framework.config import SchedulerConfig, parse_config
+from pumice.framework.config import SchedulerConfig
+from pumice.framework.configfile import parse_config
 from pumice.framework.hookspecs import hookimpl
 from pumice.framework.host import PluginHost
 from pumice.framework.session import RecordingCommitter, Session

@@ -23,7 +23,8 @@ from pumice.actions.enqueue import EnqueueAction
 from pumice.actions.preempt import PreemptAction
 from pumice.actions.reclaim import ReclaimAction
 from pumice.framework import Session, run_actions
-from pumice.framework.config import SchedulerConfig, load_default_config
+from pumice.framework.config import SchedulerConfig
+from pumice.framework.configfile import load_default_config
 from pumice.framework.host import PluginHost
 from pumice.framework.session import RecordingCommitter
 from pumice.plugins.conformance import ConformancePlugin
