@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from pumice import QueueInfo, Resource
+from pumice import QueueInfo, Resource, is_number
 from pumice.durations import DurationError, parse_duration
 from pumice.model.resource import format_amount
 
@@ -98,7 +98,7 @@ class ReservationArguments:
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    return is_number(value) and math.isfinite(value)
 
 
 def _seconds(value: Any) -> float:

@@ -32,6 +32,17 @@ from pumice.framework import (
     Vote,
     hookimpl,
 )
+from pumice.framework.argspec import (
+    argument_error,
+    check_flag,
+    check_known_keys,
+    check_mapping,
+    check_resource_names,
+    check_weight,
+    is_int,
+    is_number,
+)
+from pumice.framework.arguments import as_bool
 from pumice.model import (
     NO_TERMS,
     NON_ZERO_DEFAULTS,
@@ -100,9 +111,18 @@ __all__ = [
     "TaskStatus",
     "Vote",
     "__version__",
+    "argument_error",
+    "as_bool",
     "canonical_amount",
+    "check_flag",
+    "check_known_keys",
+    "check_mapping",
+    "check_resource_names",
+    "check_weight",
     "config_warning",
     "hookimpl",
+    "is_int",
+    "is_number",
     "parse_quantity",
     "pod_requests",
     "pod_terms",

@@ -19,7 +19,7 @@ from packaging.utils import canonicalize_name
 
 from pumice.durations import parse_duration
 from pumice.framework.argspec import describe as _describe
-from pumice.framework.arguments import Arguments
+from pumice.framework.arguments import Arguments, as_bool
 from pumice.framework.config import (
     FLAG_ALIASES,
     FLAG_KEYS,
@@ -158,9 +158,10 @@ class _Parser:
         return value
 
     def boolean(self, value: object, key: str) -> bool:
-        if not isinstance(value, bool):
+        flag = as_bool(value)  # the one rule for a boolean: the arguments' too
+        if flag is None:
             raise self.wrong_type(key, "true or false", value)
-        return value
+        return flag
 
     # -- top level and Volcano's part ----------------------------------------------------
 
