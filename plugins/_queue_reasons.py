@@ -13,20 +13,56 @@ and the figures, in the API server's canonical quantities (``2``, ``500m``, ``4G
   14 + inqueue 2 exceeds capability 15`` (``- elastic E`` when the queue's jobs hold something
   beyond their minimum), the limit being the queue's real capability, called ``capability``
   where it is the queue's own.
+
+The figures are proportion's ``QueueAttributes``, kept here so that proportion imports its
+reasons and nothing imports proportion back.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 
-from pumice import QueueInfo, Resource
-from pumice.model.resource import format_amount
-
-if TYPE_CHECKING:
-    from pumice.plugins.proportion import QueueAttributes
+from pumice import QueueInfo, Resource, format_amount
 
 _SLACK = 1e-6
 """Relative tolerance when comparing a limit with the capability, and a sum with a limit."""
+
+
+@dataclass(slots=True, eq=False)
+class QueueAttributes:
+    """Proportion's numbers for one queue in one session (see the module docstring)."""
+
+    queue: QueueInfo
+    weight: int
+    capability: Resource | None
+    guarantee: Resource
+    real_capability: Resource = field(default_factory=Resource.zero)
+    allocated: Resource = field(default_factory=Resource.zero)
+    request: Resource = field(default_factory=Resource.zero)
+    inqueue: Resource = field(default_factory=Resource.zero)
+    elastic: Resource = field(default_factory=Resource.zero)
+    deserved: Resource = field(default_factory=Resource.zero)
+    share: float = 0.0
+
+    def update_share(self) -> None:
+        share = 0.0
+        for name in self.deserved.names():
+            deserved = self.deserved[name]
+            share = max(share, self.allocated[name] / deserved)
+        self.share = share
+
+    def add_allocated(self, added: Resource) -> None:
+        """``allocated += added`` and the share updated: only the fractions of the dimensions
+        ``added`` has can have grown, and the maximum of the others is the old share, so this
+        equals ``update_share`` without going over every deserved dimension."""
+        self.allocated = self.allocated + added
+        share, deserved, allocated = self.share, self.deserved, self.allocated
+        for name, _ in added.items():
+            if name in deserved:  # above zero, as ``deserved.names()`` lists them
+                fraction = allocated[name] / deserved[name]
+                if fraction > share:
+                    share = fraction
+        self.share = share
 
 
 def amount(name: str, value: float) -> str:

@@ -22,9 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from pumice import QueueInfo, Resource, is_number
-from pumice.durations import DurationError, parse_duration
-from pumice.model.resource import format_amount
+from pumice import DurationError, QueueInfo, Resource, format_amount, is_number, parse_duration
 
 BEST_EFFORT = "Best-Effort"
 GUARANTEED = "Guaranteed"

@@ -79,12 +79,13 @@ from pumice import (
     ArgumentSpec,
     NodeTable,
     Plugin,
+    Preferred,
     SessionView,
     TaskInfo,
+    Tolerations,
     config_warning,
     hookimpl,
 )
-from pumice.model.terms import Preferred, Tolerations
 from pumice.plugins._k8s_terms import NodeTerms
 from pumice.plugins._podscores import PodLinkScores
 

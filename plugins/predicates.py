@@ -67,6 +67,7 @@ from pumice import (
     COMPLETED_STATUSES,
     Arguments,
     ArgumentSpec,
+    HostPort,
     NodeTable,
     Plugin,
     PredicateResult,
@@ -75,7 +76,6 @@ from pumice import (
     config_warning,
     hookimpl,
 )
-from pumice.model.terms import HostPort
 from pumice.plugins._interpod import AFFINITY_MISMATCH as POD_AFFINITY_MISMATCH
 from pumice.plugins._interpod import ANTI_AFFINITY_MISMATCH, EXISTING_ANTI_AFFINITY
 from pumice.plugins._k8s_terms import NodeTerms, PortsInUse

@@ -76,7 +76,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pumice import (
@@ -95,6 +95,7 @@ from pumice import (
     resource_list,
 )
 from pumice.plugins import _queue_reasons as reasons
+from pumice.plugins._queue_reasons import QueueAttributes
 
 log = logging.getLogger("pumice.plugins.proportion")
 
@@ -105,43 +106,6 @@ _SCALAR_THRESHOLD = 1e-4
 """The same for every other resource: Volcano counts them in thousandths, pumice in units."""
 _MAX_ROUNDS = 10_000
 """A safety net against a float sequence that never settles; real clusters need a few rounds."""
-
-
-@dataclass(slots=True, eq=False)
-class QueueAttributes:
-    """Proportion's numbers for one queue in one session (see the module docstring)."""
-
-    queue: QueueInfo
-    weight: int
-    capability: Resource | None
-    guarantee: Resource
-    real_capability: Resource = field(default_factory=Resource.zero)
-    allocated: Resource = field(default_factory=Resource.zero)
-    request: Resource = field(default_factory=Resource.zero)
-    inqueue: Resource = field(default_factory=Resource.zero)
-    elastic: Resource = field(default_factory=Resource.zero)
-    deserved: Resource = field(default_factory=Resource.zero)
-    share: float = 0.0
-
-    def update_share(self) -> None:
-        share = 0.0
-        for name in self.deserved.names():
-            deserved = self.deserved[name]
-            share = max(share, self.allocated[name] / deserved)
-        self.share = share
-
-    def add_allocated(self, added: Resource) -> None:
-        """``allocated += added`` and the share updated: only the fractions of the dimensions
-        ``added`` has can have grown, and the maximum of the others is the old share, so this
-        equals ``update_share`` without going over every deserved dimension."""
-        self.allocated = self.allocated + added
-        share, deserved, allocated = self.share, self.deserved, self.allocated
-        for name, _ in added.items():
-            if name in deserved:  # above zero, as ``deserved.names()`` lists them
-                fraction = allocated[name] / deserved[name]
-                if fraction > share:
-                    share = fraction
-        self.share = share
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,8 +12,13 @@ This module is the public API for plugin and action authors: import what you nee
             return np.array([10.0 if "fast" in n.labels else 0.0 for n in nodes.nodes])
 
 declared in the package's ``pyproject.toml`` under ``[project.entry-points.pumice]``.
+An action subclasses ``Action`` and works through the ``ActionContext`` it is given. The
+contracts are written out in ``docs/plugins.md`` and ``docs/actions.md``; the built-in plugins
+and actions import nothing but this module and their own private helpers (an import-linter
+contract in ``pyproject.toml`` holds them to it).
 """
 
+from pumice.durations import DurationError, parse_duration
 from pumice.errors import PumiceError
 from pumice.framework import (
     Action,
@@ -64,6 +69,14 @@ from pumice.model import (
     resource_list,
 )
 from pumice.model.node import FIT_TOLERANCE
+from pumice.model.podterms import (
+    AffinityTerm,
+    LabelSelector,
+    PodLinks,
+    SpreadConstraint,
+    selector_matches,
+)
+from pumice.model.resource import format_amount
 from pumice.model.status import (
     ALLOCATED_STATUSES,
     COMPLETED_STATUSES,
@@ -71,12 +84,23 @@ from pumice.model.status import (
     READY_STATUSES,
     SCHEDULED_STATUSES,
 )
+from pumice.model.terms import (
+    ALL_ADDRESSES,
+    HostPort,
+    Preferred,
+    Requirement,
+    Selector,
+    Term,
+    Toleration,
+    Tolerations,
+)
 from pumice.warnonce import config_warning, warn_once
 
 __version__ = "0.1.0"
 
 __all__ = [
     "ALLOCATED_STATUSES",
+    "ALL_ADDRESSES",
     "COMPLETED_STATUSES",
     "FIT_TOLERANCE",
     "NON_ZERO_DEFAULTS",
@@ -86,29 +110,41 @@ __all__ = [
     "SCHEDULED_STATUSES",
     "Action",
     "ActionContext",
+    "AffinityTerm",
     "ArgumentSpec",
     "Arguments",
     "ClusterSnapshot",
     "ConfigError",
+    "DurationError",
     "Feasibility",
+    "HostPort",
     "JobInfo",
     "JobInvalid",
+    "LabelSelector",
     "MetricSample",
     "NodeInfo",
     "NodeTable",
     "Plugin",
+    "PodLinks",
     "PodTerms",
     "PredicateResult",
+    "Preferred",
     "PumiceError",
     "QuantityError",
     "QueueInfo",
+    "Requirement",
     "Resource",
+    "Selector",
     "SessionView",
+    "SpreadConstraint",
     "Statement",
     "StatementError",
     "TaskInfo",
     "TaskShape",
     "TaskStatus",
+    "Term",
+    "Toleration",
+    "Tolerations",
     "Vote",
     "__version__",
     "argument_error",
@@ -120,12 +156,15 @@ __all__ = [
     "check_resource_names",
     "check_weight",
     "config_warning",
+    "format_amount",
     "hookimpl",
     "is_int",
     "is_number",
+    "parse_duration",
     "parse_quantity",
     "pod_requests",
     "pod_terms",
     "resource_list",
+    "selector_matches",
     "warn_once",
 ]
