@@ -39,6 +39,7 @@ from pumice.framework import (
 )
 from pumice.framework.argspec import (
     argument_error,
+    as_bool,
     check_flag,
     check_known_keys,
     check_mapping,
@@ -47,52 +48,47 @@ from pumice.framework.argspec import (
     is_int,
     is_number,
 )
-from pumice.framework.arguments import as_bool
 from pumice.model import (
+    ALL_ADDRESSES,
     NO_TERMS,
     NON_ZERO_DEFAULTS,
+    AffinityTerm,
     ClusterSnapshot,
+    HostPort,
     JobInfo,
+    LabelSelector,
     NodeInfo,
     NodeTable,
+    PodLinks,
     PodTerms,
+    Preferred,
     QuantityError,
     QueueInfo,
+    Requirement,
     Resource,
+    Selector,
+    SpreadConstraint,
     TaskInfo,
     TaskShape,
     TaskStatus,
+    Term,
+    Toleration,
+    Tolerations,
     canonical_amount,
+    format_amount,
     parse_quantity,
     pod_requests,
     pod_terms,
     resource_list,
-)
-from pumice.model.node import FIT_TOLERANCE
-from pumice.model.podterms import (
-    AffinityTerm,
-    LabelSelector,
-    PodLinks,
-    SpreadConstraint,
     selector_matches,
 )
-from pumice.model.resource import format_amount
+from pumice.model.node import FIT_TOLERANCE
 from pumice.model.status import (
     ALLOCATED_STATUSES,
     COMPLETED_STATUSES,
     PREEMPTABLE_STATUSES,
     READY_STATUSES,
     SCHEDULED_STATUSES,
-)
-from pumice.model.terms import (
-    ALL_ADDRESSES,
-    HostPort,
-    Preferred,
-    Requirement,
-    Selector,
-    Term,
-    Toleration,
-    Tolerations,
 )
 from pumice.warnonce import config_warning, warn_once
 

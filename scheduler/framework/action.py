@@ -27,41 +27,28 @@ from pumice.framework.released import predicate_once_gone
 from pumice.framework.results import Feasibility, JobInvalid
 from pumice.framework.session import Session
 from pumice.framework.statement import Statement
-from pumice.model.node import NodeInfo, NodeTable
+from pumice.framework.view import SessionPart
+from pumice.model.node import NodeInfo
 from pumice.model.objects import JobInfo, QueueInfo, TaskInfo
 
 BoolVector = npt.NDArray[np.bool_]
 FloatVector = npt.NDArray[np.float64]
 
 
-class ActionContext:
+class ActionContext(SessionPart):
     """What an action may see and do in one session (see the module docstring).
 
     Jobs, queues and the node table are the session's: read them, and change them only through
     statements. A job whose tasks the action will place is first taken with ``job_for_update``.
     """
 
-    __slots__ = ("_session",)
+    __slots__ = ()
+    _session: Session
 
     def __init__(self, session: Session) -> None:
-        self._session = session
+        super().__init__(session)
 
-    # -- what there is -----------------------------------------------------------------------
-
-    @property
-    def jobs(self) -> dict[str, JobInfo]:
-        """Job uid -> job, as the session has them now."""
-        return self._session.jobs
-
-    @property
-    def queues(self) -> dict[str, QueueInfo]:
-        """Queue name -> queue."""
-        return self._session.queues
-
-    @property
-    def table(self) -> NodeTable:
-        """Every node, row by row: resources as columns, ``table.nodes[row]`` the ``NodeInfo``."""
-        return self._session.table
+    # -- what there is (and jobs, queues, table, task_reasons, job_reasons: SessionPart) --------
 
     @property
     def configured_actions(self) -> tuple[str, ...]:
@@ -76,18 +63,6 @@ class ActionContext:
     def statement(self) -> Statement:
         """A new transaction: allocate, pipeline, evict, enqueue; then commit or discard."""
         return self._session.statement()
-
-    # -- reasons -----------------------------------------------------------------------------
-
-    @property
-    def task_reasons(self) -> dict[str, str]:
-        """Task uid -> why it stays pending this session (becomes the pod's condition)."""
-        return self._session.task_reasons
-
-    @property
-    def job_reasons(self) -> dict[str, str]:
-        """Job uid -> why it is not (fully) scheduled this session (the PodGroup's condition)."""
-        return self._session.job_reasons
 
     # -- order -------------------------------------------------------------------------------
 
@@ -200,9 +175,6 @@ class ActionContext:
     def reclaimable(self, reclaimer: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
         """Which of ``candidates`` (of other queues) ``reclaimer`` may evict."""
         return self._session.reclaimable(reclaimer, candidates)
-
-    def __repr__(self) -> str:
-        return f"ActionContext({self._session.uid})"
 
 
 class Action:

@@ -37,6 +37,23 @@ from typing import Any, Literal, TypeGuard
 from pumice.framework.arguments import as_bool
 from pumice.framework.config import ConfigError
 
+__all__ = [
+    "ArgumentKind",
+    "ArgumentProblem",
+    "ArgumentSpec",
+    "argument_error",
+    "as_bool",
+    "check_arguments",
+    "check_flag",
+    "check_known_keys",
+    "check_mapping",
+    "check_resource_names",
+    "check_weight",
+    "describe",
+    "is_int",
+    "is_number",
+]
+
 ArgumentKind = Literal["int", "float", "bool", "str", "any"]
 
 _EXPECTED: Mapping[str, str] = {

@@ -16,9 +16,9 @@ from typing import NamedTuple, Protocol
 
 from pumice.errors import PumiceError
 from pumice.framework.committer import Committer
-from pumice.model.node import NodeAccountingError, NodeInfo
+from pumice.framework.view import Viewed
+from pumice.model.node import NodeAccountingError
 from pumice.model.objects import JobInfo, TaskInfo
-from pumice.model.snapshot import ClusterSnapshot
 from pumice.model.status import PREEMPTABLE_STATUSES, TaskStatus
 
 log = logging.getLogger("pumice.statement")
@@ -28,18 +28,10 @@ class StatementError(PumiceError):
     """An operation could not be applied; the session is as it was before it."""
 
 
-class StatementTarget(Protocol):
-    """What a statement changes and tells: the session's snapshot (its own copies of jobs and
-    tasks, and its nodes), the plugins' events, the committer, and the explanation switch."""
-
-    @property
-    def snapshot(self) -> ClusterSnapshot: ...
-
-    @property
-    def jobs(self) -> dict[str, JobInfo]: ...
-
-    @property
-    def nodes(self) -> dict[str, NodeInfo]: ...
+class StatementTarget(Viewed, Protocol):
+    """What a statement changes and tells: the session as its views see it (its snapshot with
+    its own copies of jobs and tasks, its nodes), the plugins' events, the committer, and the
+    explanation switch."""
 
     @property
     def committer(self) -> Committer: ...
