@@ -12,6 +12,7 @@ defaulting would (the namespace, requests from limits), for objects that never w
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any
 
 from pumice.manifests import ManifestError, load_manifests
 from pumice.model import QuantityError, parse_quantity
+from pumice.uids import ordered_uid
 
 Obj = dict[str, Any]
 
@@ -135,11 +137,18 @@ def read_cluster(paths: list[str], usable: Callable[[Obj], bool]) -> ClusterInpu
 
 
 def api_defaults(obj: Obj) -> Obj:
-    """What the API server's defaulting would have filled in: a namespaced object without a
-    namespace is in ``default``; a pod container's requests default to its limits. (A
-    missing uid stays missing: the cache keys such a pod by its name.)"""
+    """What the API server would have filled in: a namespaced object without a namespace is in
+    ``default``; a pod container's requests default to its limits; an object without a uid or
+    a creation time gets them as the simulated API server stamps a manifest it is seeded with
+    (now, and a uid in input order: ``pumice.uids``), so ``pumice simulate`` orders such
+    objects as ``pumice run --sim`` does."""
+    meta = obj.setdefault("metadata", {})
+    if isinstance(meta, dict):
+        if not meta.get("uid"):
+            meta["uid"] = ordered_uid()
+        if not meta.get("creationTimestamp"):
+            meta["creationTimestamp"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     if obj.get("kind") in NAMESPACED_KINDS:
-        meta = obj.setdefault("metadata", {})
         meta["namespace"] = meta.get("namespace") or "default"
     if obj.get("kind") == "Pod":
         spec = obj.setdefault("spec", {})

@@ -93,6 +93,10 @@ def run(args: argparse.Namespace) -> int:
     state = SimulatedCluster(name, config.scheduler.default_queue)
     state.add(api_defaults(obj) for obj in given.objects)
     report = simulate(state, config, host, cycles=args.cycles, explain=args.explain)
+    if report.contract_errors:
+        for error in report.contract_errors:
+            print(f"pumice simulate: {error}", file=sys.stderr)
+        return 2
     if args.output == "json":
         text = orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2).decode()
     else:
@@ -155,6 +159,9 @@ def simulate(
             finally:
                 session.close()
             outcome = collect(session)
+            for error in map(str, session.contributions.errors):
+                if error not in report.contract_errors:
+                    report.contract_errors.append(error)
             scores = dict(session.placement_scores) if explain else {}
         finally:
             session.dispose()

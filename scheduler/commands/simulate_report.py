@@ -73,6 +73,9 @@ class Report:
     podgroups: dict[str, str] = field(default_factory=dict)
     nodes: list[NodeUsage] = field(default_factory=list)
     cycles: int = 0
+    contract_errors: list[str] = field(default_factory=list)
+    """What plugins answered against the contract (each once); not part of the JSON: a
+    report with any is not printed (``pumice simulate`` exits 2 naming them)."""
 
     def to_json(self) -> dict[str, Any]:
         placements = []

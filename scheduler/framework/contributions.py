@@ -9,6 +9,10 @@ Four hooks (see ``pumice.framework.hookspecs``), called once each session after
 * ``queue_events(queue)``: every plugin's ``(reason, message)`` Warning events, appended;
 * ``metric_samples()``: every plugin's samples, kept with the plugin's name.
 
+An answer that breaks these rules is left out and its ``PluginContractError`` kept in
+``Contributions.errors``; the session logs each once (``Session.close``), and
+``pumice simulate`` refuses to report a session whose plugins broke it (exit 2).
+
 The owner of the session (the daemon's status writer and metrics, ``pumice simulate``'s report)
 reads the result from ``Session.contributions``; it never asks a plugin by name or type.
 """
@@ -47,6 +51,8 @@ class Contributions:
     """Queue name -> the (reason, message) events plugins want on it (queues with any only)."""
     samples: list[tuple[str, MetricSample]] = field(default_factory=list)
     """(plugin name, sample), in tier order."""
+    errors: list[PluginContractError] = field(default_factory=list)
+    """Answers left out because they broke the contract (each names its plugin)."""
 
 
 def gather(
@@ -54,65 +60,109 @@ def gather(
     jobs: Mapping[str, JobInfo],
     queues: Mapping[str, QueueInfo],
 ) -> Contributions:
-    """Call the three hooks and combine their answers (see the module docstring)."""
+    """Call the hooks and combine their answers (see the module docstring). An answer that
+    breaks the contract is left out and its ``PluginContractError`` kept in ``errors``: one
+    plugin's bug must not cost every other plugin's status, nor the framework's own."""
     out = Contributions()
     for name, hook in hooks.get("podgroup_conditions", ()):
         for uid, job in jobs.items():
-            if job.podgroup is None:
-                continue
-            answer = _call(name, "podgroup_conditions", hook, job)
-            if answer is None:
-                continue
-            if not isinstance(answer, list) or not all(isinstance(c, dict) for c in answer):
-                raise PluginContractError(
-                    f"plugin {name} podgroup_conditions returned {answer!r}, not a list of dicts"
-                )
-            if answer:
-                out.conditions.setdefault(uid, []).extend(answer)
+            if job.podgroup is not None:
+                answer = _call(name, "podgroup_conditions", hook, job)
+                _keep(out, _conditions, name, answer, out.conditions, uid)
     owners: dict[tuple[str, str], str] = {}
     for name, hook in hooks.get("queue_status", ()):
         for queue_name, queue in queues.items():
             answer = _call(name, "queue_status", hook, queue)
-            if answer is None:
+            try:
+                fields = _queue_fields(name, answer, queue_name, owners)
+            except PluginContractError as error:
+                out.errors.append(error)
                 continue
-            if not isinstance(answer, dict):
-                raise PluginContractError(
-                    f"plugin {name} queue_status returned {answer!r}, not a dict"
-                )
-            fields = out.queue_fields.setdefault(queue_name, {})
-            for key, value in answer.items():
-                if key in FRAMEWORK_QUEUE_KEYS:
-                    raise PluginContractError(
-                        f"plugin {name} queue_status sets {key!r}, which the framework writes"
-                    )
-                other = owners.setdefault((queue_name, key), name)
-                if other != name:
-                    raise PluginContractError(
-                        f"plugins {other} and {name} both set {key!r} in the status of "
-                        f"queue {queue_name}"
-                    )
-                fields[key] = value
-            if not fields:
-                del out.queue_fields[queue_name]
+            if fields:
+                out.queue_fields.setdefault(queue_name, {}).update(fields)
+                for key in fields:
+                    owners[(queue_name, key)] = name
     for name, hook in hooks.get("queue_events", ()):
         for queue_name, queue in queues.items():
             answer = _call(name, "queue_events", hook, queue)
-            if not answer:
-                continue
-            if not isinstance(answer, list) or not all(_is_event(e) for e in answer):
-                raise PluginContractError(
-                    f"plugin {name} queue_events returned {answer!r}, not (reason, message) pairs"
-                )
-            out.queue_events.setdefault(queue_name, []).extend(tuple(e) for e in answer)
+            _keep(out, _events, name, answer, out.queue_events, queue_name)
     for name, hook in hooks.get("metric_samples", ()):
         answer = _call(name, "metric_samples", hook)
-        for sample in answer or ():
-            if not isinstance(sample, MetricSample):
-                raise PluginContractError(
-                    f"plugin {name} metric_samples gave {sample!r}, not a MetricSample"
-                )
-            out.samples.append((name, sample))
+        try:
+            samples = _samples(name, answer)
+        except PluginContractError as error:
+            out.errors.append(error)
+            continue
+        out.samples.extend((name, sample) for sample in samples)
     return out
+
+
+def _keep(
+    out: Contributions,
+    check: Callable[[str, Any], list[Any]],
+    name: str,
+    answer: Any,
+    into: dict[str, list[Any]],
+    key: str,
+) -> None:
+    """Append the checked answer's items to ``into[key]``, or keep the contract error."""
+    try:
+        items = check(name, answer)
+    except PluginContractError as error:
+        out.errors.append(error)
+        return
+    if items:
+        into.setdefault(key, []).extend(items)
+
+
+def _conditions(name: str, answer: Any) -> list[Obj]:
+    if answer is None:
+        return []
+    if not isinstance(answer, list) or not all(isinstance(c, dict) for c in answer):
+        raise PluginContractError(
+            f"plugin {name} podgroup_conditions returned {answer!r}, not a list of dicts"
+        )
+    return answer
+
+
+def _queue_fields(
+    name: str, answer: Any, queue_name: str, owners: Mapping[tuple[str, str], str]
+) -> Obj:
+    if answer is None:
+        return {}
+    if not isinstance(answer, dict):
+        raise PluginContractError(f"plugin {name} queue_status returned {answer!r}, not a dict")
+    for key in answer:
+        if key in FRAMEWORK_QUEUE_KEYS:
+            raise PluginContractError(
+                f"plugin {name} queue_status sets {key!r}, which the framework writes"
+            )
+        other = owners.get((queue_name, key), name)
+        if other != name:
+            raise PluginContractError(
+                f"plugins {other} and {name} both set {key!r} in the status of queue {queue_name}"
+            )
+    return answer
+
+
+def _events(name: str, answer: Any) -> list[tuple[str, str]]:
+    if not answer:
+        return []
+    if not isinstance(answer, list) or not all(_is_event(e) for e in answer):
+        raise PluginContractError(
+            f"plugin {name} queue_events returned {answer!r}, not (reason, message) pairs"
+        )
+    return [tuple(e) for e in answer]
+
+
+def _samples(name: str, answer: Any) -> list[MetricSample]:
+    samples = list(answer or ())
+    for sample in samples:
+        if not isinstance(sample, MetricSample):
+            raise PluginContractError(
+                f"plugin {name} metric_samples gave {sample!r}, not a MetricSample"
+            )
+    return samples
 
 
 def _is_event(event: Any) -> bool:

@@ -56,6 +56,7 @@ from pumice.framework.statement import Statement
 from pumice.framework.view import SessionView
 from pumice.model.objects import JobInfo, QueueInfo, TaskInfo, pod_name_index
 from pumice.model.snapshot import ClusterSnapshot
+from pumice.warnonce import warn_once
 
 log = logging.getLogger("pumice.session")
 
@@ -169,6 +170,9 @@ class Session:
             except Exception:
                 log.exception("plugin %s failed in session_close", name)
         self.contributions = gather(self._flat, self.jobs, self.queues)
+        for error in self.contributions.errors:
+            # a daemon closes a session every period: say each broken contract once
+            warn_once(log, f"contract:{error}", "%s; that answer is left out", error)
 
     def dispose(self) -> None:
         """Close, then break the session's reference cycles (plugins and their view, hooks,

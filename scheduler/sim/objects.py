@@ -9,9 +9,10 @@ the time and uid formats the real server uses (durations: ``pumice.durations``).
 from __future__ import annotations
 
 import time
-import uuid
 from datetime import UTC, datetime
 from typing import Any
+
+from pumice.uids import ordered_uid
 
 Obj = dict[str, Any]
 """A Kubernetes object (or any JSON mapping) as parsed from JSON or YAML."""
@@ -45,7 +46,8 @@ def parse_time(value: str) -> float:
 
 
 def new_uid() -> str:
-    return str(uuid.uuid4())
+    """A uid in creation order, as ``pumice simulate`` makes them (see ``pumice.uids``)."""
+    return ordered_uid()
 
 
 def meta(obj: Obj) -> Obj:

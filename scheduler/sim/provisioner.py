@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import asyncio
 import random
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from pumice.sim import volumematch as vm
 from pumice.sim.errors import bad_request
-from pumice.sim.objects import Key, Obj, get_path, meta, new_uid, now_rfc3339, with_meta
+from pumice.sim.objects import Key, Obj, get_path, meta, now_rfc3339, with_meta
 from pumice.sim.registry import Registry
 from pumice.sim.resources import (
     NODES,
@@ -68,7 +69,8 @@ def record_event(
         "apiVersion": "v1",
         "kind": "Event",
         "metadata": {
-            "name": f"{m['name']}.{new_uid().replace('-', '')[:16]}",
+            # a recorder names an event after its object and a unique suffix
+            "name": f"{m['name']}.{secrets.token_hex(8)}",
             "namespace": m.get("namespace"),
         },
         "involvedObject": {

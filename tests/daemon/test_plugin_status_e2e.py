@@ -96,3 +96,55 @@ def test_pumice_simulate_reports_the_plugins_queue_field(tmp_path: Path, capsys:
     )
     assert code == 0, err
     assert json.loads(out)["queues"]["qa"]["tally"] == {"running": 2}
+
+
+BROKEN = CONFIG.replace(
+    "  - {name: queue-tally}", "  - {name: queue-tally, arguments: {statusKey: allocated}}"
+)
+
+
+async def test_a_plugin_breaking_the_status_contract_costs_only_its_own_answer(
+    sim: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # queue-tally sets "allocated", which the framework writes: its answer is left out, said
+    # once, and every other status (the framework's, proportion's, its conditions) still goes out
+    seed(sim, [node("n1", cpu="8"), queue("qa")])
+    seed(sim, [podgroup("g", 2, queue="qa")])
+    seed(sim, [pod(f"g-{i}", cpu="1", group="g") for i in range(2)])
+    config = tmp_path / "scheduler.yaml"
+    config.write_text(BROKEN)
+
+    def queue_status() -> dict[str, Any]:
+        stored = sim.store.table(QUEUES).get(("", "qa")) or {}
+        return dict(stored.get("status") or {})
+
+    caplog.set_level("WARNING", logger="pumice.session")
+    async with serving_daemon(sim.kubeconfig, config) as daemon:
+        await wait_for(lambda: queue_status().get("running") == 1, timeout=60)
+        for i in range(3):  # more sessions, each closed with the same broken answer
+            seed(sim, [pod(f"more-{i}", cpu="1")])
+            await wait_for(lambda n=daemon.cycles: daemon.cycles > n, timeout=60)
+    status = queue_status()
+    assert status["allocated"]["cpu"] == "2" and "deserved" in status  # the framework's own
+    group = sim.store.table(PODGROUPS)[("batch", "g")]
+    assert [c["type"] for c in group["status"]["conditions"]] == ["Scheduled", "Tallied"]
+    said = [r.getMessage() for r in caplog.records if "framework writes" in r.getMessage()]
+    assert said == [
+        "plugin queue-tally queue_status sets 'allocated', which the framework writes; "
+        "that answer is left out"
+    ]
+
+
+def test_pumice_simulate_names_a_broken_contract_and_exits_2(tmp_path: Path, capsys: Any) -> None:
+    objects = [node("n1", cpu="8"), queue("qa"), podgroup("g", 1, queue="qa")]
+    objects.append(pod("g-0", group="g"))
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(yaml.safe_dump_all(objects))
+    config = tmp_path / "scheduler.yaml"
+    config.write_text(BROKEN)
+    code, out, err = run_cli(["simulate", str(cluster), "--config", str(config)], capsys)
+    assert (code, out) == (2, "")
+    assert err.splitlines()[-1] == (
+        "pumice simulate: plugin queue-tally queue_status sets 'allocated', which the framework "
+        "writes"
+    )

@@ -89,10 +89,10 @@ def single(
 
 
 TEAMS = (
-    namespace("subteam1.team1", {"team": "team1"}),
-    namespace("subteam2.team1", {"team": "team1"}),
-    namespace("subteam1.team2", {"team": "team2"}),
-    namespace("subteam2.team2", {"team": "team2"}),
+    namespace("subteam1-team1", {"team": "team1"}),
+    namespace("subteam2-team1", {"team": "team1"}),
+    namespace("subteam1-team2", {"team": "team2"}),
+    namespace("subteam2-team2", {"team": "team2"}),
 )
 TEAM1 = sel(in_("team", "team1"))
 
@@ -283,34 +283,34 @@ SINGLE_NODE = [
     single(
         "affinity with NamespaceSelector",
         pod("p", S1, affinity=[term(SCAN_IN, "region", ns_selector=TEAM1)]),
-        existing=[pod("scan", SCAN, ns="subteam1.team1", on="node1")],
+        existing=[pod("scan", SCAN, ns="subteam1-team1", on="node1")],
         namespaces=TEAMS,
     ),
     single(
         "affinity with non-matching NamespaceSelector",
         pod("p", S1, affinity=[term(SCAN_IN, "region", ns_selector=TEAM1)]),
-        existing=[pod("scan", SCAN, ns="subteam1.team2", on="node1")],
+        existing=[pod("scan", SCAN, ns="subteam1-team2", on="node1")],
         namespaces=TEAMS,
         reason=AFFINITY,
     ),
     single(
         "anti-affinity with matching NamespaceSelector",
-        pod("p", S1, ns="subteam1.team1", anti=[term(SCAN_IN, "zone", ns_selector=TEAM1)]),
-        existing=[pod("scan", SCAN, ns="subteam2.team1", on="node1")],
+        pod("p", S1, ns="subteam1-team1", anti=[term(SCAN_IN, "zone", ns_selector=TEAM1)]),
+        existing=[pod("scan", SCAN, ns="subteam2-team1", on="node1")],
         namespaces=TEAMS,
         reason=ANTI_AFFINITY,
     ),
     single(
         "anti-affinity with matching all NamespaceSelector",
-        pod("p", S1, ns="subteam1.team1", anti=[term(SCAN_IN, "zone", ns_selector=sel())]),
-        existing=[pod("scan", SCAN, ns="subteam2.team1", on="node1")],
+        pod("p", S1, ns="subteam1-team1", anti=[term(SCAN_IN, "zone", ns_selector=sel())]),
+        existing=[pod("scan", SCAN, ns="subteam2-team1", on="node1")],
         namespaces=TEAMS,
         reason=ANTI_AFFINITY,
     ),
     single(
         "anti-affinity with non-matching NamespaceSelector",
-        pod("p", S1, ns="subteam1.team1", anti=[term(SCAN_IN, "zone", ns_selector=TEAM1)]),
-        existing=[pod("scan", SCAN, ns="subteam1.team2", on="node1")],
+        pod("p", S1, ns="subteam1-team1", anti=[term(SCAN_IN, "zone", ns_selector=TEAM1)]),
+        existing=[pod("scan", SCAN, ns="subteam1-team2", on="node1")],
         namespaces=TEAMS,
     ),
 ]
@@ -344,12 +344,12 @@ def multi(
 
 
 def ab(a: dict[str, str], b: dict[str, str]) -> list[dict[str, object]]:
-    return [node("nodeA", a), node("nodeB", b)]
+    return [node("node-a", a), node("node-b", b)]
 
 
-R1Z1A = {"region": "r1", "zone": "z1", "hostname": "nodeA"}
-R1Z1B = {"region": "r1", "zone": "z1", "hostname": "nodeB"}
-R1Z2B = {"region": "r1", "zone": "z2", "hostname": "nodeB"}
+R1Z1A = {"region": "r1", "zone": "z1", "hostname": "node-a"}
+R1Z1B = {"region": "r1", "zone": "z1", "hostname": "node-b"}
+R1Z2B = {"region": "r1", "zone": "z2", "hostname": "node-b"}
 
 MULTIPLE_NODES = [
     multi(
@@ -365,7 +365,7 @@ MULTIPLE_NODES = [
         "The first pod of the collection should not be blocked from being scheduled onto any "
         "node, even there's no existing pod that matches the rule anywhere.",
         ab({"zone": "az1", "hostname": "h1"}, {"zone": "az2", "hostname": "h2"}),
-        [pod("p1", {"foo": "bar"}, on="nodeA")],
+        [pod("p1", {"foo": "bar"}, on="node-a")],
         pod(
             "p",
             {"foo": "bar", "service": "securityscan"},
@@ -374,13 +374,13 @@ MULTIPLE_NODES = [
                 term(sel(in_("service", "securityscan")), "zone"),
             ],
         ),
-        {"nodeA", "nodeB"},
+        {"node-a", "node-b"},
     ),
     multi(
         "The first pod of the collection can only be scheduled on nodes labelled with the "
         "requested topology keys",
         ab({"zoneLabel": "az1", "hostname": "h1"}, {"zoneLabel": "az2", "hostname": "h2"}),
-        [pod("p1", {"foo": "bar"}, on="nodeA")],
+        [pod("p1", {"foo": "bar"}, on="node-a")],
         pod(
             "p",
             {"foo": "bar", "service": "securityscan"},
@@ -393,10 +393,10 @@ MULTIPLE_NODES = [
         {AFFINITY: 2},
     ),
     multi(
-        "NodeA and nodeB have same topologyKey and label value. NodeA has an existing pod that "
-        "matches the inter pod affinity rule. The pod can not be scheduled onto nodeA and nodeB.",
-        ab({"region": "r1", "hostname": "nodeA"}, {"region": "r1", "hostname": "nodeB"}),
-        [pod("e", {"foo": "abc"}, on="nodeA")],
+        "NodeA and node-b have same topologyKey and label value. NodeA has an existing pod that "
+        "matches the inter pod affinity rule. The pod can not be scheduled onto node-a and node-b.",
+        ab({"region": "r1", "hostname": "node-a"}, {"region": "r1", "hostname": "node-b"}),
+        [pod("e", {"foo": "abc"}, on="node-a")],
         pod("p", anti=[term(sel(in_("foo", "abc")), "region")]),
         set(),
         {ANTI_AFFINITY: 2},
@@ -405,10 +405,10 @@ MULTIPLE_NODES = [
         "This test ensures that anti-affinity matches a pod when any term of the anti-affinity "
         "rule matches a pod.",
         ab(
-            {"region": "r1", "zone": "z1", "hostname": "nodeA"},
-            {"region": "r1", "zone": "z2", "hostname": "nodeB"},
+            {"region": "r1", "zone": "z1", "hostname": "node-a"},
+            {"region": "r1", "zone": "z2", "hostname": "node-b"},
         ),
-        [pod("e", {"foo": "abc", "service": "securityscan"}, on="nodeA")],
+        [pod("e", {"foo": "abc", "service": "securityscan"}, on="node-a")],
         pod(
             "p",
             anti=[
@@ -420,26 +420,26 @@ MULTIPLE_NODES = [
         {ANTI_AFFINITY: 2},
     ),
     multi(
-        "NodeA and nodeB have same topologyKey and label value. NodeA has an existing pod that "
-        "matches the inter pod affinity rule. The pod can not be scheduled onto nodeA and nodeB "
-        "but can be scheduled onto nodeC",
-        [node("nodeA", CHINA), node("nodeB", CHINA_AZ1), node("nodeC", INDIA)],
-        [pod("e", {"foo": "abc"}, on="nodeA")],
+        "NodeA and node-b have same topologyKey and label value. NodeA has an existing pod that "
+        "matches the inter pod affinity rule. The pod can not be scheduled onto node-a and node-b "
+        "but can be scheduled onto node-c",
+        [node("node-a", CHINA), node("node-b", CHINA_AZ1), node("node-c", INDIA)],
+        [pod("e", {"foo": "abc"}, on="node-a")],
         pod("p", anti=[term(sel(in_("foo", "abc")), "region")]),
-        {"nodeC"},
+        {"node-c"},
     ),
     multi(
-        "NodeA and nodeB have same topologyKey and label value. NodeA has an existing pod that "
-        "matches the inter pod affinity rule. The pod can not be scheduled onto nodeA, nodeB, "
-        "but can be scheduled onto nodeC (NodeC has an existing pod that match the inter pod "
+        "NodeA and node-b have same topologyKey and label value. NodeA has an existing pod that "
+        "matches the inter pod affinity rule. The pod can not be scheduled onto node-a, node-b, "
+        "but can be scheduled onto node-c (NodeC has an existing pod that match the inter pod "
         "affinity rule but in different namespace)",
-        [node("nodeA", CHINA), node("nodeB", CHINA_AZ1), node("nodeC", INDIA)],
+        [node("node-a", CHINA), node("node-b", CHINA_AZ1), node("node-c", INDIA)],
         [
-            pod("e1", {"foo": "bar"}, ns="ns1", on="nodeA"),
-            pod("e2", ns="ns2", on="nodeC", anti=[term(sel(in_("foo", "123")), "region")]),
+            pod("e1", {"foo": "bar"}, ns="ns1", on="node-a"),
+            pod("e2", ns="ns2", on="node-c", anti=[term(sel(in_("foo", "123")), "region")]),
         ],
         pod("p", {"foo": "123"}, ns="ns1", anti=[term(sel(in_("foo", "bar")), "region")]),
-        {"nodeC"},
+        {"node-c"},
         note="namespaces NS1/NS2 are spelled ns1/ns2 (namespace names are lower case)",
     ),
     multi(
@@ -447,25 +447,25 @@ MULTIPLE_NODES = [
         "topologyKey, labelSelector of the term is firstly checked, and then topologyKey of the "
         "term is also checked",
         ab(R1Z1A, R1Z1B),
-        [pod("e", on="nodeA", anti=[term(sel(exists("foo")), "invalid-node-label")])],
+        [pod("e", on="node-a", anti=[term(sel(exists("foo")), "invalid-node-label")])],
         pod("p", {"foo": ""}),
-        {"nodeA", "nodeB"},
+        {"node-a", "node-b"},
     ),
     multi(
         "Test incoming pod's anti-affinity: even if labelSelector matches, we still check if "
         "topologyKey matches",
         ab(R1Z1A, R1Z1B),
-        [pod("e", {"foo": ""}, on="nodeA")],
+        [pod("e", {"foo": ""}, on="node-a")],
         pod("p", anti=[term(sel(exists("foo")), "invalid-node-label")]),
-        {"nodeA", "nodeB"},
+        {"node-a", "node-b"},
     ),
     multi(
         "Test existing pod's anti-affinity: incoming pod wouldn't considered as a fit as it "
         "violates each existingPod's terms on all nodes",
         ab(R1Z1A, R1Z2B),
         [
-            pod("e1", on="nodeA", anti=[term(sel(exists("foo")), "zone")]),
-            pod("e2", on="nodeA", anti=[term(sel(exists("bar")), "region")]),
+            pod("e1", on="node-a", anti=[term(sel(exists("foo")), "zone")]),
+            pod("e2", on="node-a", anti=[term(sel(exists("bar")), "region")]),
         ],
         pod("p", {"foo": "", "bar": ""}),
         set(),
@@ -475,7 +475,7 @@ MULTIPLE_NODES = [
         "Test incoming pod's anti-affinity: incoming pod wouldn't considered as a fit as it at "
         "least violates one anti-affinity rule of existingPod",
         ab(R1Z1A, R1Z2B),
-        [pod("e1", {"foo": ""}, on="nodeA"), pod("e2", {"bar": ""}, on="nodeB")],
+        [pod("e1", {"foo": ""}, on="node-a"), pod("e2", {"bar": ""}, on="node-b")],
         pod("p", anti=[term(sel(exists("foo")), "zone"), term(sel(exists("bar")), "region")]),
         set(),
         {ANTI_AFFINITY: 2},
@@ -487,7 +487,7 @@ MULTIPLE_NODES = [
         [
             pod(
                 "e",
-                on="nodeA",
+                on="node-a",
                 anti=[
                     term(sel(exists("foo")), "invalid-node-label"),
                     term(sel(exists("bar")), "zone"),
@@ -495,18 +495,18 @@ MULTIPLE_NODES = [
             )
         ],
         pod("p", {"foo": "", "bar": ""}),
-        {"nodeB"},
+        {"node-b"},
     ),
     multi(
         "Test incoming pod's anti-affinity: only when labelSelector and topologyKey both match, "
         "it's counted as a single term match - case when one term has invalid topologyKey",
         ab(R1Z1A, R1Z2B),
-        [pod("podA", {"foo": "", "bar": ""}, on="nodeA")],
+        [pod("pod-a", {"foo": "", "bar": ""}, on="node-a")],
         pod(
             "p",
             anti=[term(sel(exists("foo")), "invalid-node-label"), term(sel(exists("bar")), "zone")],
         ),
-        {"nodeB"},
+        {"node-b"},
     ),
     multi(
         "Test existing pod's anti-affinity: only when labelSelector and topologyKey both match, "
@@ -515,7 +515,7 @@ MULTIPLE_NODES = [
         [
             pod(
                 "e",
-                on="nodeA",
+                on="node-a",
                 anti=[term(sel(exists("foo")), "region"), term(sel(exists("bar")), "zone")],
             )
         ],
@@ -527,47 +527,47 @@ MULTIPLE_NODES = [
         "Test incoming pod's anti-affinity: only when labelSelector and topologyKey both match, "
         "it's counted as a single term match - case when all terms have valid topologyKey",
         ab(R1Z1A, R1Z2B),
-        [pod("e", {"foo": "", "bar": ""}, on="nodeA")],
+        [pod("e", {"foo": "", "bar": ""}, on="node-a")],
         pod("p", anti=[term(sel(exists("foo")), "region"), term(sel(exists("bar")), "zone")]),
         set(),
         {ANTI_AFFINITY: 2},
     ),
     multi(
-        "Test existing pod's anti-affinity: existingPod on nodeA and nodeB has at least one "
-        "anti-affinity term matches incoming pod, so incoming pod can only be scheduled to nodeC",
+        "Test existing pod's anti-affinity: existingPod on node-a and node-b has at least one "
+        "anti-affinity term matches incoming pod, so incoming pod can only be scheduled to node-c",
         [
-            node("nodeA", {"region": "r1", "zone": "z1", "hostname": "nodeA"}),
-            node("nodeB", {"region": "r1", "zone": "z2", "hostname": "nodeB"}),
-            node("nodeC", {"region": "r1", "zone": "z3", "hostname": "nodeC"}),
+            node("node-a", {"region": "r1", "zone": "z1", "hostname": "node-a"}),
+            node("node-b", {"region": "r1", "zone": "z2", "hostname": "node-b"}),
+            node("node-c", {"region": "r1", "zone": "z3", "hostname": "node-c"}),
         ],
         [
             pod(
                 "e1",
-                on="nodeA",
+                on="node-a",
                 anti=[term(sel(exists("foo")), "zone"), term(sel(exists("labelA")), "zone")],
             ),
             pod(
                 "e2",
-                on="nodeB",
+                on="node-b",
                 anti=[term(sel(exists("bar")), "zone"), term(sel(exists("labelB")), "zone")],
             ),
         ],
         pod("p", {"foo": "", "bar": ""}),
-        {"nodeC"},
+        {"node-c"},
     ),
     multi(
         "Test incoming pod's affinity: firstly check if all affinityTerms match, and then check "
         "if all topologyKeys match",
         ab(R1Z1A, R1Z1B),
-        [pod("pod1", {"foo": "", "bar": ""}, on="nodeA")],
+        [pod("pod1", {"foo": "", "bar": ""}, on="node-a")],
         pod("p", affinity=[term(sel(exists("foo")), "region"), term(sel(exists("bar")), "zone")]),
-        {"nodeA", "nodeB"},
+        {"node-a", "node-b"},
     ),
     multi(
         "Test incoming pod's affinity: firstly check if all affinityTerms match, and then check "
         "if all topologyKeys match, and the match logic should be satisfied on the same pod",
         ab(R1Z1A, R1Z2B),
-        [pod("pod1", {"foo": ""}, on="nodeA"), pod("pod2", {"bar": ""}, on="nodeB")],
+        [pod("pod1", {"foo": ""}, on="node-a"), pod("pod2", {"bar": ""}, on="node-b")],
         pod("p", affinity=[term(sel(exists("foo")), "region"), term(sel(exists("bar")), "zone")]),
         set(),
         {AFFINITY: 2},
@@ -817,7 +817,7 @@ HARD_AFFINITY = [
 S1_REGION_8 = [weighted(8, term(sel(in_("security", "S1")), "region"))]
 S2_AZ_5 = [weighted(5, term(sel(in_("security", "S2")), "az"))]
 NS_SELECTED = term(
-    sel(in_("security", "S1")), "region", namespaces=["subteam2.team2"], ns_selector=TEAM1
+    sel(in_("security", "S1")), "region", namespaces=["subteam2-team2"], ns_selector=TEAM1
 )
 
 AZ1 = {"az": "az1"}
@@ -887,7 +887,7 @@ SCORE_CASES = [
             pod("e1", S1, on="node1", preferred=[weighted(5, NS_SELECTED)]),
             pod("e2", S2, on="node2", preferred=STAY_WITH_S2_IN_REGION),
         ],
-        pod("p", S1, ns="subteam1.team1"),
+        pod("p", S1, ns="subteam1-team1"),
         {"node1": 100, "node2": 0, "node3": 0},
     ),
     preferred(
@@ -897,7 +897,7 @@ SCORE_CASES = [
             pod("e1", S1, on="node1", preferred_anti=[weighted(5, NS_SELECTED)]),
             pod("e2", S2, on="node2", preferred=STAY_WITH_S2_IN_REGION),
         ],
-        pod("p", S1, ns="subteam1.team1"),
+        pod("p", S1, ns="subteam1-team1"),
         {"node1": 0, "node2": 100, "node3": 100},
     ),
     preferred(
@@ -971,48 +971,48 @@ SCORE_CASES = [
         "Affinity with pods matching NamespaceSelector",
         [node("node1", CHINA), node("node2", INDIA)],
         [
-            pod("e1", S1, ns="subteam1.team1", on="node1"),
-            pod("e2", S1, ns="subteam1.team1", on="node1"),
-            pod("e3", S1, ns="subteam1.team2", on="node1"),
-            pod("e4", S1, ns="subteam2.team1", on="node2"),
+            pod("e1", S1, ns="subteam1-team1", on="node1"),
+            pod("e2", S1, ns="subteam1-team1", on="node1"),
+            pod("e3", S1, ns="subteam1-team2", on="node1"),
+            pod("e4", S1, ns="subteam2-team1", on="node2"),
         ],
-        pod("p", S1, ns="subteam1.team1", preferred=[weighted(5, NS_SELECTED)]),
+        pod("p", S1, ns="subteam1-team1", preferred=[weighted(5, NS_SELECTED)]),
         {"node1": 100, "node2": 0},
     ),
     preferred(
         "Affinity with pods matching both NamespaceSelector and Namespaces fields",
         [node("node1", CHINA), node("node2", INDIA)],
         [
-            pod("e1", S1, ns="subteam1.team1", on="node1"),
-            pod("e2", S1, ns="subteam1.team1", on="node1"),
-            pod("e3", S1, ns="subteam2.team2", on="node1"),
-            pod("e4", S1, ns="subteam2.team1", on="node2"),
+            pod("e1", S1, ns="subteam1-team1", on="node1"),
+            pod("e2", S1, ns="subteam1-team1", on="node1"),
+            pod("e3", S1, ns="subteam2-team2", on="node1"),
+            pod("e4", S1, ns="subteam2-team1", on="node2"),
         ],
-        pod("p", S1, ns="subteam1.team1", preferred=[weighted(5, NS_SELECTED)]),
+        pod("p", S1, ns="subteam1-team1", preferred=[weighted(5, NS_SELECTED)]),
         {"node1": 100, "node2": 0},
     ),
     preferred(
         "Affinity with pods matching NamespaceSelector [anti-affinity]",
         [node("node1", CHINA), node("node2", INDIA)],
         [
-            pod("e1", S1, ns="subteam1.team1", on="node1"),
-            pod("e2", S1, ns="subteam1.team1", on="node1"),
-            pod("e3", S1, ns="subteam1.team2", on="node1"),
-            pod("e4", S1, ns="subteam2.team1", on="node2"),
+            pod("e1", S1, ns="subteam1-team1", on="node1"),
+            pod("e2", S1, ns="subteam1-team1", on="node1"),
+            pod("e3", S1, ns="subteam1-team2", on="node1"),
+            pod("e4", S1, ns="subteam2-team1", on="node2"),
         ],
-        pod("p", S1, ns="subteam1.team1", preferred_anti=[weighted(5, NS_SELECTED)]),
+        pod("p", S1, ns="subteam1-team1", preferred_anti=[weighted(5, NS_SELECTED)]),
         {"node1": 0, "node2": 100},
     ),
     preferred(
         "Affinity with pods matching both NamespaceSelector and Namespaces fields [anti-affinity]",
         [node("node1", CHINA), node("node2", INDIA)],
         [
-            pod("e1", S1, ns="subteam1.team1", on="node1"),
-            pod("e2", S1, ns="subteam1.team1", on="node1"),
-            pod("e3", S1, ns="subteam2.team2", on="node1"),
-            pod("e4", S1, ns="subteam2.team1", on="node2"),
+            pod("e1", S1, ns="subteam1-team1", on="node1"),
+            pod("e2", S1, ns="subteam1-team1", on="node1"),
+            pod("e3", S1, ns="subteam2-team2", on="node1"),
+            pod("e4", S1, ns="subteam2-team1", on="node2"),
         ],
-        pod("p", S1, ns="subteam1.team1", preferred_anti=[weighted(5, NS_SELECTED)]),
+        pod("p", S1, ns="subteam1-team1", preferred_anti=[weighted(5, NS_SELECTED)]),
         {"node1": 0, "node2": 100},
     ),
     preferred(
@@ -1036,7 +1036,7 @@ SCORE_CASES = [
                     term(
                         sel(in_("service", "S1")),
                         "region",
-                        namespaces=["default", "subteam2.team2"],
+                        namespaces=["default", "subteam2-team2"],
                         ns_selector=TEAM1,
                     )
                 ],
@@ -1048,7 +1048,7 @@ SCORE_CASES = [
                     term(
                         sel(in_("service", "S1")),
                         "region",
-                        namespaces=["default", "subteam2.team2"],
+                        namespaces=["default", "subteam2-team2"],
                         ns_selector=TEAM1,
                     )
                 ],

@@ -226,6 +226,7 @@ def keep_scenario(cluster: Path, conf: Path, extra: Sequence[str]) -> None:
     while (target := Path(where) / f"{name}-{index}").exists():
         index += 1
     target.mkdir(parents=True)
+    (target / "test.txt").write_text(test)
     shutil.copy(cluster, target / "cluster.yaml")
     shutil.copy(conf, target / "scheduler.yaml")
     (target / "extra.json").write_text(json.dumps(list(extra)))
