@@ -70,12 +70,10 @@ import numpy.typing as npt
 
 from pumice import (
     ALLOCATED_STATUSES,
-    FIT_TOLERANCE,
     Action,
     ActionContext,
     Arguments,
     ArgumentSpec,
-    Feasibility,
     JobInfo,
     JobInvalid,
     QueueInfo,
@@ -85,6 +83,7 @@ from pumice import (
     TaskInfo,
     TaskStatus,
 )
+from pumice.actions._reasons import no_node_message, why_not
 
 BoolMatrix = npt.NDArray[np.bool_]
 BoolVector = npt.NDArray[np.bool_]
@@ -258,7 +257,7 @@ class _Run:
         table = context.table
         candidates = context.candidates(task)
         if not candidates.future_count:
-            return self._why_not(task, candidates.feasibility())
+            return why_not(self.context, task, candidates.feasibility())
         nominated = nominated_node(task)
         node_name: str | None
         if nominated in table and candidates.future[table.row(nominated)]:
@@ -269,7 +268,7 @@ class _Run:
             now = candidates.now_count > 0
             node_name = context.choose_node(task, candidates, now)
         if node_name is None:  # pragma: no cover - choose_node names a node whenever feasible
-            return self._why_not(task, candidates.feasibility())
+            return why_not(self.context, task, candidates.feasibility())
         try:
             if now:
                 statement.allocate(task, node_name)
@@ -294,23 +293,9 @@ class _Run:
                     context.task_reasons[task.uid] = no_node
 
     def _no_node(self, queue: QueueInfo, task: TaskInfo) -> str | None:
-        """The ``0/N nodes are available`` message when no node could take ``task`` even if
-        its queue allowed it (no node passes the predicates with room in its future idle
-        resources), else None: node reasons come before queue reasons. Only asked for tasks
-        the queue holds back; kept per queue, shape and table version."""
-        context = self.context
-        key = (queue.name, task.shape, context.table.version)
-        if key in self._no_node_said:
-            return self._no_node_said[key]
-        feasibility = context.predicate(task)
-        _, future = context.fit(task)
-        message = None if (feasibility.mask & future).any() else self._why_not(task, feasibility)
-        self._no_node_said[key] = message
-        return message
-
-    def _why_not(self, task: TaskInfo, feasibility: Feasibility) -> str:
-        """The ``0/N nodes are available`` message, built only for a task that found no node."""
-        table = self.context.table
-        request = table.vector(task.resreq)
-        short_future = (request - table.future_idle) > FIT_TOLERANCE
-        return feasibility.message(short_future, table.dims)
+        """``no_node_message`` for a task its queue holds back, kept per queue, shape and
+        table version."""
+        key = (queue.name, task.shape, self.context.table.version)
+        if key not in self._no_node_said:
+            self._no_node_said[key] = no_node_message(self.context, task)
+        return self._no_node_said[key]

@@ -7,9 +7,10 @@ plugins through ``job_enqueued``), when it has no ``min_resources`` (the PodGrou
 ``minResources``; an empty one counts as set) or when ``context.job_enqueueable(job)`` agrees
 (the plugins' vote, e.g. proportion's "does the queue still have room for its minimum"). A job
 that is turned down stays
-Pending until the next context, and its reason (when no plugin gave one) is recorded in
-``context.job_reasons``. The phase is persisted by whoever writes PodGroup status at the end of
-the cycle.
+Pending until the next session, and its reason is recorded in ``context.job_reasons``: the
+nodes' (``0/N nodes are available: …``, also given to the task) when a pending task fits no
+node even with its queue empty, else the plugins' queue reason, else ``NOT_ADMITTED``. The
+phase is persisted by whoever writes PodGroup status at the end of the cycle.
 
 Differences from Volcano:
 
@@ -24,6 +25,7 @@ import itertools
 from typing import Any
 
 from pumice import Action, ActionContext, JobInfo, QueueInfo, TaskStatus
+from pumice.actions._reasons import no_node_message
 
 INQUEUE = "Inqueue"
 PENDING = TaskStatus.PENDING
@@ -75,8 +77,24 @@ class EnqueueAction(Action):
                 statement.enqueue(job, INQUEUE)
                 statement.commit()
             else:
-                context.job_reasons.setdefault(job.uid, NOT_ADMITTED)
+                self._refused(context, job)
             heapq.heappush(heap, (context.queue_order_key(queue), next(counter), queue))
+
+    @staticmethod
+    def _refused(context: ActionContext, job: JobInfo) -> None:
+        """Why ``job`` stays Pending. Node reasons first: a pending task that no node could
+        take even with its queue empty is given the ``0/N nodes are available`` message, and
+        the job that message (the gang's own message names it as the origin); otherwise the
+        plugins' queue reason, or ``NOT_ADMITTED``."""
+        said: dict[object, str | None] = {}
+        for task in job.tasks_in(PENDING):
+            if task.shape not in said:
+                said[task.shape] = no_node_message(context, task)
+            no_node = said[task.shape]
+            if no_node is not None:
+                context.task_reasons[task.uid] = no_node
+                context.job_reasons[job.uid] = no_node
+        context.job_reasons.setdefault(job.uid, NOT_ADMITTED)
 
     @staticmethod
     def admit(context: ActionContext, job: JobInfo) -> bool:

@@ -119,8 +119,9 @@ def main() -> int:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = usage.ru_utime + usage.ru_stime
     if done.returncode != 0:
+        # no figure to give: say so with a failing exit (benches are not part of the build)
         print(f"pumice simulate --until-done failed ({done.returncode}): {done.stderr.strip()}")
-        return 0
+        return 1
     timeline = json.loads(done.stdout)["timeline"]
     pods = args.jobs * args.pods
     print(

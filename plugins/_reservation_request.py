@@ -61,8 +61,9 @@ class ReservationArguments:
     """The plugin's arguments, read once per session (see the module docstring)."""
 
     def __init__(self, arguments: Mapping[str, Any]) -> None:
-        self.problems: list[str] = []
-        """Bad values of the plugin's own keys (logged by the plugin; defaults are used)."""
+        self.problems: list[tuple[str, str]] = []
+        """(key, what is wrong) for each bad value of the plugin's own keys: config warnings
+        (the plugin gives them to ``config_warning``); the defaults are used."""
         self.relock_period = DEFAULT_RELOCK_PERIOD
         self.max_reserved_fraction = DEFAULT_MAX_RESERVED_FRACTION
         self.requests: dict[str, QueueRequest] = {}
@@ -78,18 +79,26 @@ class ReservationArguments:
         try:
             seconds = _seconds(value)
         except DurationError as exc:
-            self.problems.append(f"{RELOCK_PERIOD}: {exc}; using {DEFAULT_RELOCK_PERIOD:g}s")
+            self.problems.append((RELOCK_PERIOD, f"{exc}; using {DEFAULT_RELOCK_PERIOD:g}s"))
             return
         if seconds < 0:
-            self.problems.append(f"{RELOCK_PERIOD}: must not be negative, got {value!r}")
+            self.problems.append(
+                (
+                    RELOCK_PERIOD,
+                    f"must not be negative, got {value!r}; using {DEFAULT_RELOCK_PERIOD:g}s",
+                )
+            )
             return
         self.relock_period = seconds
 
     def _read_fraction(self, value: Any) -> None:
         if not _is_number(value) or not 0.0 <= float(value) <= 1.0:
             self.problems.append(
-                f"{MAX_RESERVED_FRACTION}: must be a number in [0, 1], got {value!r}; "
-                f"using {DEFAULT_MAX_RESERVED_FRACTION}"
+                (
+                    MAX_RESERVED_FRACTION,
+                    f"must be a number in [0, 1], got {value!r}; "
+                    f"using {DEFAULT_MAX_RESERVED_FRACTION}",
+                )
             )
             return
         self.max_reserved_fraction = float(value)

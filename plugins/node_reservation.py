@@ -77,6 +77,7 @@ from pumice import (
     Resource,
     SessionView,
     TaskInfo,
+    config_warning,
     hookimpl,
 )
 from pumice.plugins._reservation_request import (
@@ -118,8 +119,8 @@ class NodeReservationPlugin(Plugin):
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
         self.settings = ReservationArguments(arguments)
-        for problem in self.settings.problems:
-            log.warning("node-reservation: %s", problem)
+        for key, problem in self.settings.problems:
+            config_warning(log, "node-reservation", key, problem)
         self.locks: dict[str, Lock] = {}
         """Queue name -> its lock this session."""
         self.refusals: dict[str, str] = {}

@@ -123,3 +123,18 @@ def test_help_lists_every_command_and_each_command_has_its_flags() -> None:
         assert name in top.stdout
     assert "--cluster" in pumice("sim-cluster", "--help").stdout
     assert "--config" in pumice("plugins", "--help").stdout
+
+
+def test_plugins_with_a_config_shows_its_warnings(tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "actions: allocate\ntiers:\n- plugins:\n  - name: gang\n  - name: nodeorder\n"
+        "    arguments:\n      imagelocality.weight: 2\n"
+    )
+    result = pumice("plugins", "--config", str(config))
+    assert result.returncode == 0, result.stderr
+    assert (
+        f"{config}:7: tiers[0].plugins[1].arguments.imagelocality.weight: warning: set but not "
+        "implemented in pumice; ignored"
+    ) in result.stderr.splitlines()
+    assert "nodeorder" in result.stdout

@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from pumice.commands.common import load_checked
 from pumice.framework.config import ConfigError
-from pumice.framework.configfile import load_config
 from pumice.framework.host import PluginConflictError, PluginHost
 
 
@@ -22,8 +22,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        packages = load_config(args.config).scheduler.plugin_packages if args.config else None
-        host = PluginHost.discover(packages)
+        if args.config:
+            # the config is checked as every command checks it, its warnings shown
+            _, host = load_checked(args.config)
+        else:
+            host = PluginHost.discover()
     except (ConfigError, PluginConflictError) as exc:
         print(str(exc), file=sys.stderr)
         return 2

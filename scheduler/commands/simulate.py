@@ -59,7 +59,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cycles",
         type=int,
-        default=DEFAULT_CYCLES,
         metavar="N",
         help=f"stop after N cycles even if decisions still change (default {DEFAULT_CYCLES})",
     )
@@ -74,7 +73,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if whatif_wanted(args):
         return run_whatif(args)  # virtual time: pumice.commands.whatif
-    if args.cycles < 1:
+    if args.cycles is None:
+        args.cycles = DEFAULT_CYCLES
+    elif args.cycles < 1:
         print(f"--cycles: must be at least 1, got {args.cycles}", file=sys.stderr)
         return 2
     try:

@@ -144,6 +144,8 @@ class VirtualRun:
         self._cycles: list[float] = []
         self._seq = itertools.count()
         self._shares: dict[str, tuple[float, Obj]] = {}
+        self._finished_since_sample = False
+        """Did a pod finish since the shares were last sampled?"""
         self._load(cluster, trace)
 
     # -- loading -----------------------------------------------------------------------------
@@ -321,6 +323,7 @@ class VirtualRun:
         run.done = True
         del self.by_uid[uid]
         self.timeline.makespan = max(self.timeline.makespan, self.now)
+        self._finished_since_sample = True
         job = run.job
         if job is None:
             return
@@ -336,7 +339,12 @@ class VirtualRun:
     def _cycle(self) -> None:
         self.timeline.cycles += 1
         if not self.waiting:
-            return  # nothing to place: the daemon opens no session either
+            # Nothing to place: the daemon opens no session either, but it writes the Queues'
+            # status afresh; so the shares are sampled when pods finished since the last one
+            # (a queue whose last job ended must not keep its old share until the next arrival).
+            if self._finished_since_sample:
+                self._closing_figures()
+            return
         self.timeline.sessions += 1
         snapshot = self.cache.snapshot()
         snapshot.taken_at = self.base + self.now
@@ -360,14 +368,14 @@ class VirtualRun:
             self._nominate(uid, node)
         write_status(self.cache, statuses, reservations)
         self._sample_shares(shares)
+        self._finished_since_sample = False
         self._sample_use()
         if (recorder.binds or recorder.evictions) and self.waiting:
             self._cycle_at(self.now + max(self.period, EPSILON))
 
     def _closing_figures(self) -> None:
-        """The shares as the run leaves them, from a session that runs no action: shares are
-        sampled only when a session runs, and none runs once no pod waits (as in the daemon),
-        so without it the last sample would be of the last busy moment."""
+        """The shares as they stand, from a session that runs no action: at the end of the run,
+        and at a cycle where nothing waits but pods finished (no session would sample them)."""
         session = Session.open(self.cache.snapshot(), self.config, self.host, committer=_Recorder())
         try:
             session.close()
@@ -375,6 +383,7 @@ class VirtualRun:
         finally:
             session.dispose()
         self._sample_shares(shares)
+        self._finished_since_sample = False
 
     def _bind(self, uid: str, node: str) -> None:
         key = self.by_uid[uid]

@@ -6,8 +6,9 @@ report (``whatif_report``: a table, or with ``--output json`` ``{"timeline": …
 ``--compare``, ``"compare"``: the second configuration's timeline) and draw it
 (``whatif_plot``).
 
-Exit codes: 0, or 2 with one line for a bad flag, configuration, manifest or trace line, and
-for ``--plot`` without matplotlib (the ``pumice[plot]`` extra).
+Exit codes: 0, or 2 with one line for a bad flag, configuration, manifest or trace line, for
+``--plot`` without matplotlib (the ``pumice[plot]`` extra) and for a ``--plot`` file that cannot
+be written (checked before the run; a failure to write after it comes after the report).
 """
 
 from __future__ import annotations
@@ -91,11 +92,15 @@ def run(args: argparse.Namespace) -> int:
     for note in cluster.notes:
         print(note, file=sys.stderr)
     timelines = [r.run() for r in runs]
+    _write(_render(timelines, args.output))
     if args.plot is not None:
         from pumice.commands.whatif_plot import plot
 
-        plot(timelines, args.plot)
-    _write(_render(timelines, args.output))
+        try:
+            plot(timelines, args.plot)
+        except OSError as exc:  # the report is out; the picture could not be written
+            print(f"--plot: {args.plot}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
     return 0
 
 
@@ -106,8 +111,17 @@ def _check_flags(args: argparse.Namespace) -> str | None:
         return f"{used[0]} needs --until-done"
     if args.explain:
         return "--explain cannot be used with --until-done"
-    if args.plot is not None and Path(args.plot).suffix.lower() not in PLOT_SUFFIXES:
-        return f"--plot: {args.plot}: the file must end in .png or .svg"
+    if args.cycles is not None:
+        return "--cycles cannot be used with --until-done (it runs until every pod is done)"
+    if args.plot is not None:
+        if Path(args.plot).suffix.lower() not in PLOT_SUFFIXES:
+            return f"--plot: {args.plot}: the file must end in .png or .svg"
+        # said before a run of minutes, not after it
+        folder = Path(args.plot).parent
+        if not folder.is_dir():
+            return f"--plot: {args.plot}: no such directory {str(folder)!r}"
+        if not os.access(folder, os.W_OK):
+            return f"--plot: {args.plot}: the directory {str(folder)!r} is not writable"
     return None
 
 

@@ -138,6 +138,10 @@ def _csv_rows(source: str, text: str) -> Iterator[tuple[int, Mapping[str, Any]]]
             bad = [h for h in header if h not in FIELDS and not h.startswith(REQUEST_PREFIX)]
             if bad:
                 raise TraceError(source, line, f"unknown column {bad[0]!r}")
+            if "requests" in header:
+                raise TraceError(
+                    source, line, "column 'requests': give one requests.<resource> column each"
+                )
             continue
         if len(row) != len(header):
             raise TraceError(source, line, f"{len(row)} cells, the header has {len(header)}")

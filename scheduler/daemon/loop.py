@@ -163,19 +163,22 @@ class Daemon:
     # -- start-up ----------------------------------------------------------------------------
 
     async def run(self) -> int:
+        # The cluster's configuration first: a missing or bad kubeconfig is the one line the
+        # user must read, before the health server logs its address or takes its port.
+        kube = await connect(self.options.kube)
         address = self.options.http_address or self.options.config.scheduler.http_address
         self.health = HealthServer(self, address)
-        await self.health.start()
         try:
-            return await self._run()
+            await self.health.start()
+            return await self._run(kube)
         finally:
             if self.recorder is not None:
                 await asyncio.to_thread(self.recorder.close)
             if self.health is not None:
                 await self.health.stop()
+            await kube.close()
 
-    async def _run(self) -> int:
-        kube = await connect(self.options.kube)
+    async def _run(self, kube: Kube) -> int:
         # Events and status go through a connection of their own, with its own rate limit (as
         # kube-scheduler's event broadcaster has), so that they never hold binds back.
         status_kube: Kube | None = None
@@ -232,7 +235,6 @@ class Daemon:
             await asyncio.gather(*runners, return_exceptions=True)
             if status_kube is not None:
                 await status_kube.close()
-            await kube.close()
             self.notifier.close()
             self.collector.stop()
 

@@ -11,7 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from support.manifests import node, pending, pod, run_cli, simulate, write_yaml
+from support.manifests import (
+    node,
+    pending,
+    pod,
+    podgroup,
+    queue,
+    run_cli,
+    simulate,
+    write_yaml,
+)
 
 Capsys = pytest.CaptureFixture[str]
 
@@ -120,3 +129,67 @@ def test_simulate_tells_a_pod_bigger_than_every_node_about_the_nodes(
     objects = [node("small", "8", "32Gi"), node("large", "16", "64Gi"), pod("huge", cpu="100")]
     result = simulate(tmp_path, objects, capsys)
     assert pending(result) == {"default/huge": "0/2 nodes are available: 2 Insufficient cpu."}
+
+
+def test_simulate_tells_a_gang_whose_minimum_no_node_holds_about_the_nodes(
+    tmp_path: Path, capsys: Capsys
+) -> None:
+    # enqueue turns the gang down (its minResources exceed the cluster); the nodes come first
+    group = podgroup("big", 1, min_resources={"cpu": "100"})
+    objects = [node("small", "8", "32Gi"), node("large", "16", "64Gi"), group]
+    objects.append(pod("big-0", cpu="100", group="big"))
+    result = simulate(tmp_path, objects, capsys)
+    assert pending(result) == {"default/big-0": "0/2 nodes are available: 2 Insufficient cpu."}
+    assert result["podgroups"]["default/big"]["phase"] == "Pending"
+
+
+RESERVATION_WARNED = """\
+actions: "enqueue, allocate"
+tiers:
+- plugins:
+  - name: node-reservation
+    arguments:
+      maxReservedFraction: 2         # line 6
+      relockPeriod: -5               # line 7
+"""
+
+
+def test_check_config_shows_node_reservations_bad_values_as_warnings(
+    tmp_path: Path, capsys: Capsys
+) -> None:
+    path = tmp_path / "scheduler.yaml"
+    path.write_text(RESERVATION_WARNED)
+    code, out, err = run_cli(["check-config", str(path)], capsys)
+    assert code == 0 and out.startswith(f"{path}: ok: ")
+    where = "tiers[0].plugins[0].arguments"
+    assert err.splitlines() == [
+        f"{path}:6: {where}.maxReservedFraction: warning: must be a number in [0, 1], got 2; "
+        "using 0.5",
+        f"{path}:7: {where}.relockPeriod: warning: must not be negative, got -5; using 10s",
+    ]
+    # and the sessions that build the plugin later do not say it again
+    cluster = write_yaml(tmp_path / "cluster.yaml", [node("n1"), pod("p")])
+    code, _, err = run_cli(["simulate", str(cluster), "--config", str(path)], capsys)
+    assert code == 0
+    assert err.count("maxReservedFraction") == 1 and err.count("relockPeriod") == 1
+
+
+def test_simulate_names_a_closed_queue_and_a_queue_past_its_deserved_share(
+    tmp_path: Path, capsys: Capsys
+) -> None:
+    # one 8-cpu node, three queues of weight 1 asking 5 cpu (a: 3 running + 2), 4 (b) and 1
+    # (shut, Closed): shut's 1 is met, a and b deserve (8 - 1) / 2 = 3.5 each, so neither a's
+    # 2 more nor b's 4 may go though the node has room; the closed queue admits nothing.
+    objects: list[dict[str, object]] = [node("n1", "8", "64Gi"), queue("a"), queue("b")]
+    objects.append(queue("shut", state="Closed"))
+    objects.append(podgroup("run", 1, queue="a", phase="Running"))
+    objects.append(pod("run-0", cpu="3", group="run", node_name="n1", phase="Running"))
+    objects += [podgroup("more", 1, queue="a"), pod("more-0", cpu="2", group="more")]
+    objects += [podgroup("bee", 1, queue="b"), pod("bee-0", cpu="4", group="bee")]
+    objects += [podgroup("closed", 1, queue="shut"), pod("closed-0", cpu="1", group="closed")]
+    result = simulate(tmp_path, objects, capsys)
+    assert pending(result) == {
+        "default/more-0": "queue a: cpu allocated 3 + request 2 exceeds deserved 3500m",
+        "default/bee-0": "queue b: cpu allocated 0 + request 4 exceeds deserved 3500m",
+        "default/closed-0": "queue shut is not open (state Closed)",
+    }

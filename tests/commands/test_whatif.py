@@ -262,6 +262,7 @@ def test_a_pod_without_runtime_runs_forever(tmp_path: Path, capsys: Capsys) -> N
         ("arrival,job,pods\n0s,a,1\n1s,b", 3, "2 cells, the header has 3"),
         ('{"arrival": "0s", "job": "pg", "pods": 1}', 1, "job default/pg is a PodGroup"),
         ("arrival,job,pods,size\n0s,a,1,2", 1, "unknown column 'size'"),
+        ("arrival,job,pods,requests\n0s,a,1,2", 1, "one requests.<resource> column each"),
     ],
 )
 def test_a_bad_trace_line_is_one_line_naming_file_and_line(
@@ -297,15 +298,17 @@ def test_a_bad_runtime_annotation_names_the_pod(tmp_path: Path, capsys: Capsys) 
         (["--trace", "t.jsonl"], "--trace needs --until-done"),
         (["--until-done", "--explain"], "--explain cannot be used with --until-done"),
         (["--until-done", "--plot", "x.pdf"], "must end in .png or .svg"),
+        (["--until-done", "--cycles", "3"], "--cycles cannot be used with --until-done"),
+        (["--until-done", "--plot", "/nonexistent/dir/x.png"], "no such directory"),
     ],
 )
 def test_flags_that_do_not_go_together(
     tmp_path: Path, capsys: Capsys, flags: list[str], message: str
 ) -> None:
     cluster = write_yaml(tmp_path / "c.yaml", [node("n1", "4")])
-    code, _, err = run_cli(["simulate", str(cluster), *flags], capsys)
-    assert code == 2
-    assert message in err
+    code, out, err = run_cli(["simulate", str(cluster), *flags], capsys)
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and message in err
 
 
 def test_a_reclaimed_job_restarts_whole(tmp_path: Path, capsys: Capsys) -> None:
@@ -396,3 +399,26 @@ def test_an_integer_priority_goes_first(tmp_path: Path, capsys: Capsys) -> None:
     # waits for its 10 minutes: waits [0, 600]. By name order it would have been [0, 60].
     assert timeline["queues"]["default"]["wait_seconds"]["p99"] == 600.0
     assert timeline["makespan_seconds"] == 660.0
+
+
+def test_a_queue_whose_last_job_ended_has_no_share_while_another_runs_on(
+    tmp_path: Path, capsys: Capsys
+) -> None:
+    # two 4-cpu nodes; queue a's job takes one for 5 minutes, queue b's the other for 20.
+    # Nothing waits after t = 0, so no session places anything again; still, a's share must
+    # fall to 0 at the first boundary after its job ended (300 s), not stay until the end.
+    cluster = write_yaml(
+        tmp_path / "cluster.yaml", [node("n1", "4"), node("n2", "4"), queue("a"), queue("b")]
+    )
+    jobs = [
+        {"arrival": "0s", "job": "short", "pods": 1, "requests": {"cpu": "4"}, "runtime": "5m"},
+        {"arrival": "0s", "job": "long", "pods": 1, "requests": {"cpu": "4"}, "runtime": "20m"},
+    ]
+    jobs[0]["queue"], jobs[1]["queue"] = "a", "b"
+    trace = write_jsonl(tmp_path / "t.jsonl", jobs)
+    args = [str(cluster), "--config", str(config(tmp_path, "1s")), "--trace", str(trace)]
+    timeline = timeline_of(args, capsys)["timeline"]
+    shares_of_a = [(s["t"], s["share"]) for s in timeline["shares"] if s["queue"] == "a"]
+    assert shares_of_a[-1] == (300.0, 0.0)
+    assert all(share > 0 for t, share in shares_of_a if t < 300.0)
+    assert timeline["makespan_seconds"] == 1200.0

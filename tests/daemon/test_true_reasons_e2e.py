@@ -107,3 +107,65 @@ async def test_a_gang_held_by_its_queue_names_the_queue_its_limit_and_the_figure
     )
     assert partner.startswith("1/2 tasks in gang unschedulable")
     assert f"pending: batch/train-1: {HELD}" in caplog.text
+
+
+async def test_a_gang_whose_minimum_no_node_can_hold_is_told_about_the_nodes_not_its_queue(
+    sim: Any, tmp_path: Path
+) -> None:
+    # minResources of 100 cpu: enqueue turns the gang down, and its queue could never hold it
+    # either; but the pod asks 100 cpu of nodes of 8 and 16, which is what the user must read
+    seed(sim, [node("small", cpu="8", memory="32Gi"), node("large", cpu="16", memory="64Gi")])
+    group = podgroup("big", 1, minResources={"cpu": "100"})
+    seed(sim, [group, pod("big-0", cpu="100", group="big")])
+    groups = "scheduling.volcano.sh/podgroups"
+
+    def gang_condition() -> str:
+        status = sim.store.table(groups).get(("batch", "big"), {}).get("status") or {}
+        return " ".join(str(c.get("message")) for c in status.get("conditions") or [])
+
+    async with running_daemon(sim.kubeconfig, write_config(tmp_path)):
+        await wait_for(lambda: NO_NODE in gang_condition(), timeout=60)
+        await wait_for(lambda: events_about(sim, "big-0"), timeout=60)
+    described = await sim.kubectl("describe", "pod", "big-0", "-n", "batch")
+    assert described.code == 0, described.stderr
+    assert "FailedScheduling" in described.stdout and NO_NODE in described.stdout
+    assert "capability" not in described.stdout and "minResources" not in described.stdout
+    message = await jsonpath(
+        sim, "pod", "big-0", '{.status.conditions[?(@.type=="PodScheduled")].message}'
+    )
+    assert message == NO_NODE
+    # the PodGroup keeps Volcano's gang form, the nodes' reason its origin
+    assert gang_condition().endswith(f"Origin reason is: {NO_NODE}")
+    assert gang_condition().startswith("1/1 tasks in gang unschedulable: pod group is not ready")
+
+
+async def test_a_reason_that_changes_is_logged_again_once(
+    sim: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # first no node carries the label the pod selects; once kubectl labels the node, the pod
+    # still waits, now for cpu: each reason is logged once, in that order
+    seed(sim, [node("n1", cpu="2")])
+    wants = pod("picky", cpu="4")
+    wants["spec"]["nodeSelector"] = {"disk": "ssd"}
+    seed(sim, [wants])
+    selector = "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector."
+    cpu = "0/1 nodes are available: 1 Insufficient cpu."
+    caplog.set_level(logging.INFO, logger="pumice")
+
+    def said() -> list[str]:
+        prefix = "pending: batch/picky: "
+        return [
+            r.getMessage()[len(prefix) :]
+            for r in caplog.records
+            if r.getMessage().startswith(prefix)
+        ]
+
+    async with running_daemon(sim.kubeconfig, write_config(tmp_path)) as daemon:
+        await wait_for(lambda: said() == [selector], timeout=60)
+        labelled = await sim.kubectl("label", "node", "n1", "disk=ssd")
+        assert labelled.code == 0, labelled.stderr
+        await wait_for(lambda: len(said()) == 2, timeout=60)
+        cycles = daemon.cycles
+        sim.create(pod("other", cpu="4"))  # more sessions that see picky wait for cpu again
+        await wait_for(lambda: daemon.cycles > cycles, timeout=60)
+    assert said() == [selector, cpu]

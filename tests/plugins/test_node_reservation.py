@@ -10,6 +10,7 @@ import pytest
 from pumice import ClusterSnapshot, NodeInfo, QueueInfo, Resource, TaskStatus
 from pumice.framework import Session
 from pumice.plugins.node_reservation import RESERVED_FOR, NodeReservationPlugin
+from pumice.warnonce import forget_warnings
 from support.flow import GiB, add_task, binds, gang, nodes, open_flow, res, run_flow, snapshot
 
 PLUGINS = {"node-reservation": NodeReservationPlugin}
@@ -166,6 +167,7 @@ def test_bad_entries_are_refusals_and_bad_own_keys_fall_back(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     snap = cluster(*nodes(4), queues=[reserving_queue("qa"), reserving_queue("qb")])
+    forget_warnings()  # bad own keys are config warnings: said once per process
     with caplog.at_level(logging.WARNING, "pumice.plugins.node_reservation"):
         plugin = open_with(
             snap,
@@ -180,7 +182,7 @@ def test_bad_entries_are_refusals_and_bad_own_keys_fall_back(
     assert plugin.locks["qb"].nodes == ("n0",)
     assert plugin.settings.relock_period == 10.0
     assert plugin.settings.max_reserved_fraction == 0.5
-    assert "relockPeriod: bad duration 'soon'" in caplog.text
+    assert "plugin node-reservation: relockPeriod: bad duration 'soon'" in caplog.text
 
 
 # -- ranking ----------------------------------------------------------------------------------
