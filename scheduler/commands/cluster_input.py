@@ -5,9 +5,11 @@
 objects whose kind the caller can use and sets the others aside with one note per file and kind
 (``FILE: skipped 2 ConfigMap object(s): not simulated``) — ``pumice simulate`` keeps the kinds
 the cache takes, ``pumice run --sim`` the kinds the simulated API server serves, and both print
-the same notes. ``check_object`` refuses a malformed quantity or priority value with one line
-``FILE: Kind ns/name: field.path: what``; ``api_defaults`` fills in what an API server's
-defaulting would (the namespace, requests from limits), for objects that never went through one.
+the same notes. ``check_object`` refuses an object of the wrong shape (``cluster_shape``: a
+field the scheduler reads of the wrong type, such as ``tolerations: 5``), a malformed quantity
+or priority value with one line ``FILE: Kind ns/name: field.path: what``; ``api_defaults``
+fills in what an API server's defaulting would (the namespace, requests from limits), for
+objects that never went through one.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pumice.commands.cluster_shape import shape_error
 from pumice.manifests import ManifestError, load_manifests
 from pumice.model import QuantityError, parse_quantity
 from pumice.uids import ordered_uid
@@ -43,7 +46,8 @@ class InputError(ManifestError):
 
 def describe(obj: Mapping[str, Any]) -> str:
     """``Pod default/small-1`` or ``Node n1``."""
-    meta = obj.get("metadata") or {}
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
     name = meta.get("name", "?")
     namespace = meta.get("namespace")
     kind = obj.get("kind", "?")
@@ -83,7 +87,11 @@ def _resource_lists(obj: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
 
 
 def check_object(source: str, obj: Obj) -> None:
-    """Raise ``InputError`` for the first malformed quantity or priority value."""
+    """Raise ``InputError`` for a field of the wrong type, or the first malformed quantity
+    or priority value."""
+    wrong = shape_error(obj)
+    if wrong is not None:
+        raise InputError(source, obj, *wrong)
     for path, resources in _resource_lists(obj):
         if resources is None:
             continue
@@ -151,7 +159,7 @@ def api_defaults(obj: Obj) -> Obj:
     if obj.get("kind") in NAMESPACED_KINDS:
         meta["namespace"] = meta.get("namespace") or "default"
     if obj.get("kind") == "Pod":
-        spec = obj.setdefault("spec", {})
+        spec = obj["spec"] = obj.get("spec") or {}
         for group in ("containers", "initContainers"):
             for container in spec.get(group) or ():
                 resources = (container or {}).get("resources") or {}

@@ -8,8 +8,11 @@ with a read-only client, so nothing is ever written. Either way the objects go t
 daemon's cache handlers and sessions (``explain_core.run_cluster``); the counterfactual
 suggestions are found and verified by ``explain_search``.
 
-The report (JSON keys): ``target``, ``kind``, ``status`` (``bound``, ``placed`` or
-``pending``), ``nodes`` (pod → node), ``blockers`` (``{action, plugin, message}``),
+The report (JSON keys): ``target``, ``kind``, ``status`` (``pending`` while any pod of the
+target waits — a gated pod, another scheduler's and a PodGroup without pods included, each
+with a blocker saying so —, ``placed`` when the run would place it now, ``bound`` when every
+pod is bound, ``finished`` when every pod has Succeeded or Failed), ``nodes`` (pod → node),
+``blockers`` (``{action, plugin, message}``),
 ``node_reasons`` (reason → nodes), ``queue`` (``{name, deserved, allocated, capability,
 guarantee, request}``, unset limits absent) and ``suggestions`` (``{change, text,
 verified}``). Exit codes: 0 explained, 1 the target does not exist, 2 bad input.
@@ -20,15 +23,17 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from typing import Any
 
 import orjson
 
 from pumice.commands.common import load_checked
-from pumice.commands.explain_core import RunResult, Target, copy_objects, run_cluster
+from pumice.commands.explain_core import Pace, RunResult, run_cluster
 from pumice.commands.explain_live import LiveError, read_objects
 from pumice.commands.explain_search import suggest
-from pumice.commands.explain_verify import Verifier
+from pumice.commands.explain_target import Target, copy_objects
+from pumice.commands.explain_verify import MIN_BUDGET, Verifier
 from pumice.framework.config import ConfigError, SchedulerConfig
 from pumice.framework.host import PluginConflictError, PluginHost
 from pumice.manifests import ManifestError
@@ -102,15 +107,24 @@ def explain(
     scheduler_name: str,
     *,
     suggestions: bool = True,
+    pace: Pace | None = None,
 ) -> Obj | None:
-    """The report for ``target`` (None when it does not exist)."""
-    base = run_cluster(objects, target, config, host, scheduler_name)
+    """The report for ``target`` (None when it does not exist). ``pace``: called between the
+    steps of every run (the daemon's search waits there while binds are due)."""
+    started = time.thread_time()
+    base = run_cluster(objects, target, config, host, scheduler_name, pace=pace)
     if not base.exists:
         return None
     report = to_json(base, target)
-    if base.pending and suggestions and base.state is not None:
-        verifier = Verifier(base.state, base.nodes, target, base.pending, config, host)
-        found = suggest(objects, target, base, verifier.admits, scheduler_name)
+    if report["status"] == "pending" and suggestions:
+        found: list[Obj] = []
+        if base.failed is not None and base.job_pending:
+            # verifying may take as much CPU again as explaining took (at least MIN_BUDGET)
+            budget = max(MIN_BUDGET, time.thread_time() - started)
+            verifier = Verifier(
+                objects, target, config, host, scheduler_name, budget=budget, pace=pace
+            )
+            found = suggest(objects, target, base, verifier.admits, scheduler_name)
         report["suggestions"] = found
         if not found:
             report["blockers"].append(
@@ -119,26 +133,22 @@ def explain(
     return report
 
 
-class Suggestions:
+def daemon_suggestions(
+    objects: list[Obj], key: str, config: SchedulerConfig, host: PluginHost, pace: Pace
+) -> list[str]:
     """The daemon's suggester (``pumice.daemon.advice``): the texts of the verified changes
-    that would admit a PodGroup, found on a copy of the cluster as the cache holds it."""
-
-    def __init__(self, config: SchedulerConfig, host: PluginHost) -> None:
-        self.config = config
-        self.host = host
-
-    def __call__(self, objects: list[Obj], key: str) -> list[str]:
-        namespace, _, name = key.partition("/")
-        target = Target("PodGroup", namespace, name)
-        name_of_scheduler = self.config.scheduler.scheduler_name
-        found = explain(copy_objects(objects), target, self.config, self.host, name_of_scheduler)
-        return [str(s["text"]) for s in found["suggestions"]] if found else []
+    that would admit the PodGroup ``key``, found on a copy of the cluster as the cache holds
+    it, under the configuration the daemon runs now."""
+    namespace, _, name = key.partition("/")
+    target = Target("PodGroup", namespace, name)
+    found = explain(
+        copy_objects(objects), target, config, host, config.scheduler.scheduler_name, pace=pace
+    )
+    return [str(s["text"]) for s in found["suggestions"]] if found else []
 
 
 def to_json(result: RunResult, target: Target) -> Obj:
-    nodes = {**result.bound, **result.placed} if not result.pending else {}
-    if result.pending:
-        nodes = dict(result.placed)
+    nodes = dict(result.placed) if result.pending else {**result.bound, **result.placed}
     return {
         "target": target.key,
         "kind": target.kind,

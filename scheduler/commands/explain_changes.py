@@ -3,14 +3,25 @@
 A change is the JSON object the report lists (``{"kind": "request", …}``); ``apply_change``
 makes it on a copy of the objects, exactly as a user would make it on the manifests, so that
 the run that verifies a suggestion and the user's own ``pumice simulate`` see the same input.
-``describe_change`` is the sentence for people.
+A request or a toleration is changed on every pending pod of the target's *job* that it is
+meant for (a pod's whole gang: ``explain_target.job_target``). Where Kubernetes allows no
+overcommitment — extended resources such as ``nvidia.com/gpu``, and hugepages — a request
+must equal its limit, so both are set (``overcommit_allowed``). ``describe_change`` is the
+sentence for people.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pumice.commands.explain_core import Target, _key, copy_objects, target_pods
+from pumice.commands.explain_target import (
+    Target,
+    _key,
+    copy_objects,
+    job_target,
+    pod_order,
+    target_pods,
+)
 from pumice.model import canonical_amount
 from pumice.model.resource import format_amount
 
@@ -18,42 +29,60 @@ Obj = dict[str, Any]
 HOSTNAME = "kubernetes.io/hostname"
 
 
+def overcommit_allowed(resource: str) -> bool:
+    """May a request of ``resource`` be below its limit? Only for Kubernetes' own resources
+    (no domain, or ``kubernetes.io/``), hugepages excepted, as the API server validates."""
+    native = "/" not in resource or "kubernetes.io/" in resource
+    return native and not resource.startswith("hugepages-")
+
+
+def _amount(container: Obj, resource: str) -> float:
+    """A container's request of ``resource`` (its limit when no request is given, as the API
+    server defaults it)."""
+    resources = (container.get("resources") or {}) if isinstance(container, dict) else {}
+    for part in ("requests", "limits"):
+        given = resources.get(part) or {}
+        if resource in given:
+            return canonical_amount(resource, given[resource])
+    return 0.0
+
+
 def pod_request(pod: Obj, resource: str) -> float:
     """The pod's request of ``resource`` over its containers, in canonical units."""
-    total = 0.0
-    for container in (pod.get("spec") or {}).get("containers") or ():
-        requests = ((container or {}).get("resources") or {}).get("requests") or {}
-        if resource in requests:
-            total += canonical_amount(resource, requests[resource])
-    return total
+    return sum(_amount(c, resource) for c in (pod.get("spec") or {}).get("containers") or ())
 
 
 def sharing_pods(objects: list[Obj], target: Target, pod_key: str, resource: str) -> list[Obj]:
-    """The target's pending pods whose request of ``resource`` equals that of ``pod_key``."""
-    pods = [p for p in target_pods(objects, target) if not (p.get("spec") or {}).get("nodeName")]
+    """The pending pods of the target's job whose request of ``resource`` equals that of
+    ``pod_key``, first first (``pod_order``)."""
+    job = job_target(objects, target)
+    pods = [p for p in target_pods(objects, job) if not (p.get("spec") or {}).get("nodeName")]
     first = next((p for p in pods if _key(p) == pod_key), None)
     if first is None:
         return []
     amount = pod_request(first, resource)
-    return [p for p in pods if pod_request(p, resource) == amount]
+    return sorted((p for p in pods if pod_request(p, resource) == amount), key=pod_order)
 
 
 def _set_request(pod: Obj, resource: str, to: float) -> None:
-    containers = [c for c in (pod.get("spec") or {}).get("containers") or () if c]
-    holders = [
-        c for c in containers if resource in ((c.get("resources") or {}).get("requests") or {})
-    ]
-    if not holders:
-        return
-    rest = sum(
-        canonical_amount(resource, c["resources"]["requests"][resource]) for c in holders[1:]
-    )
-    resources = holders[0]["resources"]
-    amount = max(to - rest, 0.0)
-    resources["requests"][resource] = format_amount(resource, amount)
-    limits = resources.get("limits") or {}
-    if resource in limits and canonical_amount(resource, limits[resource]) < amount:
-        limits[resource] = format_amount(resource, amount)
+    """Lower the pod's request of ``resource`` to ``to`` in all: its containers keep theirs
+    in order while the total allows (a limit equal to it where no overcommitment is allowed,
+    and never below it)."""
+    left = to
+    for container in (pod.get("spec") or {}).get("containers") or ():
+        amount = _amount(container, resource)
+        if not amount:
+            continue
+        new = min(amount, max(left, 0.0))
+        left -= new
+        resources = container.setdefault("resources", {})
+        requests = resources.setdefault("requests", {})
+        requests[resource] = format_amount(resource, new)
+        limits = resources.get("limits") or {}
+        if not overcommit_allowed(resource):
+            resources["limits"] = {**limits, resource: format_amount(resource, new)}
+        elif resource in limits and canonical_amount(resource, limits[resource]) < new:
+            limits[resource] = format_amount(resource, new)
 
 
 def apply_change(objects: list[Obj], change: Obj, target: Target) -> list[Obj]:
@@ -71,7 +100,7 @@ def apply_change(objects: list[Obj], change: Obj, target: Target) -> list[Obj]:
             toleration.update(operator="Equal", value=change["value"])
         else:
             toleration["operator"] = "Exists"
-        for pod in target_pods(out, target):
+        for pod in job_pods(out, target):
             spec = pod.setdefault("spec", {})
             spec["tolerations"] = [*(spec.get("tolerations") or []), toleration]
     elif kind == "node-label":
@@ -107,6 +136,13 @@ def apply_change(objects: list[Obj], change: Obj, target: Target) -> list[Obj]:
     return out
 
 
+def job_pods(objects: list[Obj], target: Target) -> list[Obj]:
+    """The pending pods of the target's job (a pod's gang included): what a toleration is
+    added to."""
+    job = job_target(objects, target)
+    return [p for p in target_pods(objects, job) if not (p.get("spec") or {}).get("nodeName")]
+
+
 def clone_node(node: Obj, name: str) -> Obj:
     """A new node like ``node``: its labels (hostname changed), taints and allocatable."""
     new = copy_objects([node])[0]
@@ -125,11 +161,17 @@ def describe_change(change: Obj, sharing: int = 1) -> str:
         others = (
             f" (and of the {sharing - 1} other pod(s) with the same request)" if sharing > 1 else ""
         )
-        what = f"the {change['resource']} request of pod {change['pod']}"
-        return f"lower {what} to {change['to']}{others}"
+        resource = change["resource"]
+        if overcommit_allowed(resource):
+            what = f"the {resource} request of pod {change['pod']}"
+            return f"lower {what} to {change['to']}{others}"
+        what = f"the {resource} request and limit of pod {change['pod']}"
+        equal = f" (Kubernetes requires them equal for {resource})"
+        return f"lower {what} to {change['to']}{others}{equal}"
     if kind == "toleration":
         value = f"={change['value']}" if change.get("value") else ""
-        return f"add the toleration {change['key']}{value}:{change['effect']} to the job's pods"
+        pods = "the pod" if sharing == 1 else f"each of the job's {sharing} pending pods"
+        return f"add the toleration {change['key']}{value}:{change['effect']} to {pods}"
     if kind == "node-label":
         nodes = ", ".join(change["nodes"])
         return f"label node(s) {nodes} with {change['label']}"

@@ -19,8 +19,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pumice.commands.explain_changes import describe_change, sharing_pods
-from pumice.commands.explain_core import FailedTask, RunResult, Target, _key, target_pods
+from pumice.commands.explain_changes import describe_change, job_pods, sharing_pods
+from pumice.commands.explain_core import FailedTask, RunResult
+from pumice.commands.explain_target import Target, _key, job_target, target_pods
 from pumice.model import canonical_amount
 from pumice.model.resource import format_amount
 
@@ -44,10 +45,11 @@ def suggest(
     failed = base.failed
     if failed is None or not base.pending:
         return []
-    pending = len(base.pending)
+    # the room a change must make: the whole job's pending pods (a pod's gang included)
+    pending = max(len(base.job_pending), 1)
     kinds: list[Callable[[], Iterator[tuple[Obj, int]]]] = [
         lambda: _requests(objects, target, base, failed),
-        lambda: _tolerations(objects, base),
+        lambda: _tolerations(objects, target, base),
         lambda: _labels(objects, target, failed, pending),
         lambda: _capabilities(objects, base),
         lambda: _evictions(objects, failed, pending, scheduler),
@@ -119,7 +121,7 @@ def _requests(
                 continue
             change = {
                 "kind": "request",
-                "pod": failed.key,
+                "pod": _key(pods[0]),  # the first of the job's pods it is meant for
                 "resource": resource,
                 "to": format_amount(resource, float(value)),
             }
@@ -129,8 +131,10 @@ def _requests(
 # -- toleration and node-label -----------------------------------------------------------------
 
 
-def _tolerations(objects: list[Obj], base: RunResult) -> Iterator[tuple[Obj, int]]:
-    """The taints the node reasons name, most common first."""
+def _tolerations(objects: list[Obj], target: Target, base: RunResult) -> Iterator[tuple[Obj, int]]:
+    """The taints the node reasons name, most common first (for every pending pod of the
+    job)."""
+    sharing = max(len(job_pods(objects, target)), 1)
     counted: list[tuple[int, str, str]] = []
     for reason, count in base.node_reasons.items():
         if reason.startswith(TAINT_PREFIX):
@@ -144,7 +148,7 @@ def _tolerations(objects: list[Obj], base: RunResult) -> Iterator[tuple[Obj, int
             for taint in (node.get("spec") or {}).get("taints") or ():
                 if taint.get("key") == key and str(taint.get("value") or "") == value:
                     effect = str(taint.get("effect") or effect)
-        yield {"kind": "toleration", "key": key, "value": value, "effect": effect}, 1
+        yield {"kind": "toleration", "key": key, "value": value, "effect": effect}, sharing
 
 
 def _untolerable(node: Obj) -> bool:
@@ -159,7 +163,8 @@ def _labels(
     objects: list[Obj], target: Target, failed: FailedTask, pending: int
 ) -> Iterator[tuple[Obj, int]]:
     """For a nodeSelector pair, the fewest nodes (roomiest first) that, labelled, hold the job."""
-    pod = next((p for p in target_pods(objects, target) if _key(p) == failed.key), None)
+    job = job_target(objects, target)
+    pod = next((p for p in target_pods(objects, job) if _key(p) == failed.key), None)
     selector = ((pod or {}).get("spec") or {}).get("nodeSelector") or {}
     rows = {name: i for i, name in enumerate(failed.node_names)}
     fits = _fits(failed.future_idle, failed.pod_room, failed.request)

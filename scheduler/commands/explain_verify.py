@@ -1,130 +1,78 @@
-"""Verifying a suggestion: one session on a changed copy of the settled snapshot.
+"""Verifying a suggestion: the whole run again, on the objects with the change made.
 
-The explaining run leaves its ``SimulatedCluster`` *settled*: every other job placed as far as
-it goes, statuses written, only what still waits left pending. A change (``explain_changes``)
-is made on copies of the objects it touches and delivered to that cache through the informer
-handlers — as the watch would deliver the edit — then a snapshot is taken, one session runs
-with a recorder as committer, and the change is taken back through the same handlers. A
-session never mutates the cache, so the next candidate starts from the same settled state.
-The change admits the job when the session binds every one of the target's pending pods.
+A change is made on a copy of the input objects (``explain_changes.apply_change``) — the
+edit a user would make on the manifests — and the result is run exactly as ``pumice
+simulate`` runs it (``explain_core.run_cluster``: the same feed through the cache handlers,
+the same sessions, every other pending job included, in the session's own order, cycle after
+cycle). The change admits the job when that run places every pod of the target that waits;
+the run stops as soon as it has. Anything less — one session on the explaining run's settled
+cache, say — decides on a state the changed manifests never produce (the other pending jobs
+already placed), and what it "verifies" may then fail when the user applies it.
 
-This costs one session per candidate instead of feeding the whole cluster again, which is
-what keeps ``pumice explain`` within seconds on thousands of nodes.
+A run costs as much as the explaining run itself, so verification has a CPU budget
+(``Verifier.budget``, in seconds of this thread's CPU): no run starts once it is spent, and
+a candidate not run is not verified, so it is not listed.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from pumice.commands.explain_changes import apply_change
-from pumice.commands.explain_core import Target, _key, copy_objects, target_pods
-from pumice.commands.simulate import CycleRecorder
-from pumice.commands.simulate_cluster import SimulatedCluster
-from pumice.framework.action import run_actions
+from pumice.commands.explain_core import Pace, run_cluster
+from pumice.commands.explain_target import Target
 from pumice.framework.config import SchedulerConfig
 from pumice.framework.host import PluginHost
-from pumice.framework.session import Session
 
 Obj = dict[str, Any]
-Edit = tuple[Obj | None, Obj | None]
+MIN_BUDGET = 2.0
+"""Seconds of CPU verification may always take (small clusters never come near it)."""
 
 
 class Verifier:
-    """Runs candidates against the settled cache of the explaining run."""
+    """Runs candidate changes of ``objects`` and says which admit the target."""
 
     def __init__(
         self,
-        state: SimulatedCluster,
-        nodes: list[Obj],
+        objects: list[Obj],
         target: Target,
-        pending: list[str],
         config: SchedulerConfig,
         host: PluginHost,
+        scheduler_name: str,
+        *,
+        budget: float = MIN_BUDGET,
+        pace: Pace | None = None,
     ) -> None:
-        self.state = state
-        self.nodes = nodes
+        self.objects = objects
         self.target = target
-        self.pending = set(pending)
         self.config = config
         self.host = host
+        self.scheduler_name = scheduler_name
+        self.budget = budget
+        self.pace = pace
         self.runs = 0
-
-    def _touched(self, change: Obj) -> list[Obj]:
-        """The objects ``change`` may edit, as the settled cluster has them."""
-        state = self.state
-        pods = list(state.pods.values())
-        out: list[Obj] = [p for p in target_pods(pods, self.target) if _key(p) in self.pending]
-        kind = change["kind"]
-        if kind in ("node-label", "add-node"):
-            out += self.nodes
-        elif kind == "queue-capability":
-            out += [q for q in state.queues.values() if q["metadata"]["name"] == change["queue"]]
-        elif kind == "evict":
-            gone = set(change["pods"])
-            out += [p for p in pods if _key(p) in gone]
-        return out
+        self.spent = 0.0
+        """Seconds of this thread's CPU the runs took."""
 
     def admits(self, change: Obj) -> bool:
-        """Does one session on the settled snapshot, with ``change`` made, place the job?"""
+        """Does the run of the changed objects place every waiting pod of the target?"""
+        if self.spent >= self.budget:
+            return False
         self.runs += 1
-        before = copy_objects(self._touched(change))
-        after = apply_change(before, change, self.target)
-        edits = _diff(self._touched(change), after)
-        self._deliver(edits)
+        started = time.thread_time()
         try:
-            recorder = CycleRecorder(0)
-            session = Session.open(
-                self.state.snapshot(), self.config, self.host, committer=recorder
+            changed = apply_change(self.objects, change, self.target)
+            result = run_cluster(
+                changed,
+                self.target,
+                self.config,
+                self.host,
+                self.scheduler_name,
+                detail=False,
+                until_placed=True,
+                pace=self.pace,
             )
-            recorder.session = session
-            try:
-                try:
-                    run_actions(session)
-                finally:
-                    session.close()
-            finally:
-                session.dispose()
         finally:
-            self._deliver([(new, old) for old, new in reversed(edits)])
-        bound = {task.key for task, _, _ in recorder.binds}
-        return self.pending <= bound
-
-    def _deliver(self, edits: list[Edit]) -> None:
-        """Each (old, new) as the watch would: ADDED, MODIFIED or DELETED."""
-        cache = self.state.cache
-        for old, new in edits:
-            obj = new if new is not None else old
-            assert obj is not None
-            kind = obj.get("kind")
-            if kind == "Node":
-                handler: Any = cache.nodes
-            elif kind == "Queue":
-                handler = cache.queues
-            elif (obj.get("spec") or {}).get("nodeName"):
-                handler = cache.assigned_pods
-            else:
-                handler = cache.pending_pods
-            if old is None:
-                handler.on_add(new)
-            elif new is None:
-                handler.on_delete(old)
-            else:
-                handler.on_update(old, new)
-
-
-def _diff(before: list[Obj], after: list[Obj]) -> list[Edit]:
-    """(old, new) per object that ``after`` adds, removes or changes (by kind and key)."""
-
-    def ident(obj: Obj) -> tuple[str, str]:
-        return str(obj.get("kind")), _key(obj)
-
-    old = {ident(o): o for o in before}
-    new = {ident(o): o for o in after}
-    edits: list[Edit] = []
-    for key, obj in old.items():
-        if key not in new:
-            edits.append((obj, None))
-        elif new[key] != obj:
-            edits.append((obj, new[key]))
-    edits += [(None, obj) for key, obj in new.items() if key not in old]
-    return edits
+            self.spent += time.thread_time() - started
+        return result.exists and not result.pending and bool(result.placed)

@@ -29,7 +29,7 @@ from typing import Any
 from pumice.cache import ClusterCache
 from pumice.commands.cluster_input import read_cluster
 from pumice.commands.common import load_checked, load_validated
-from pumice.commands.explain import Suggestions
+from pumice.commands.explain import daemon_suggestions
 from pumice.daemon import Daemon, DaemonOptions
 from pumice.daemon.leadership import default_identity
 from pumice.daemon.shadow import ShadowDaemon, ShadowOptions
@@ -250,7 +250,7 @@ def run(args: argparse.Namespace) -> int:
                 config_path=args.config,
                 config_loader=load_validated,
                 record=record,
-                suggester=Suggestions(config, host),
+                suggester=daemon_suggestions,
             )
             daemon = Daemon(options) if shadow is None else ShadowDaemon(options, shadow)
             with contextlib.suppress(NotImplementedError, RuntimeError):

@@ -123,6 +123,8 @@ class Daemon:
         """When the loop last turned (monotonic): /livez's sign of life."""
         self.notifier = Notifier.from_environment()
         self.last: CycleOutcome | None = None
+        self.in_cycle = False
+        """A cycle (its session, its commits) is under way."""
         self.synced = False
         """Every informer's initial list is in the cache."""
         self.health: HealthServer | None = None
@@ -214,7 +216,9 @@ class Daemon:
                     partial(nominate, status_kube),
                 )
                 self.work.on_bound_uid = self.metrics.bound
-            advisor = Advisor(self.options.suggester) if self.options.suggester else None
+            advisor = None
+            if self.options.suggester is not None and not self.dry_run:  # nothing to write to
+                advisor = Advisor(self.options.suggester, self.running_config, self.bind_work_due)
             self.reporter = Reporter(cache, self.work, self.dry_run, advisor)
             await self._loop(cache)
             if self.leadership.lost.is_set():
@@ -226,6 +230,8 @@ class Daemon:
             return 1 if self.options.until_idle and self.last and self.last.failed else 0
         finally:
             self.notifier.stopping()
+            if self.reporter is not None and self.reporter.advisor is not None:
+                self.reporter.advisor.stop()  # a search ends at its next step
             if self.work is not None:
                 await self.work.cancel()
             # After the binds: a standby must not take over while ours are still in flight.
@@ -420,6 +426,21 @@ class Daemon:
         busy = self.work is not None and self.work.in_flight > 0
         return changed and since >= STATUS_REFRESH and not busy
 
+    def running_config(self) -> tuple[SchedulerConfig, PluginHost]:
+        """The config and plugin host in force now (a reload swaps both)."""
+        return self.options.config, self.options.host
+
+    def bind_work_due(self) -> bool:
+        """Is a cycle running, a bind or eviction in flight, or one about to be decided (pods
+        arrived since the last session, pods backing off, the last cycle committed)? The
+        suggestion search (``pumice.daemon.advice``) waits while so; it asks from its own
+        thread, so this only reads."""
+        if self.in_cycle or self._arrived.is_set() or self._committed_last():
+            return True
+        if self.work is not None and self.work.in_flight > 0:
+            return True
+        return self.cache is not None and self.cache.holding()
+
     def _committed_last(self) -> bool:
         # A dry-run commit changes nothing: the next session would only log it again.
         if self.dry_run or self.last is None:
@@ -442,9 +463,11 @@ class Daemon:
         # Every line logged for this cycle — in the worker thread, and by the binds it hands
         # back (their callbacks carry this context) — says which cycle it belongs to.
         structlog.contextvars.bind_contextvars(cycle=self.cycles + 1)
+        self.in_cycle = True
         try:
             return await self._cycle(cache)
         finally:
+            self.in_cycle = False
             structlog.contextvars.unbind_contextvars("cycle")
 
     async def _cycle(self, cache: ClusterCache) -> CycleOutcome:

@@ -15,6 +15,7 @@ log line is all.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from pumice.cache import ClusterCache, PodState
 from pumice.daemon.advice import Advisor
@@ -40,10 +41,13 @@ class Reporter:
         cycle: ``pumice.daemon.advice``)."""
         self._said: dict[str, str] = {}
         self._podgroup_said: dict[str, str] = {}
+        self._podgroups: dict[str, dict[str, Any]] = {}
+        """The last cycle's PodGroup statuses (suggestions found later are written on them)."""
 
     def report(self, outcome: CycleOutcome) -> None:
         if self.advisor is not None:
             self.advisor.decorate(outcome)
+            self._podgroups = outcome.podgroups
         self._pending(outcome)
         self.report_problems()
         if not self.dry_run:
@@ -79,7 +83,16 @@ class Reporter:
         )
 
     def report_problems(self) -> None:
-        """Bad objects (they never reach a session): each reason once."""
+        """Bad objects (they never reach a session): each reason once. Suggestions a search
+        found after the last cycle (``Advisor.late``)."""
+        if self.advisor is not None and not self.dry_run and self.work is not None:
+            writer = self.work.writer
+            for key, status in self.advisor.late(self._podgroups).items():
+                group = self.cache.podgroups.get(key)
+                if group is None or same_podgroup_status(group.obj.get("status"), status):
+                    continue
+                namespace, name = key.split("/", 1)
+                self.work.write(writer.podgroup_status(namespace, name, status))
         for entry in self.cache.entries(PodState.BLOCKED):
             self._tell_pod(entry.uid, entry.reason)
         for key, group in self.cache.podgroups.items():

@@ -252,6 +252,9 @@ class SchedulerSettings:
     tie_break: Literal["deterministic", "random"] = "deterministic"
     record: RecordSettings | None = None
     """None: no flight recorder."""
+    suggestions: bool = True
+    """Search, outside the cycles, what would admit an unschedulable PodGroup and append it
+    to its condition (``pumice.daemon.advice``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -98,6 +98,7 @@ SCHEDULER_KEYS = (
     "plugins",
     "tieBreak",
     "record",
+    "suggestions",
 )
 RECORD_KEYS = ("dir", "keepCycles", "maxBytes")
 LEADER_KEYS = (
@@ -340,6 +341,7 @@ class _Parser:
             plugin_packages=self.plugin_packages(section.get("plugins")),
             tie_break="random" if tie_break == "random" else "deterministic",
             record=self.record(section.get("record")),
+            suggestions=self.flag(section, path, "suggestions", default.suggestions),
         )
 
     def record(self, value: object) -> RecordSettings | None:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from pumice.conf import __file__ as conf_init
-from support.manifests import node, pod, run_cli, write_yaml
+from support.manifests import gang_pods, node, pod, podgroup, run_cli, write_yaml
 
 Capsys = pytest.CaptureFixture[str]
 PENDING = str(Path(conf_init).parent / "examples" / "pending.yaml")
@@ -105,3 +105,52 @@ def test_a_gang_member_is_admitted_with_its_gang(capsys: Capsys) -> None:
     assert got["queue"]["request"] == {"cpu": "1", "memory": "1Gi"}
     change = {"kind": "queue-capability", "queue": "research", "resource": "cpu", "to": "16"}
     assert [s["change"] for s in got["suggestions"]] == [change]
+
+
+def test_status_is_bound_only_for_what_is_bound(tmp_path: Path, capsys: Capsys) -> None:
+    gated = pod("gated", extra_spec={"schedulingGates": [{"name": "example.com/wait"}]})
+    objects = [
+        node("n1"),
+        pod("theirs", scheduler="default-scheduler"),
+        pod("done", phase="Succeeded"),
+        gated,
+        podgroup("empty", 2),
+        podgroup("running", 2),
+        *gang_pods("running", 2, node_name="n1"),
+        podgroup("half", 2),
+        pod("half-0", group="half", node_name="n1"),
+        pod("half-1", group="half"),
+    ]
+    cluster = str(write_yaml(tmp_path / "c.yaml", objects))
+    got = report(capsys, cluster, "--pod", "default/theirs")
+    assert got["status"] == "pending" and got["nodes"] == {}
+    assert got["blockers"][0] == {
+        "action": "cache",
+        "plugin": "",
+        "message": "pod default/theirs is for scheduler 'default-scheduler', not 'pumice'",
+    }
+    assert got["queue"] == {"name": "default"}  # no session saw it
+    got = report(capsys, cluster, "--pod", "default/gated")
+    assert got["status"] == "pending"
+    assert got["blockers"][0]["message"] == (
+        "pod default/gated waits for its scheduling gates: example.com/wait"
+    )
+    assert report(capsys, cluster, "--pod", "default/done")["status"] == "finished"
+    got = report(capsys, cluster, "--podgroup", "default/empty")
+    assert got["status"] == "pending"
+    assert got["blockers"][0]["message"] == "podgroup default/empty has no pods (minMember 2)"
+    got = report(capsys, cluster, "--podgroup", "default/running")
+    assert got["status"] == "bound"
+    assert got["nodes"] == {"default/running-0": "n1", "default/running-1": "n1"}
+    got = report(capsys, cluster, "--podgroup", "default/half")
+    assert got["status"] == "placed"
+    assert got["nodes"] == {"default/half-0": "n1", "default/half-1": "n1"}
+
+
+def test_a_placed_targets_queue_allocation_is_without_it(tmp_path: Path, capsys: Capsys) -> None:
+    objects = [node("n1", "8"), pod("old", "2", node_name="n1"), pod("new", "1")]
+    cluster = str(write_yaml(tmp_path / "c.yaml", objects))
+    got = report(capsys, cluster, "--pod", "default/new")
+    assert got["status"] == "placed"
+    assert got["queue"]["allocated"] == {"cpu": "2", "memory": "1Gi"}
+    assert got["queue"]["request"] == {"cpu": "1", "memory": "1Gi"}
