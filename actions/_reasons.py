@@ -8,23 +8,23 @@ of a job its queue cannot admit.
 
 from __future__ import annotations
 
-from pumice import FIT_TOLERANCE, Feasibility, Session, TaskInfo
+from pumice import FIT_TOLERANCE, ActionContext, Feasibility, TaskInfo
 
 
-def no_node_message(session: Session, task: TaskInfo) -> str | None:
+def no_node_message(context: ActionContext, task: TaskInfo) -> str | None:
     """The message when no node passes the predicates with room for ``task`` in its future
     idle resources (idle + releasing - pipelined); None when some node could take it."""
-    feasibility = session.predicate(task)
-    _, future = session.fit(task)
+    feasibility = context.predicate(task)
+    _, future = context.fit(task)
     if (feasibility.mask & future).any():
         return None
-    return why_not(session, task, feasibility)
+    return why_not(context, task, feasibility)
 
 
-def why_not(session: Session, task: TaskInfo, feasibility: Feasibility) -> str:
+def why_not(context: ActionContext, task: TaskInfo, feasibility: Feasibility) -> str:
     """The message for a task that found no node: the predicates' reasons per node, and
     ``Insufficient <resource>`` for the nodes that passed them but lack room."""
-    table = session.table
+    table = context.table
     request = table.vector(task.resreq)
     short_future = (request - table.future_idle) > FIT_TOLERANCE
     return feasibility.message(short_future, table.dims)

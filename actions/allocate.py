@@ -1,34 +1,34 @@
 """``allocate``: place the pending tasks of admitted jobs, queue by queue, gang by gang.
 
 Which jobs. A Pending job is skipped when ``enqueue`` is among the configured actions (it has
-not been admitted) and otherwise promoted to Inqueue here. A job that ``session.job_valid``
-refuses is skipped with the refusal recorded in ``session.job_reasons``, and so is a job whose
-queue is not in the session. Of the rest, each job's pending tasks that request something
+not been admitted) and otherwise promoted to Inqueue here. A job that ``context.job_valid``
+refuses is skipped with the refusal recorded in ``context.job_reasons``, and so is a job whose
+queue is not in the context. Of the rest, each job's pending tasks that request something
 (best-effort tasks are left to ``backfill``) form its worksheet, in task order.
 
 The loop. Queues are taken in queue order and put back after every job step, so their order
 (share, priority) is decided again with the allocations just made. A queue that
-``session.overused`` reports is dropped for the rest of the action. From the queue, the first
+``context.overused`` reports is dropped for the rest of the action. From the queue, the first
 job in job order takes a step with a fresh statement: its tasks are taken in order; a task that
-``session.allocatable(queue, task)`` refuses is skipped; the others go to a node (below). The
-step ends when the job is ready (``session.job_ready``), when the worksheet is empty, or when a
+``context.allocatable(queue, task)`` refuses is skipped; the others go to a node (below). The
+step ends when the job is ready (``context.job_ready``), when the worksheet is empty, or when a
 task found no node and the job cannot become ready without it. Then:
 
 * ready: the statement is committed (binds go to the committer), and the job is put back if
   its worksheet still has tasks;
-* not ready but pipelined (``session.job_pipelined``): the statement is kept, neither committed
+* not ready but pipelined (``context.job_pipelined``): the statement is kept, neither committed
   nor discarded, so its placements hold their resources for the rest of the session;
 * otherwise the statement is discarded and the job leaves the loop.
 
 Choosing a node, with numpy over the whole ``NodeTable`` (no loop over (task, node) pairs):
-feasible nodes pass ``session.predicate(task)`` and have the request within their future idle
+feasible nodes pass ``context.predicate(task)`` and have the request within their future idle
 resources (idle + releasing - pipelined, all dimensions, ``FIT_TOLERANCE`` of slack). Nodes where
 the request also fits the idle resources are preferred; only when there is none are the nodes
 that fit only once releasing tasks are gone used. A single candidate is taken as is; otherwise
-``session.choose_node`` chooses as ``session.best_node`` would over ``session.node_scores``,
-from the shape's ``session.candidates`` that the session keeps current row by row. The task is
+``context.choose_node`` chooses as ``context.best_node`` would over ``context.node_scores``,
+from the shape's ``context.candidates`` that the session keeps current row by row. The task is
 allocated when it fits idle, pipelined otherwise. A task with no feasible node gets, in
-``session.task_reasons``, the kube-scheduler style message ``0/N nodes are available: …``
+``context.task_reasons``, the kube-scheduler style message ``0/N nodes are available: …``
 counting each predicate reason once per node, and ``Insufficient <resource>`` once per node and
 per short dimension for the nodes that passed every predicate but lack resources; the parts are
 sorted as strings.
@@ -50,7 +50,7 @@ Differences from Volcano:
 * a task skipped by ``allocatable`` and the jobs left in an overused queue get a reason too, so
   ``kubectl describe`` says why they wait. Node reasons come first: a task that no node could
   take even if its queue allowed it is given the ``0/N nodes are available`` message; otherwise
-  the queue's own figures, as ``session.allocatable_reason`` / ``session.overused_reason``
+  the queue's own figures, as ``context.allocatable_reason`` / ``context.overused_reason``
   explain them (``queue q: cpu allocated 14 + request 2 exceeds deserved 15``);
 * the message is kube-scheduler's (``0/N nodes are available: `` + the ``"<count> <reason>"``
   parts sorted as strings + ``.``), not Volcano's "are unavailable" wording.
@@ -71,13 +71,13 @@ import numpy.typing as npt
 from pumice import (
     ALLOCATED_STATUSES,
     Action,
+    ActionContext,
     Arguments,
     ArgumentSpec,
     JobInfo,
     JobInvalid,
     QueueInfo,
     Resource,
-    Session,
     Statement,
     StatementError,
     TaskInfo,
@@ -128,15 +128,15 @@ class AllocateAction(Action):
         super().__init__(arguments)
         self.error_cache: bool = arguments.get_bool(ERROR_CACHE, True)
 
-    def execute(self, session: Session) -> None:
-        _Run(session, self.error_cache).run()
+    def execute(self, context: ActionContext) -> None:
+        _Run(context, self.error_cache).run()
 
 
 class _Run:
-    """One execution of the action over one session."""
+    """One execution of the action over one context."""
 
-    def __init__(self, session: Session, error_cache: bool) -> None:
-        self.session = session
+    def __init__(self, context: ActionContext, error_cache: bool) -> None:
+        self.context = context
         self.error_cache = error_cache
         self._seq = itertools.count()
         self._no_node_said: dict[tuple[str, Hashable, int], str | None] = {}
@@ -144,71 +144,71 @@ class _Run:
     # -- which jobs -------------------------------------------------------------------------
 
     def _candidates(self) -> Iterator[_JobState]:
-        session = self.session
-        enqueue_configured = "enqueue" in session.config.actions
-        for job in list(session.jobs.values()):
+        context = self.context
+        enqueue_configured = "enqueue" in context.configured_actions
+        for job in list(context.jobs.values()):
             if job.is_pending():
                 if enqueue_configured:
                     continue
-                admit = session.statement()
+                admit = context.statement()
                 admit.enqueue(job, INQUEUE)
                 admit.commit()
-            invalid = session.job_valid(job)
+            invalid = context.job_valid(job)
             if invalid is not None:
-                session.job_reasons[job.uid] = describe_invalid(invalid)
+                context.job_reasons[job.uid] = describe_invalid(invalid)
                 continue
-            queue = session.queues.get(job.queue)
+            queue = context.queues.get(job.queue)
             if queue is None:
-                session.job_reasons[job.uid] = f"queue {job.queue} not found"
+                context.job_reasons[job.uid] = f"queue {job.queue} not found"
                 continue
             if job.count(TaskStatus.PENDING) == job.pending_best_effort_num:
                 continue
-            job = session.job_for_update(job)
+            job = context.job_for_update(job)
             tasks = [t for t in job.tasks_in(TaskStatus.PENDING) if not t.best_effort]
-            worksheet = session.sort_tasks(tasks)
+            worksheet = context.sort_tasks(tasks)
             worksheet.reverse()
             yield _JobState(job, queue, worksheet)
 
     # -- the loop ---------------------------------------------------------------------------
 
     def run(self) -> None:
-        session = self.session
+        context = self.context
         jobs_of: dict[str, list[tuple[Any, int, _JobState]]] = {}
         queues: dict[str, QueueInfo] = {}
         for state in self._candidates():
             queues[state.queue.name] = state.queue
             heap = jobs_of.setdefault(state.queue.name, [])
-            heap.append((session.job_order_key(state.job), next(self._seq), state))
+            heap.append((context.job_order_key(state.job), next(self._seq), state))
         for heap in jobs_of.values():
             heapq.heapify(heap)
-        queue_heap = [(session.queue_order_key(q), next(self._seq), q) for q in queues.values()]
+        queue_heap = [(context.queue_order_key(q), next(self._seq), q) for q in queues.values()]
         heapq.heapify(queue_heap)
         while queue_heap:
             _, _, queue = heapq.heappop(queue_heap)
             jobs = jobs_of[queue.name]
-            if session.overused(queue):
+            if context.overused(queue):
                 self._held_by_overused(queue, [left for _, _, left in jobs])
                 continue
             if not jobs:
                 continue
             _, _, state = heapq.heappop(jobs)
             statement = self._step(state)
-            if statement is not None and session.job_ready(state.job):
+            if statement is not None and context.job_ready(state.job):
                 statement.commit()
                 if state.worksheet:
-                    heapq.heappush(jobs, (session.job_order_key(state.job), next(self._seq), state))
-            heapq.heappush(queue_heap, (session.queue_order_key(queue), next(self._seq), queue))
+                    heapq.heappush(jobs, (context.job_order_key(state.job), next(self._seq), state))
+            heapq.heappush(queue_heap, (context.queue_order_key(queue), next(self._seq), queue))
 
     def _step(self, state: _JobState) -> Statement | None:
         """Place tasks of one job until it is ready; the statement, or None if discarded."""
-        session = self.session
+        context = self.context
         job, queue, worksheet = state.job, state.queue, state.worksheet
-        statement = session.statement()
+        statement = context.statement()
         while worksheet:
             task = worksheet.pop()
-            if not session.allocatable(queue, task):
-                session.task_reasons[task.uid] = self._no_node(queue, task) or (
-                    session.allocatable_reason(queue, task)
+            if not context.allocatable(queue, task):
+                context.task_reasons[task.uid] = self._no_node(queue, task) or (
+                    context.allocatable_reason(queue, task)
                     or f"queue {queue.name} does not allow more allocations now"
                 )
                 continue
@@ -217,17 +217,17 @@ class _Run:
             if reason is None:
                 reason = self._place(statement, task)
             if reason is not None:
-                session.task_reasons[task.uid] = reason
+                context.task_reasons[task.uid] = reason
                 state.failed_roles.add(task.role)
                 if key is not None:
                     state.errors[key] = reason
                 if self._keep_going(state):
                     continue
                 break
-            session.task_reasons.pop(task.uid, None)
-            if session.job_ready(job):
+            context.task_reasons.pop(task.uid, None)
+            if context.job_ready(job):
                 break
-        if session.job_ready(job) or session.job_pipelined(job):
+        if context.job_ready(job) or context.job_pipelined(job):
             return statement
         statement.discard()
         return None
@@ -253,11 +253,11 @@ class _Run:
 
     def _place(self, statement: Statement, task: TaskInfo) -> str | None:
         """Allocate or pipeline ``task`` on the best node; None, or why it could not be."""
-        session = self.session
-        table = session.table
-        candidates = session.candidates(task)
+        context = self.context
+        table = context.table
+        candidates = context.candidates(task)
         if not candidates.future_count:
-            return why_not(self.session, task, candidates.feasibility())
+            return why_not(self.context, task, candidates.feasibility())
         nominated = nominated_node(task)
         node_name: str | None
         if nominated in table and candidates.future[table.row(nominated)]:
@@ -266,9 +266,9 @@ class _Run:
             node_name = nominated
         else:
             now = candidates.now_count > 0
-            node_name = session.choose_node(task, candidates, now)
+            node_name = context.choose_node(task, candidates, now)
         if node_name is None:  # pragma: no cover - choose_node names a node whenever feasible
-            return why_not(self.session, task, candidates.feasibility())
+            return why_not(self.context, task, candidates.feasibility())
         try:
             if now:
                 statement.allocate(task, node_name)
@@ -283,19 +283,19 @@ class _Run:
     def _held_by_overused(self, queue: QueueInfo, left: list[_JobState]) -> None:
         """Reasons for the jobs left in a queue that has reached its share: a task that fits
         no node is told so; for the rest, the queue's figures."""
-        session = self.session
-        why = session.overused_reason(queue) or f"queue {queue.name} is overused"
+        context = self.context
+        why = context.overused_reason(queue) or f"queue {queue.name} is overused"
         for state in left:
-            session.job_reasons.setdefault(state.job.uid, why)
+            context.job_reasons.setdefault(state.job.uid, why)
             for task in state.worksheet:
                 no_node = self._no_node(queue, task)
                 if no_node is not None:
-                    session.task_reasons[task.uid] = no_node
+                    context.task_reasons[task.uid] = no_node
 
     def _no_node(self, queue: QueueInfo, task: TaskInfo) -> str | None:
         """``no_node_message`` for a task its queue holds back, kept per queue, shape and
         table version."""
-        key = (queue.name, task.shape, self.session.table.version)
+        key = (queue.name, task.shape, self.context.table.version)
         if key not in self._no_node_said:
-            self._no_node_said[key] = no_node_message(self.session, task)
+            self._no_node_said[key] = no_node_message(self.context, task)
         return self._no_node_said[key]

@@ -1,14 +1,14 @@
 """``backfill``: place best-effort tasks (pods that request nothing) on any node that admits them.
 
-Jobs that are admitted (not Pending), valid (``session.job_valid``) and whose queue is in the
+Jobs that are admitted (not Pending), valid (``context.job_valid``) and whose queue is in the
 session are taken in queue order, then job order; their pending best-effort tasks in task
 order. Since such a task requests no resources, only the predicates decide where it may go
-(``session.predicate(task)``; the pod-count limit is the predicates' business too); among those
-nodes ``session.node_scores`` and ``session.best_node`` choose. The task is allocated in a
-statement per job, and the statement is committed as soon as ``session.job_ready(job)`` holds
+(``context.predicate(task)``; the pod-count limit is the predicates' business too); among those
+nodes ``context.node_scores`` and ``context.best_node`` choose. The task is allocated in a
+statement per job, and the statement is committed as soon as ``context.job_ready(job)`` holds
 (a best-effort task counts as ready while pending, so a job of best-effort tasks is ready from
 the start). A task that no node admits gets the predicates' ``0/N nodes are available: …`` in
-``session.task_reasons``.
+``context.task_reasons``.
 
 Differences from Volcano:
 
@@ -27,9 +27,9 @@ from __future__ import annotations
 from pumice import (
     FIT_TOLERANCE,
     Action,
+    ActionContext,
     JobInfo,
     QueueInfo,
-    Session,
     Statement,
     StatementError,
     TaskInfo,
@@ -42,50 +42,50 @@ class BackfillAction(Action):
 
     declared_arguments = ()  # no arguments: any given is warned about
 
-    def execute(self, session: Session) -> None:
+    def execute(self, context: ActionContext) -> None:
         work: dict[str, list[tuple[JobInfo, list[TaskInfo]]]] = {}
         queues: dict[str, QueueInfo] = {}
-        for job in list(session.jobs.values()):
+        for job in list(context.jobs.values()):
             if job.is_pending():
                 continue
             tasks = [t for t in job.tasks_in(TaskStatus.PENDING) if t.best_effort]
             if not tasks:
                 continue
-            queue = session.queues.get(job.queue)
-            if queue is None or session.job_valid(job) is not None:
+            queue = context.queues.get(job.queue)
+            if queue is None or context.job_valid(job) is not None:
                 continue
-            job = session.job_for_update(job)
+            job = context.job_for_update(job)
             tasks = [t for t in job.tasks_in(TaskStatus.PENDING) if t.best_effort]
             queues[queue.name] = queue
             work.setdefault(queue.name, []).append((job, tasks))
-        for queue in session.sort_queues(queues.values()):
+        for queue in context.sort_queues(queues.values()):
             entries = work[queue.name]
-            order = {id(job): session.job_order_key(job) for job, _ in entries}
+            order = {id(job): context.job_order_key(job) for job, _ in entries}
             entries.sort(key=lambda entry: order[id(entry[0])])
             for job, tasks in entries:
-                self._backfill_job(session, job, session.sort_tasks(tasks))
+                self._backfill_job(context, job, context.sort_tasks(tasks))
 
-    def _backfill_job(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> None:
-        statement = session.statement()
+    def _backfill_job(self, context: ActionContext, job: JobInfo, tasks: list[TaskInfo]) -> None:
+        statement = context.statement()
         for task in tasks:
-            reason = self._place(session, statement, task)
+            reason = self._place(context, statement, task)
             if reason is not None:
-                session.task_reasons[task.uid] = reason
+                context.task_reasons[task.uid] = reason
                 continue
-            session.task_reasons.pop(task.uid, None)
-            if session.job_ready(job):
+            context.task_reasons.pop(task.uid, None)
+            if context.job_ready(job):
                 statement.commit()
         statement.discard()
 
     @staticmethod
-    def _place(session: Session, statement: Statement, task: TaskInfo) -> str | None:
-        table = session.table
-        feasibility = session.predicate(task)
+    def _place(context: ActionContext, statement: Statement, task: TaskInfo) -> str | None:
+        table = context.table
+        feasibility = context.predicate(task)
         overcommitted = table.idle < -FIT_TOLERANCE
         mask = feasibility.mask & ~overcommitted.any(axis=1)
         if not mask.any():
             return feasibility.message(overcommitted, table.dims)
-        node = session.best_node(task, session.node_scores(task, mask), mask)
+        node = context.best_node(task, context.node_scores(task, mask), mask)
         if node is None:  # pragma: no cover - best_node names a node whenever one is feasible
             return f"0/{len(table)} nodes are available."
         try:

@@ -4,10 +4,10 @@ Every queue that has Pending jobs (phase Pending or unset) is taken in queue ord
 jobs in job order; the queue is put back after each job so that its place is decided again.
 A job is admitted, by a statement that sets its phase to Inqueue in the session (and tells the
 plugins through ``job_enqueued``), when it has no ``min_resources`` (the PodGroup does not set
-``minResources``; an empty one counts as set) or when ``session.job_enqueueable(job)`` agrees
+``minResources``; an empty one counts as set) or when ``context.job_enqueueable(job)`` agrees
 (the plugins' vote, e.g. proportion's "does the queue still have room for its minimum"). A job
 that is turned down stays
-Pending until the next session, and its reason is recorded in ``session.job_reasons``: the
+Pending until the next session, and its reason is recorded in ``context.job_reasons``: the
 nodes' (``0/N nodes are available: …``, also given to the task) when a pending task fits no
 node even with its queue empty, else the plugins' queue reason, else ``NOT_ADMITTED``. The
 phase is persisted by whoever writes PodGroup status at the end of the cycle.
@@ -24,7 +24,7 @@ import heapq
 import itertools
 from typing import Any
 
-from pumice import Action, JobInfo, QueueInfo, Session, TaskStatus
+from pumice import Action, ActionContext, JobInfo, QueueInfo, TaskStatus
 from pumice.actions._reasons import no_node_message
 
 INQUEUE = "Inqueue"
@@ -46,13 +46,13 @@ class EnqueueAction(Action):
 
     declared_arguments = ()  # no arguments: any given is warned about
 
-    def execute(self, session: Session) -> None:
+    def execute(self, context: ActionContext) -> None:
         pending: dict[str, list[JobInfo]] = {}
         queues: dict[str, QueueInfo] = {}
-        for job in session.jobs.values():
+        for job in context.jobs.values():
             if not job.is_pending() or _placed_lone_pod(job):
                 continue
-            queue = session.queues.get(job.queue)
+            queue = context.queues.get(job.queue)
             if queue is None:
                 continue
             queues[queue.name] = queue
@@ -60,10 +60,10 @@ class EnqueueAction(Action):
         if not pending:
             return
         # each queue's jobs, best first; popped from the end
-        ordered = {name: session.sort_jobs(jobs)[::-1] for name, jobs in pending.items()}
+        ordered = {name: context.sort_jobs(jobs)[::-1] for name, jobs in pending.items()}
         counter = itertools.count()
         heap: list[tuple[Any, int, QueueInfo]] = [
-            (session.queue_order_key(q), next(counter), q) for q in queues.values()
+            (context.queue_order_key(q), next(counter), q) for q in queues.values()
         ]
         heapq.heapify(heap)
         while heap:
@@ -72,16 +72,16 @@ class EnqueueAction(Action):
             if not jobs:
                 continue
             job = jobs.pop()
-            if self.admit(session, job):
-                statement = session.statement()
+            if self.admit(context, job):
+                statement = context.statement()
                 statement.enqueue(job, INQUEUE)
                 statement.commit()
             else:
-                self._refused(session, job)
-            heapq.heappush(heap, (session.queue_order_key(queue), next(counter), queue))
+                self._refused(context, job)
+            heapq.heappush(heap, (context.queue_order_key(queue), next(counter), queue))
 
     @staticmethod
-    def _refused(session: Session, job: JobInfo) -> None:
+    def _refused(context: ActionContext, job: JobInfo) -> None:
         """Why ``job`` stays Pending. Node reasons first: a pending task that no node could
         take even with its queue empty is given the ``0/N nodes are available`` message, and
         the job that message (the gang's own message names it as the origin); otherwise the
@@ -89,15 +89,15 @@ class EnqueueAction(Action):
         said: dict[object, str | None] = {}
         for task in job.tasks_in(PENDING):
             if task.shape not in said:
-                said[task.shape] = no_node_message(session, task)
+                said[task.shape] = no_node_message(context, task)
             no_node = said[task.shape]
             if no_node is not None:
-                session.task_reasons[task.uid] = no_node
-                session.job_reasons[job.uid] = no_node
-        session.job_reasons.setdefault(job.uid, NOT_ADMITTED)
+                context.task_reasons[task.uid] = no_node
+                context.job_reasons[job.uid] = no_node
+        context.job_reasons.setdefault(job.uid, NOT_ADMITTED)
 
     @staticmethod
-    def admit(session: Session, job: JobInfo) -> bool:
+    def admit(context: ActionContext, job: JobInfo) -> bool:
         """A job without minResources is admitted as is; otherwise the plugins vote.
 
         A PodGroup that sets ``minResources`` at all, even to nothing, is put to the vote (as in
@@ -105,4 +105,4 @@ class EnqueueAction(Action):
         """
         if job.min_resources is None:
             return True
-        return session.job_enqueueable(job)
+        return context.job_enqueueable(job)

@@ -1,7 +1,7 @@
 """``preempt``: starving jobs take room from less important tasks of their own queue.
 
-Preemptors. Jobs that are admitted (not Pending), valid (``session.job_valid``), whose queue is
-in the session, that ``session.job_starving`` reports as starving and that have Pending tasks.
+Preemptors. Jobs that are admitted (not Pending), valid (``context.job_valid``), whose queue is
+in the context, that ``context.job_starving`` reports as starving and that have Pending tasks.
 A task whose pod says ``preemptionPolicy: Never`` never preempts.
 
 Per queue, in queue order:
@@ -10,7 +10,7 @@ Per queue, in queue order:
    the job is still starving, its Pending tasks in task order each try to preempt, with victims
    drawn from *other* jobs of the *same* queue (a task equal to one that already failed in this
    statement, in shape and priority, is not tried again: nothing changed that could help it).
-   Then, if ``session.job_pipelined(job)`` (the job can run with what it holds and is
+   Then, if ``context.job_pipelined(job)`` (the job can run with what it holds and is
    promised), the statement is committed: the evictions go to the committer and each pipelined
    preemptor is nominated for its node (``nominatedNodeName``), so the room it waits for is not
    given to anyone else. Otherwise the statement is discarded: nothing is evicted for a job that
@@ -19,19 +19,19 @@ Per queue, in queue order:
    statement of its own, may evict tasks of its *own* job. The first task that cannot be
    placed ends that job's turn (its statement is discarded); the others are committed.
 
-One task's attempt: the nodes that pass ``session.predicate(task)`` or fail only for a reason
+One task's attempt: the nodes that pass ``context.predicate(task)`` or fail only for a reason
 that evictions may cure (``Feasibility.preemption_candidates``: too many pods, host ports, the
-pod-to-pod filters' resolvable reasons), best score first (``session.node_scores``; ties by
+pod-to-pod filters' resolvable reasons), best score first (``context.node_scores``; ties by
 node name). On each node the candidates are its Bound or
 Running tasks that are preemptable (``volcano.sh/preemptable`` not false) and pass the step's
-filter (a best-effort preemptor only takes from best-effort tasks); ``session.preemptable``
+filter (a best-effort preemptor only takes from best-effort tasks); ``context.preemptable``
 names the victims (tier rules, conformance's protections first). The node is skipped unless
 its future idle resources plus the victims' requests cover the task. Victims are evicted, the
 one that would be scheduled last first, until the task fits the node's future idle resources,
-``session.allocatable(queue, task)`` holds and every predicate passes the task on the node as
-it will be once the evicted pods are gone (``predicate_once_gone``); then the task is pipelined
-there. If that never
-happens the node's evictions are undone and the next node is tried.
+``context.allocatable(queue, task)`` holds and every predicate passes the task on the node as
+it will be once the evicted pods are gone (``context.predicate_once_gone``); then the task is
+pipelined there. If that never happens the node's evictions are undone and the next node is
+tried.
 
 Evictions carry the reason ``preempted by <namespace>/<name> (action preempt)``.
 
@@ -59,10 +59,10 @@ import numpy as np
 from pumice import (
     PREEMPTABLE_STATUSES,
     Action,
+    ActionContext,
     JobInfo,
     NodeInfo,
     QueueInfo,
-    Session,
     Statement,
     TaskInfo,
 )
@@ -80,53 +80,53 @@ class PreemptAction(Action):
 
     declared_arguments = ()  # no arguments: any given is warned about
 
-    def execute(self, session: Session) -> None:
-        by_queue, queues = starving_jobs_by_queue(session)
-        for queue in session.sort_queues(queues.values()):
+    def execute(self, context: ActionContext) -> None:
+        by_queue, queues = starving_jobs_by_queue(context)
+        for queue in context.sort_queues(queues.values()):
             # the session's own copies: statements change those, and job_starving /
             # job_pipelined must see what the statements did
-            jobs = [session.job_for_update(j) for j in session.sort_jobs(by_queue[queue.name])]
+            jobs = [context.job_for_update(j) for j in context.sort_jobs(by_queue[queue.name])]
             for job in jobs:
-                self._between_jobs(session, queue, job)
+                self._between_jobs(context, queue, job)
             for job in jobs:
-                self._within_job(session, queue, job)
+                self._within_job(context, queue, job)
 
-    def _between_jobs(self, session: Session, queue: QueueInfo, job: JobInfo) -> None:
-        statement = session.statement()
+    def _between_jobs(self, context: ActionContext, queue: QueueInfo, job: JobInfo) -> None:
+        statement = context.statement()
 
         def other_job_same_queue(victim: TaskInfo) -> bool:
-            other = session.jobs.get(victim.job)
+            other = context.jobs.get(victim.job)
             return other is not None and other.uid != job.uid and other.queue == job.queue
 
         failed: set[object] = set()
-        for task in session.sort_tasks(pending_tasks(job)):
-            if not session.job_starving(job):
+        for task in context.sort_tasks(pending_tasks(job)):
+            if not context.job_starving(job):
                 break
             if not may_preempt(task) or same_attempt(task) in failed:
                 continue
-            if not preempt(session, statement, queue, task, other_job_same_queue):
+            if not preempt(context, statement, queue, task, other_job_same_queue):
                 failed.add(same_attempt(task))
-        if session.job_pipelined(job):
+        if context.job_pipelined(job):
             statement.commit()
         else:
             statement.discard()
 
-    def _within_job(self, session: Session, queue: QueueInfo, job: JobInfo) -> None:
+    def _within_job(self, context: ActionContext, queue: QueueInfo, job: JobInfo) -> None:
         def same_job(victim: TaskInfo) -> bool:
             return victim.job == job.uid
 
-        for task in session.sort_tasks(pending_tasks(job)):
+        for task in context.sort_tasks(pending_tasks(job)):
             if not may_preempt(task):
                 continue
-            statement = session.statement()
-            if not preempt(session, statement, queue, task, same_job):
+            statement = context.statement()
+            if not preempt(context, statement, queue, task, same_job):
                 statement.discard()
                 break
             statement.commit()
 
 
 def preempt(
-    session: Session,
+    context: ActionContext,
     statement: Statement,
     queue: QueueInfo,
     task: TaskInfo,
@@ -134,12 +134,12 @@ def preempt(
 ) -> bool:
     """Try to make room for ``task`` by evicting victims that ``belongs`` allows; True if the
     task was pipelined (the evictions are in ``statement``)."""
-    feasible = session.predicate(task).preemption_candidates()
+    feasible = context.predicate(task).preemption_candidates()
     rows = np.flatnonzero(feasible)
     if len(rows) == 0:
         return False
-    scores = session.node_scores(task, feasible)
-    table = session.table
+    scores = context.node_scores(task, feasible)
+    table = context.table
     ordered: list[NodeInfo] = sorted(
         (table.nodes[int(r)] for r in rows),
         key=lambda node: (-float(scores[node.row]), node.name),
@@ -153,13 +153,13 @@ def preempt(
         return belongs(victim)
 
     return evict_for(
-        session,
+        context,
         statement,
         task,
         ordered,
         candidate,
-        session.preemptable,
-        lambda: session.allocatable(queue, task),
+        context.preemptable,
+        lambda: context.allocatable(queue, task),
         f"preempted by {task.key} (action preempt)",
         across_queues=False,
     )

@@ -61,11 +61,11 @@ from pumice import (
     JobInfo,
     NodeInfo,
     QueueInfo,
-    Session,
     TaskInfo,
 )
 from pumice.cache.pods import derive
-from pumice.framework.configparse import load_default_config
+from pumice.framework import Session, run_actions
+from pumice.framework.configfile import load_default_config
 from pumice.framework.host import PluginHost
 from pumice.framework.session import RecordingCommitter
 
@@ -108,7 +108,7 @@ def run_session(snap: ClusterSnapshot) -> tuple[Session, float]:
         session = Session.open(
             snap, config, host, committer=RecordingCommitter(), time_hooks=TIME_HOOKS
         )
-        session.run_actions()
+        run_actions(session)
         session.close()
         elapsed = time.process_time() - start
     finally:

@@ -30,6 +30,7 @@ from pumice.cache import ClusterCache
 from pumice.commands.common import load_checked
 from pumice.daemon.collector import CollectorPolicy
 from pumice.daemon.recorder import Recorder, tee
+from pumice.framework import run_actions
 from pumice.framework.committer import RecordingCommitter
 from pumice.framework.config import RecordSettings
 from pumice.framework.session import Session
@@ -106,7 +107,7 @@ class Driver:
             time_hooks=True,
         )
         try:
-            session.run_actions()
+            run_actions(session)
             session.close()
         finally:
             session.dispose()

@@ -23,7 +23,7 @@ from collections.abc import Callable
 import numpy as np
 
 from pumice import ClusterSnapshot, JobInfo, NodeInfo, QueueInfo, Resource, TaskInfo, TaskStatus
-from pumice.framework.configparse import parse_config
+from pumice.framework.configfile import parse_config
 from pumice.framework.host import PluginHost
 from pumice.framework.session import RecordingCommitter, Session
 from pumice.plugins._reservation_search import Candidates, choose

@@ -34,9 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import workload
 from bench_allocate import to_model
 
-from pumice import Session
 from pumice.commands.common import load_checked
-from pumice.framework.configparse import default_config_text, parse_config
+from pumice.framework import Session, run_actions
+from pumice.framework.configfile import default_config_text, parse_config
 from pumice.framework.session import RecordingCommitter
 
 GPU = "nvidia.com/gpu"
@@ -143,7 +143,7 @@ def decisions(gangs: int, rounds: int) -> None:
             snap = to_model(w)
             start = time.process_time()
             session = Session.open(snap, config, host, committer=RecordingCommitter())
-            session.run_actions()
+            run_actions(session)
             session.close()
             seconds[name] = min(seconds[name], time.process_time() - start)
             committer = session.committer

@@ -26,8 +26,7 @@ from collections.abc import Iterable
 import numpy as np
 import numpy.typing as npt
 
-from pumice import NodeTable
-from pumice.model.podterms import AffinityTerm, PodLinks
+from pumice import AffinityTerm, NodeTable, PodLinks
 from pumice.plugins._podindex import DomainCounter, Ident, Listener, OwnerKey, PodIndex
 
 BoolVector = npt.NDArray[np.bool_]

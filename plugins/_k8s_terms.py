@@ -51,10 +51,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pumice import NodeTable
-from pumice.model.terms import (
+from pumice import (
     ALL_ADDRESSES,
     HostPort,
+    NodeTable,
     Preferred,
     Requirement,
     Selector,

@@ -36,8 +36,17 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from pumice import COMPLETED_STATUSES, NodeTable, SessionView, TaskInfo, TaskStatus
-from pumice.model.podterms import AffinityTerm, LabelSelector, PodLinks, selector_matches
+from pumice import (
+    COMPLETED_STATUSES,
+    AffinityTerm,
+    LabelSelector,
+    NodeTable,
+    PodLinks,
+    SessionView,
+    TaskInfo,
+    TaskStatus,
+    selector_matches,
+)
 
 IntVector = npt.NDArray[np.int64]
 _and = int.__and__

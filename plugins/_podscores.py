@@ -29,8 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from pumice import NodeTable, SessionView, TaskInfo
-from pumice.model.podterms import SpreadConstraint
+from pumice import NodeTable, SessionView, SpreadConstraint, TaskInfo
 from pumice.plugins._interpod import TermIndex
 from pumice.plugins._k8s_terms import NodeTerms
 from pumice.plugins._podindex import (

@@ -13,32 +13,87 @@ and the figures, in the API server's canonical quantities (``2``, ``500m``, ``4G
   14 + inqueue 2 exceeds capability 15`` (``- elastic E`` when the queue's jobs hold something
   beyond their minimum), the limit being the queue's real capability, called ``capability``
   where it is the queue's own.
+
+The figures are proportion's ``QueueAttributes``, kept here so that proportion imports its
+reasons and nothing imports proportion back.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from dataclasses import dataclass, field
 
-from pumice import QueueInfo, Resource
-from pumice.model.resource import format_amount
+from pumice import QueueInfo, Resource, format_amount, sum_within
+
+_SLACK = 1e-6
+"""Relative tolerance when comparing a limit with the capability, and a sum with a limit."""
 
 
-class QueueFigures(Protocol):
-    """The figures of one queue that the reasons quote (proportion's ``QueueAttributes``;
-    ``pumice.plugins.proportion`` imports this module, so this one knows it by this shape)."""
+@dataclass(slots=True, eq=False)
+class QueueAttributes:
+    """Proportion's numbers for one queue in one session (see the module docstring)."""
 
     queue: QueueInfo
     weight: int
     capability: Resource | None
-    real_capability: Resource
-    allocated: Resource
-    inqueue: Resource
-    elastic: Resource
-    deserved: Resource
+    guarantee: Resource
+    real_capability: Resource = field(default_factory=Resource.zero)
+    held: dict[str, float] = field(default_factory=dict)
+    """``allocated`` as a plain dict that each allocation adds to in place: the same
+    additions in the same order as ``Resource.__add__`` makes (so the same floats), without
+    a new ``Resource`` per placement; ``allocated`` is made from it when asked."""
+    _allocated: Resource | None = None
+    request: Resource = field(default_factory=Resource.zero)
+    inqueue: Resource = field(default_factory=Resource.zero)
+    elastic: Resource = field(default_factory=Resource.zero)
+    deserved: Resource = field(default_factory=Resource.zero)
+    share: float = 0.0
+    _deserved_of: tuple[Resource, dict[str, float]] | None = None
+    """``deserved`` and its dimensions above zero with their amounts (``add_allocated``)."""
 
+    @property
+    def allocated(self) -> Resource:
+        """The requests of the queue's allocated tasks (an immutable value: a copy of
+        ``held`` as it is now)."""
+        known = self._allocated
+        if known is None:
+            known = self._allocated = Resource(self.held)
+        return known
 
-_SLACK = 1e-6
-"""Relative tolerance when comparing a limit with the capability, and a sum with a limit."""
+    @allocated.setter
+    def allocated(self, value: Resource) -> None:
+        self._allocated = value
+        self.held = value.to_dict()
+
+    def update_share(self) -> None:
+        share = 0.0
+        for name in self.deserved.names():
+            deserved = self.deserved[name]
+            share = max(share, self.held.get(name, 0.0) / deserved)
+        self.share = share
+
+    def add_allocated(self, added: Resource) -> None:
+        """``allocated += added`` and the share updated: only the fractions of the dimensions
+        ``added`` has can have grown, and the maximum of the others is the old share, so this
+        equals ``update_share`` without going over every deserved dimension."""
+        known = self._deserved_of
+        if known is None or known[0] is not self.deserved:
+            deserved = self.deserved
+            known = self._deserved_of = (deserved, {n: deserved[n] for n in deserved.names()})
+        positive = known[1]
+        held, share = self.held, self.share
+        for name, amount in added.items():
+            value = held[name] = held.get(name, 0.0) + amount
+            limit = positive.get(name)
+            if limit is not None:  # above zero, as ``deserved.names()`` lists them
+                fraction = value / limit
+                if fraction > share:
+                    share = fraction
+        self.share = share
+        self._allocated = None
+
+    def room_for(self, request: Resource) -> bool:
+        """``allocated + request <= deserved`` on the request's dimensions (``sum_within``)."""
+        return sum_within(self.held, request, self.deserved)
 
 
 def amount(name: str, value: float) -> str:
@@ -52,7 +107,7 @@ def _over(total: float, limit: float) -> bool:
     return total - limit > 1e-9 + _SLACK * abs(total)
 
 
-def _limit_name(attr: QueueFigures, name: str, limit: float) -> str:
+def _limit_name(attr: QueueAttributes, name: str, limit: float) -> str:
     """``capability`` where the queue's own capability sets ``name`` at ``limit``."""
     capability = attr.capability
     if capability is not None and name in capability.dimensions():
@@ -66,7 +121,7 @@ def not_open(queue: QueueInfo) -> str:
     return f"queue {queue.name} is not open (state {queue.state})"
 
 
-def allocatable_refusal(attr: QueueFigures, request: Resource) -> str | None:
+def allocatable_refusal(attr: QueueAttributes, request: Resource) -> str | None:
     """Why ``request`` may not be added to the queue's allocation, or None if it may."""
     if not attr.queue.is_open():
         return not_open(attr.queue)
@@ -83,7 +138,7 @@ def allocatable_refusal(attr: QueueFigures, request: Resource) -> str | None:
     return f"queue {attr.queue.name}: " + "; ".join(parts)
 
 
-def overused(attr: QueueFigures) -> str:
+def overused(attr: QueueAttributes) -> str:
     """Why the queue takes nothing more this session: its deserved share is reached."""
     names = sorted(attr.deserved.names())
     if not names:
@@ -96,7 +151,7 @@ def overused(attr: QueueFigures) -> str:
     return f"queue {attr.queue.name}: " + "; ".join(parts)
 
 
-def enqueue_refusal(attr: QueueFigures, minimum: Resource) -> str:
+def enqueue_refusal(attr: QueueAttributes, minimum: Resource) -> str:
     """Why a job's ``minResources`` does not fit what its queue may still reserve."""
     parts = []
     limit_of = attr.real_capability

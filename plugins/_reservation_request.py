@@ -22,9 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from pumice import QueueInfo, Resource
-from pumice.durations import DurationError, parse_duration
-from pumice.model.resource import format_amount
+from pumice import DurationError, QueueInfo, Resource, format_amount, is_number, parse_duration
 
 BEST_EFFORT = "Best-Effort"
 GUARANTEED = "Guaranteed"
@@ -107,7 +105,7 @@ class ReservationArguments:
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    return is_number(value) and math.isfinite(value)
 
 
 def _seconds(value: Any) -> float:

@@ -41,15 +41,18 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pumice import FIT_TOLERANCE, NodeTable, PredicateResult, TaskInfo
-from pumice.plugins._argcheck import (
+from pumice import (
+    FIT_TOLERANCE,
+    NodeTable,
+    PredicateResult,
+    TaskInfo,
     argument_error,
-    flag,
+    check_flag,
+    check_known_keys,
+    check_mapping,
+    check_resource_names,
+    check_weight,
     is_number,
-    mapping,
-    no_unknown_keys,
-    resource_names,
-    weight,
 )
 
 FloatVector = npt.NDArray[np.float64]
@@ -80,15 +83,15 @@ class Sra:
     ) -> Sra | None:
         """From ``arguments`` (the ``sra:`` map when ``prefix`` is ``"sra"``); None when it
         is switched off (``enable: false``, or weight 0). Checked even when switched off."""
-        no_unknown_keys(plugin, prefix, arguments, SRA_KEYS)
-        enabled = flag(plugin, _join(prefix, "enable"), arguments.get("enable"), enabled)
-        names = resource_names(plugin, _join(prefix, "resources"), arguments.get("resources"))
+        check_known_keys(plugin, prefix, arguments, SRA_KEYS)
+        enabled = check_flag(plugin, _join(prefix, "enable"), arguments.get("enable"), enabled)
+        names = check_resource_names(plugin, _join(prefix, "resources"), arguments.get("resources"))
         key = _join(prefix, "resourceWeight")
-        weights = mapping(plugin, key, arguments.get("resourceWeight"))
+        weights = check_mapping(plugin, key, arguments.get("resourceWeight"))
         resources = tuple(
-            (name, weight(plugin, f"{key}.{name}", weights.get(name), 1)) for name in names
+            (name, check_weight(plugin, f"{key}.{name}", weights.get(name), 1)) for name in names
         )
-        total = weight(plugin, _join(prefix, "weight"), arguments.get("weight"), 1)
+        total = check_weight(plugin, _join(prefix, "weight"), arguments.get("weight"), 1)
         return cls(total, resources) if enabled and total > 0 else None
 
     def node_score(
@@ -161,12 +164,14 @@ class Proportional:
     ) -> Proportional | None:
         """From ``arguments`` (the ``proportional:`` map when ``prefix`` is
         ``"proportional"``); None when switched off or no resource is listed."""
-        no_unknown_keys(plugin, prefix, arguments, PROPORTIONAL_KEYS)
-        enabled = flag(plugin, _join(prefix, "enable"), arguments.get("enable"), enabled)
-        names = resource_names(plugin, _join(prefix, "resources"), arguments.get("resources"))
+        check_known_keys(plugin, prefix, arguments, PROPORTIONAL_KEYS)
+        enabled = check_flag(plugin, _join(prefix, "enable"), arguments.get("enable"), enabled)
+        names = check_resource_names(plugin, _join(prefix, "resources"), arguments.get("resources"))
         key = _join(prefix, "resourceProportion")
         given: dict[str, float] = {}
-        for rate_key, value in mapping(plugin, key, arguments.get("resourceProportion")).items():
+        for rate_key, value in check_mapping(
+            plugin, key, arguments.get("resourceProportion")
+        ).items():
             if not is_number(value):
                 raise argument_error(
                     plugin, f"{key}.{rate_key}", f"must be a number, got {value!r}"

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from pumice.model.podterms import SpreadConstraint, selector_matches
+from pumice import SpreadConstraint, selector_matches
 from pumice.plugins._interpod import DirtyLog
 from pumice.plugins._podindex import Domains, Ident, Listener, PodIndex
 

@@ -35,11 +35,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pumice import NodeTable, ReasonList
-from pumice.model.storage import StorageObjects
-from pumice.model.terms import Requirement, Term
-from pumice.model.volumes import (
+from pumice import NodeTable, ReasonList, Requirement, Term
+from pumice.plugins._k8s_terms import NodeTerms
+from pumice.plugins._volume_claims import ClaimStates
+from pumice.volumes import (
     AVAILABLE,
+    StorageObjects,
     access_modes,
     can_provision,
     capacity,
@@ -54,8 +55,6 @@ from pumice.model.volumes import (
     spec_of,
     volume_mode,
 )
-from pumice.plugins._k8s_terms import NodeTerms
-from pumice.plugins._volume_claims import ClaimStates
 
 Obj = Mapping[str, Any]
 BoolVector = npt.NDArray[np.bool_]

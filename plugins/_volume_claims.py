@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pumice import TaskInfo
-from pumice.model.storage import StorageObjects
-from pumice.model.volumes import (
+from pumice.volumes import (
     LOST,
     READ_WRITE_ONCE_POD,
     ClaimUse,
+    StorageObjects,
     access_modes,
     claim_uses,
     class_of,

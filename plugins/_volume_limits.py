@@ -27,10 +27,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from pumice import NodeInfo
-from pumice.model.storage import StorageObjects
-from pumice.model.volumes import class_of, meta, not_owner_message, owned_by, spec_of
 from pumice.plugins._volume_claims import PodVolumes
 from pumice.plugins._volume_restrictions import PlacedVolumes
+from pumice.volumes import StorageObjects, class_of, meta, not_owner_message, owned_by, spec_of
 
 Obj = Mapping[str, Any]
 

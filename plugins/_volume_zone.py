@@ -16,10 +16,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pumice.model.storage import StorageObjects
-from pumice.model.volumes import meta, spec_of
 from pumice.plugins._k8s_terms import NodeTerms
 from pumice.plugins._volume_claims import PodVolumes
+from pumice.volumes import StorageObjects, meta, spec_of
 
 BoolVector = npt.NDArray[np.bool_]
 

@@ -31,7 +31,6 @@ import numpy as np
 import numpy.typing as npt
 
 from pumice import NodeTable, PreBindWriter, SessionView, TaskInfo, TaskStatus
-from pumice.model.storage import NO_STORAGE, StorageObjects
 from pumice.plugins._interpod import DirtyLog
 from pumice.plugins._volume_binding import (
     BIND_CONFLICT,
@@ -62,6 +61,7 @@ from pumice.plugins._volume_restrictions import (
     disk_conflict,
 )
 from pumice.plugins._volume_zone import ZONE_CONFLICT, zone_constraints, zone_mask
+from pumice.volumes import NO_STORAGE, StorageObjects
 
 BoolVector = npt.NDArray[np.bool_]
 ObjectVector = npt.NDArray[np.object_]

@@ -73,10 +73,13 @@ from pumice import (
     Resource,
     RowScore,
     TaskInfo,
+    argument_error,
+    check_known_keys,
+    check_weight,
     config_warning,
     hookimpl,
+    is_int,
 )
-from pumice.plugins._argcheck import argument_error, is_int, no_unknown_keys, weight
 
 log = logging.getLogger("pumice.plugins.binpack")
 
@@ -285,7 +288,7 @@ class Shape:
             key = f"{SHAPE}[{i}]"
             if not isinstance(point, Mapping):
                 raise _error(key, f"must be a mapping {{utilization, score}}, got {point!r}")
-            no_unknown_keys("binpack", key, point, ("utilization", "score"))
+            check_known_keys("binpack", key, point, ("utilization", "score"))
             u = _bounded_int(point, key, "utilization", MAX_UTILIZATION)
             if utilization and u <= utilization[-1]:
                 raise _error(
@@ -385,12 +388,12 @@ def _shape_resources(value: object) -> tuple[tuple[str, int], ...]:
         key = f"{SHAPE_RESOURCES}[{i}]"
         if not isinstance(item, Mapping):
             raise _error(key, f"must be a mapping {{name, weight}}, got {item!r}")
-        no_unknown_keys("binpack", key, item, ("name", "weight"))
+        check_known_keys("binpack", key, item, ("name", "weight"))
         name = item.get("name")
         if not isinstance(name, str) or not name.strip():
             raise _error(f"{key}.name", f"must be a resource name, got {name!r}")
         name = name.strip()
         if name in out:
             raise _error(f"{key}.name", f"{name!r} is listed twice")
-        out[name] = weight("binpack", f"{key}.weight", item.get("weight"), 1)
+        out[name] = check_weight("binpack", f"{key}.weight", item.get("weight"), 1)
     return tuple(out.items())

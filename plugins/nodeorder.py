@@ -78,14 +78,15 @@ from pumice import (
     ArgumentSpec,
     NodeTable,
     Plugin,
+    Preferred,
     RowScore,
     SessionView,
     TaskInfo,
     TaskShape,
+    Tolerations,
     config_warning,
     hookimpl,
 )
-from pumice.model.terms import Preferred, Tolerations
 from pumice.plugins._k8s_terms import NodeTerms
 from pumice.plugins._podscores import PodLinkScores
 from pumice.plugins._resource_rows import resource_row_score

@@ -88,17 +88,19 @@ from pumice import (
     COMPLETED_STATUSES,
     Arguments,
     ArgumentSpec,
+    HostPort,
     NodeTable,
     Plugin,
     PreBindWriter,
     PredicateResult,
     RowPredicate,
+    Selector,
     SessionView,
     TaskInfo,
+    Tolerations,
     config_warning,
     hookimpl,
 )
-from pumice.model.terms import HostPort, Selector, Tolerations
 from pumice.plugins._interpod import AFFINITY_MISMATCH as POD_AFFINITY_MISMATCH
 from pumice.plugins._interpod import ANTI_AFFINITY_MISMATCH, EXISTING_ANTI_AFFINITY
 from pumice.plugins._k8s_terms import NodeTerms, PortsInUse

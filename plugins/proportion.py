@@ -76,7 +76,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pumice import (
@@ -94,8 +94,8 @@ from pumice import (
     hookimpl,
     resource_list,
 )
-from pumice.model.resource import sum_within
 from pumice.plugins import _queue_reasons as reasons
+from pumice.plugins._queue_reasons import QueueAttributes
 
 log = logging.getLogger("pumice.plugins.proportion")
 
@@ -108,74 +108,6 @@ _SCALAR_THRESHOLD = 1e-4
 """The same for every other resource: Volcano counts them in thousandths, pumice in units."""
 _MAX_ROUNDS = 10_000
 """A safety net against a float sequence that never settles; real clusters need a few rounds."""
-
-
-@dataclass(slots=True, eq=False)
-class QueueAttributes:
-    """Proportion's numbers for one queue in one session (see the module docstring)."""
-
-    queue: QueueInfo
-    weight: int
-    capability: Resource | None
-    guarantee: Resource
-    real_capability: Resource = field(default_factory=Resource.zero)
-    held: dict[str, float] = field(default_factory=dict)
-    """``allocated`` as a plain dict that each allocation adds to in place: the same
-    additions in the same order as ``Resource.__add__`` makes (so the same floats), without
-    a new ``Resource`` per placement; ``allocated`` is made from it when asked."""
-    _allocated: Resource | None = None
-    request: Resource = field(default_factory=Resource.zero)
-    inqueue: Resource = field(default_factory=Resource.zero)
-    elastic: Resource = field(default_factory=Resource.zero)
-    deserved: Resource = field(default_factory=Resource.zero)
-    share: float = 0.0
-    _deserved_of: tuple[Resource, dict[str, float]] | None = None
-    """``deserved`` and its dimensions above zero with their amounts (``add_allocated``)."""
-
-    @property
-    def allocated(self) -> Resource:
-        """The requests of the queue's allocated tasks (an immutable value: a copy of
-        ``held`` as it is now)."""
-        known = self._allocated
-        if known is None:
-            known = self._allocated = Resource(self.held)
-        return known
-
-    @allocated.setter
-    def allocated(self, value: Resource) -> None:
-        self._allocated = value
-        self.held = value.to_dict()
-
-    def update_share(self) -> None:
-        share = 0.0
-        for name in self.deserved.names():
-            deserved = self.deserved[name]
-            share = max(share, self.held.get(name, 0.0) / deserved)
-        self.share = share
-
-    def add_allocated(self, added: Resource) -> None:
-        """``allocated += added`` and the share updated: only the fractions of the dimensions
-        ``added`` has can have grown, and the maximum of the others is the old share, so this
-        equals ``update_share`` without going over every deserved dimension."""
-        known = self._deserved_of
-        if known is None or known[0] is not self.deserved:
-            deserved = self.deserved
-            known = self._deserved_of = (deserved, {n: deserved[n] for n in deserved.names()})
-        positive = known[1]
-        held, share = self.held, self.share
-        for name, amount in added.items():
-            value = held[name] = held.get(name, 0.0) + amount
-            limit = positive.get(name)
-            if limit is not None:  # above zero, as ``deserved.names()`` lists them
-                fraction = value / limit
-                if fraction > share:
-                    share = fraction
-        self.share = share
-        self._allocated = None
-
-    def room_for(self, request: Resource) -> bool:
-        """``allocated + request <= deserved`` on the request's dimensions (``sum_within``)."""
-        return sum_within(self.held, request, self.deserved)
 
 
 @dataclass(frozen=True, slots=True)

@@ -70,10 +70,13 @@ from pumice import (
     PredicateResult,
     Resource,
     TaskInfo,
+    argument_error,
+    check_known_keys,
+    check_mapping,
+    check_weight,
     config_warning,
     hookimpl,
 )
-from pumice.plugins._argcheck import argument_error, mapping, no_unknown_keys, weight
 from pumice.plugins._scarce import Proportional, Sra
 
 log = logging.getLogger("pumice.plugins.resource_strategy_fit")
@@ -141,7 +144,7 @@ class Strategies:
 
 def parse_strategies(value: object) -> tuple[Strategies, list[str]]:
     """The ``resources`` argument as strategies, and the patterns dropped (each warned)."""
-    entries = mapping(NAME, RESOURCES, value)
+    entries = check_mapping(NAME, RESOURCES, value)
     if not entries:
         default = Strategy(most=False, weight=1)
         return Strategies({"cpu": default, "memory": default}), []
@@ -156,14 +159,14 @@ def parse_strategies(value: object) -> tuple[Strategies, list[str]]:
             dropped.append(key)
             config_warning(log, NAME, where, f"pattern {key!r} dropped: {problem}")
             continue
-        fields = mapping(NAME, where, spec)
-        no_unknown_keys(NAME, where, fields, ("type", "weight"))
+        fields = check_mapping(NAME, where, spec)
+        check_known_keys(NAME, where, fields, ("type", "weight"))
         kind = fields.get("type", LEAST_ALLOCATED)
         if kind not in TYPES:
             raise argument_error(
                 NAME, f"{where}.type", f"must be one of {', '.join(TYPES)}, got {kind!r}"
             )
-        w = weight(NAME, f"{where}.weight", fields.get("weight"), 1) or 1
+        w = check_weight(NAME, f"{where}.weight", fields.get("weight"), 1) or 1
         out[key] = Strategy(most=kind == MOST_ALLOCATED, weight=w)
     return Strategies(out), dropped
 
@@ -273,11 +276,14 @@ class ResourceStrategyFitPlugin(Plugin):
 
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
-        self.weight = weight(NAME, WEIGHT, arguments.get(WEIGHT), DEFAULT_WEIGHT)
+        self.weight = check_weight(NAME, WEIGHT, arguments.get(WEIGHT), DEFAULT_WEIGHT)
         self.strategies, self.dropped = parse_strategies(arguments.get(RESOURCES))
-        self.sra = Sra.parse(NAME, mapping(NAME, SRA, arguments.get(SRA)), SRA, enabled=False)
+        self.sra = Sra.parse(NAME, check_mapping(NAME, SRA, arguments.get(SRA)), SRA, enabled=False)
         self.proportional = Proportional.parse(
-            NAME, mapping(NAME, PROPORTIONAL, arguments.get(PROPORTIONAL)), PROPORTIONAL, False
+            NAME,
+            check_mapping(NAME, PROPORTIONAL, arguments.get(PROPORTIONAL)),
+            PROPORTIONAL,
+            False,
         )
         self._overrides: dict[str, tuple[Mapping[str, Any] | None, PodOverride | None]] = {}
         self._scorings: dict[str, tuple[tuple[Resource, Sequence[str]], Scoring | None]] = {}

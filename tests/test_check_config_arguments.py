@@ -10,7 +10,7 @@ import pytest
 
 from pumice.cli import main
 from pumice.framework.configcheck import lint
-from pumice.framework.configparse import parse_config
+from pumice.framework.configfile import parse_config
 
 HEAD = 'actions: "enqueue, allocate, backfill"\n'
 

@@ -18,7 +18,7 @@ from sim.simkit import binding, node, pod
 from sim.volumekit import claim, volume
 
 from pumice.cli import main
-from pumice.framework.configparse import parse_config
+from pumice.framework.configfile import parse_config
 from pumice.kube.resources import PODGROUPS, QUEUES
 from pumice.manifests import load_manifests
 from support.deploy_rbac import (

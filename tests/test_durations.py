@@ -7,7 +7,7 @@ import pytest
 
 from pumice.durations import DurationError, parse_duration
 from pumice.errors import PumiceError
-from pumice.framework.configparse import parse_config
+from pumice.framework.configfile import parse_config
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,9 @@ import pumice.errors
 from pumice.commands.cluster_input import LiveError
 from pumice.durations import DurationError
 from pumice.errors import PumiceError
-from pumice.framework.config import AddressError, ConfigError, split_host_port
-from pumice.framework.configparse import parse_config
+from pumice.framework.config import AddressError, ConfigError
+from pumice.framework.configfile import parse_config
+from pumice.framework.configparse import split_host_port
 from pumice.framework.host import PluginConflictError, PluginError, PluginLoadError
 from pumice.framework.session import PluginContractError, SessionError
 from pumice.framework.statement import StatementError

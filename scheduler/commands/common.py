@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from pumice.framework.config import ConfigError, SchedulerConfig, check_names
+from pumice.framework.config import ConfigError, SchedulerConfig
 from pumice.framework.configcheck import ConfigWarning, validate
-from pumice.framework.configparse import load_config, load_default_config
+from pumice.framework.configfile import check_names, load_config, load_default_config
 from pumice.framework.host import PluginHost
 from pumice.warnonce import collect_config_warnings
 

@@ -44,6 +44,7 @@ from pumice.commands.explain_target import (
 from pumice.commands.simulate import DEFAULT_CYCLES, CycleRecorder
 from pumice.commands.simulate_cluster import FEED_ORDER, SimulatedCluster
 from pumice.daemon.outcome import collect
+from pumice.framework.action import run_actions
 from pumice.framework.config import SchedulerConfig
 from pumice.framework.host import PluginHost
 from pumice.framework.session import Session
@@ -283,7 +284,7 @@ def run_cluster(
         try:
             opened = _allocated(session) if read else {}
             try:
-                session.run_actions()
+                run_actions(session)
             except _TargetPlaced:
                 session.is_open = False  # no session_close over a statement cut off mid-commit
                 raise

@@ -36,6 +36,7 @@ from pumice.daemon.recordfile import (
     recordings,
     runs,
 )
+from pumice.framework.action import run_actions
 from pumice.framework.committer import RecordingCommitter
 from pumice.framework.config import ConfigError, SchedulerConfig
 from pumice.framework.host import PluginConflictError, PluginHost
@@ -95,7 +96,7 @@ def replay_cycle(session: Session) -> tuple[list[Decision], bool]:
     failed = False
     try:
         try:
-            session.run_actions()
+            run_actions(session)
         except Exception:  # as the daemon's session may have: compared with the recording
             failed = True
         finally:

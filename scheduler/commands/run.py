@@ -30,7 +30,8 @@ from pumice.commands.explain import daemon_suggestions
 from pumice.daemon import Daemon, DaemonOptions
 from pumice.daemon.leadership import default_identity
 from pumice.daemon.shadow import ShadowDaemon, ShadowOptions
-from pumice.framework.config import AddressError, ConfigError, RecordSettings, split_host_port
+from pumice.framework.config import AddressError, ConfigError, RecordSettings
+from pumice.framework.configparse import split_host_port
 from pumice.framework.host import PluginConflictError
 from pumice.kube import KubeConfigError, KubeError, KubeSettings
 from pumice.logsetup import LOG_FORMATS

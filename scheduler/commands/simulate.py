@@ -41,6 +41,7 @@ from pumice.commands.whatif_command import add_arguments as add_whatif_arguments
 from pumice.commands.whatif_command import run as run_whatif
 from pumice.commands.whatif_command import wanted as whatif_wanted
 from pumice.daemon.outcome import collect
+from pumice.framework.action import run_actions
 from pumice.framework.committer import RecordingCommitter
 from pumice.framework.config import ConfigError, SchedulerConfig
 from pumice.framework.host import PluginConflictError, PluginHost
@@ -161,7 +162,7 @@ def simulate(
         session.explain = explain
         try:
             try:
-                session.run_actions()
+                run_actions(session)
             finally:
                 session.close()
             outcome = collect(session)

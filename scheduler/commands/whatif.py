@@ -54,6 +54,7 @@ from pumice.commands.whatif_status import (
     write_status,
 )
 from pumice.daemon.collector import CollectorPolicy
+from pumice.framework.action import run_actions
 from pumice.framework.committer import RecordingCommitter
 from pumice.framework.config import SchedulerConfig
 from pumice.framework.host import PluginHost
@@ -328,7 +329,7 @@ class VirtualRun:
         session = Session.open(snapshot, self.config, self.host, committer=recorder)
         try:
             try:
-                session.run_actions()
+                run_actions(session)
             finally:
                 session.close()
             decided = {d.task.job for d in recorder.made if d.kind != "nominate"}

@@ -6,7 +6,9 @@ A session runs in a worker thread and calls its committer synchronously from
 in the background; the volume writes the plugins ask for before a bind (``pre_bind``) are
 handed over first, in order, so the loop knows them before the bind arrives.
 ``DryRunCommitter`` writes nothing: it logs each decision at info with the chosen node's
-per-plugin scores and the runner-up's, and each volume write it would make.
+per-plugin scores and the runner-up's, as the session recorded them just before the placement
+(``pumice.framework.explain``: the figures ``pumice simulate --explain`` shows), and each volume
+write it would make.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
-from pumice.daemon.explain import explain_choice
 from pumice.framework.committer import PreBindWriter
+from pumice.framework.explain import describe_choice
 from pumice.model import TaskInfo
 
 if TYPE_CHECKING:
@@ -133,15 +135,19 @@ class DryRunCommitter:
         self.evictions = 0
 
     def attach(self, session: Session) -> None:
-        """The session whose plugins explain the decisions (set right after it opens)."""
+        """The session whose placements to explain (set right after it opens): it records each
+        plugin's scores of the candidate nodes before every placement from now on."""
         self.session = session
+        session.explain = True
 
     def pre_bind(self, task: TaskInfo, node: str) -> PreBindWriter:
         return _LoggedWrites(task, node)
 
     def bind(self, task: TaskInfo, node: str) -> None:
         self.binds += 1
-        why = explain_choice(self.session, task, node) if self.session is not None else ""
+        session = self.session
+        scores = session.placement_scores.pop(task.uid, None) if session is not None else None
+        why = describe_choice(scores, node)
         log.info("dry-run: bind %s to %s%s", task.key, node, f" ({why})" if why else "")
 
     def evict(self, task: TaskInfo, reason: str) -> None:

@@ -19,7 +19,7 @@ from typing import Protocol
 from aiohttp import web
 
 from pumice.daemon.metrics import CONTENT_TYPE, DaemonMetrics
-from pumice.framework.config import split_host_port
+from pumice.framework.configparse import split_host_port
 
 log = logging.getLogger("pumice.daemon")
 

@@ -44,6 +44,7 @@ from pumice.daemon.reload import ConfigReloader, Loader
 from pumice.daemon.reporting import Reporter
 from pumice.daemon.storage import storage_served
 from pumice.daemon.volumes import VolumeBinder
+from pumice.framework.action import run_actions
 from pumice.framework.config import RecordSettings, SchedulerConfig
 from pumice.framework.host import PluginHost
 from pumice.framework.session import Session
@@ -575,7 +576,7 @@ class Daemon:
             committer.attach(session)
         try:
             try:
-                session.run_actions()
+                run_actions(session)
             finally:
                 session.close()
             outcome = collect(session)

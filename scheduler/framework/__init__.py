@@ -1,12 +1,16 @@
-"""The scheduling framework: the plugin contract, the plugin host, sessions, statements and
-configuration."""
+"""The scheduling framework: the plugin and action contracts, the plugin host, sessions,
+statements and configuration.
 
+``Session`` is the framework's own: the daemon and the commands open one and hand it to
+``run_actions``; plugins see a ``SessionView`` and actions an ``ActionContext`` of it."""
+
+from pumice.framework.action import Action, ActionContext, run_actions
 from pumice.framework.argspec import ArgumentSpec
 from pumice.framework.arguments import Arguments
-from pumice.framework.base import Action, Plugin, RowPredicate, RowScore
+from pumice.framework.base import Plugin, RowPredicate, RowScore
 from pumice.framework.committer import PreBindWriter
 from pumice.framework.config import ConfigError, SchedulerConfig
-from pumice.framework.configparse import load_config, parse_config
+from pumice.framework.configfile import load_config, parse_config
 from pumice.framework.hookspecs import hookimpl
 from pumice.framework.host import PluginConflictError, PluginError, PluginHost
 from pumice.framework.released import predicate_once_gone
@@ -24,6 +28,7 @@ from pumice.framework.view import SessionView
 
 __all__ = [
     "Action",
+    "ActionContext",
     "ArgumentSpec",
     "Arguments",
     "ConfigError",
@@ -51,4 +56,5 @@ __all__ = [
     "load_config",
     "parse_config",
     "predicate_once_gone",
+    "run_actions",
 ]

@@ -1,4 +1,4 @@
-"""Declared arguments: what a plugin or action accepts, so a bad value is a config error.
+"""The argument checker: what a plugin or action accepts, so a bad value is a config error.
 
 A plugin or action declares its arguments in the class attribute ``declared_arguments``::
 
@@ -19,11 +19,12 @@ Three cases, read by ``check_arguments``:
   ignores it silently; pumice says so, but still runs).
 
 The kinds follow ``Arguments``' typed getters: ``int`` is an integer (not a bool, not
-``"10"``, not ``10.0``), ``float`` an integer or a decimal, ``bool`` a bool or a string that
-reads as one (``"true"``, ``"f"``, ``"1"``), ``str`` a string; ``any`` is a structured value
-(a list or a map) that the plugin checks itself, raising ``ConfigError`` when it is built
-(``pumice check-config`` builds every configured plugin once, so that is reported with the
-file, line and key too).
+``"10"``, not ``10.0``), ``float`` an integer or a decimal, ``bool`` a bool or the string
+``true`` or ``false`` (``as_bool``, the one boolean rule), ``str`` a string; ``any`` is a
+structured value (a list or a map) that the plugin checks itself when it is built, with the
+``check_…`` functions below: each returns the value it checked, or raises a ``ConfigError``
+whose ``key`` is the path inside the plugin's arguments (``shape[1].score``), which ``pumice
+check-config`` (it builds every configured plugin once) turns into the file, line and full key.
 """
 
 from __future__ import annotations
@@ -31,9 +32,27 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
-from pumice.framework.arguments import BOOL_STRINGS
+from pumice.framework.arguments import as_bool
+from pumice.framework.config import ConfigError
+
+__all__ = [
+    "ArgumentKind",
+    "ArgumentProblem",
+    "ArgumentSpec",
+    "argument_error",
+    "as_bool",
+    "check_arguments",
+    "check_flag",
+    "check_known_keys",
+    "check_mapping",
+    "check_resource_names",
+    "check_weight",
+    "describe",
+    "is_int",
+    "is_number",
+]
 
 ArgumentKind = Literal["int", "float", "bool", "str", "any"]
 
@@ -82,19 +101,17 @@ class ArgumentSpec:
         """Why ``value`` is not allowed, or None when it is."""
         number: float | None = None
         if self.kind == "int":
-            if isinstance(value, bool) or not isinstance(value, int):
+            if not is_int(value):
                 return f"expected {_EXPECTED['int']}, got {describe(value)}"
             number = value
         elif self.kind == "float":
-            if isinstance(value, bool) or not isinstance(value, int | float):
+            if not is_number(value):
                 return f"expected {_EXPECTED['float']}, got {describe(value)}"
-            if not math.isfinite(value):
-                return f"expected a finite number, got {describe(value)}"
             number = value
+            if not math.isfinite(number):
+                return f"expected a finite number, got {describe(value)}"
         elif self.kind == "bool":
-            if not isinstance(value, bool) and not (
-                isinstance(value, str) and value.strip().lower() in BOOL_STRINGS
-            ):
+            if as_bool(value) is None:
                 return f"expected {_EXPECTED['bool']}, got {describe(value)}"
         elif self.kind == "any":
             return None  # structured: the plugin refuses it with a ConfigError when built
@@ -176,3 +193,76 @@ def describe(value: object) -> str:
     if isinstance(value, list | tuple):
         return "a list"
     return type(value).__name__
+
+
+# -- structured values: checked by the plugin that reads them, when it is built ----------------
+
+
+def is_int(value: object) -> TypeGuard[int]:
+    """An integer, not a bool."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_number(value: object) -> TypeGuard[int | float]:
+    """An integer or a float, not a bool."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def argument_error(owner: str, key: str, message: str) -> ConfigError:
+    """A config error about argument ``key`` of plugin ``owner``; its source names the plugin
+    until the config loader relocates it to the file and line."""
+    return ConfigError(message, source=f"plugin {owner!r} arguments", key=key)
+
+
+def check_weight(owner: str, key: str, value: object, default: int) -> int:
+    """A non-negative integer weight; ``default`` when absent (None)."""
+    if value is None:
+        return default
+    if not is_int(value):
+        raise argument_error(owner, key, f"must be an integer, got {value!r}")
+    if value < 0:
+        raise argument_error(owner, key, f"must not be negative, got {value}")
+    return value
+
+
+def check_mapping(owner: str, key: str, value: object) -> Mapping[str, Any]:
+    """``value`` as a mapping (an absent value is an empty one)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise argument_error(owner, key, f"must be a mapping, got {type(value).__name__}")
+    return value
+
+
+def check_known_keys(owner: str, key: str, value: Mapping[str, Any], known: Sequence[str]) -> None:
+    """Refuse the first key of ``value`` (sorted) that is not among ``known``."""
+    unknown = sorted(set(value) - set(known))
+    if unknown:
+        where = f"{key}.{unknown[0]}" if key else unknown[0]
+        raise argument_error(owner, where, f"unknown key; expected one of {', '.join(known)}")
+
+
+def check_resource_names(owner: str, key: str, value: object) -> tuple[str, ...]:
+    """Resource names from Volcano's comma-separated string (spaces trimmed, empty parts
+    dropped) or from a YAML list of strings; duplicates keep their first place."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        parts = [p.strip() for p in value.split(",")]
+    elif isinstance(value, list | tuple) and all(isinstance(p, str) for p in value):
+        parts = [p.strip() for p in value]
+    else:
+        raise argument_error(
+            owner, key, f"must be a comma-separated string of resource names, got {value!r}"
+        )
+    return tuple(dict.fromkeys(p for p in parts if p))
+
+
+def check_flag(owner: str, key: str, value: object, default: bool) -> bool:
+    """A boolean by the one rule (``as_bool``); ``default`` when absent (None)."""
+    if value is None:
+        return default
+    flag = as_bool(value)
+    if flag is None:
+        raise argument_error(owner, key, f"must be true or false, got {value!r}")
+    return flag

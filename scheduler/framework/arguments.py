@@ -2,12 +2,13 @@
 
 Arguments are kept exactly as YAML produced them (integers as ``int``, decimals as ``float``,
 nested maps and lists frozen into read-only mappings and tuples), because plugins decide what
-their arguments mean. The typed getters follow Volcano's rules:
+their arguments mean. The typed getters follow Volcano's rules, and so do the declared arguments'
+checks (``pumice.framework.argspec``) and the ``enable…`` flags: one rule for each kind.
 
 ==============  ======================================================================
 ``get_int``     an integer only (not a bool, not ``"10"``, not ``10.0``)
 ``get_float``   an integer or a float (not a bool)
-``get_bool``    a bool, or a string that reads as one (true/false, t/f, 1/0; any case)
+``get_bool``    a bool, or the string ``true`` or ``false`` (any case): ``as_bool``
 ``get_str``     a string only
 ==============  ======================================================================
 
@@ -27,7 +28,18 @@ log = logging.getLogger("pumice.config")
 
 _T = TypeVar("_T")
 
-BOOL_STRINGS = {"true": True, "t": True, "1": True, "false": False, "f": False, "0": False}
+BOOL_STRINGS: Mapping[str, bool] = types.MappingProxyType({"true": True, "false": False})
+
+
+def as_bool(value: object) -> bool | None:
+    """The one rule for a boolean anywhere in a configuration (Volcano's): a YAML boolean, or
+    the string ``true`` or ``false`` in any case (``enable: "true"``); None for anything else
+    (``yes``, ``1``, ``t``, an integer)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        return BOOL_STRINGS.get(value.lower())
+    return None
 
 
 def freeze(value: Any) -> Any:
@@ -98,14 +110,13 @@ class Arguments(Mapping[str, Any]):
         return self._wrong(key, value, "a number", default)
 
     def get_bool(self, key: str, default: _T) -> bool | _T:
-        """The bool under ``key`` (a bool string such as ``"true"`` counts); else ``default``."""
+        """The bool under ``key`` (``as_bool``: ``"true"`` counts); else ``default``."""
         value = self._data.get(key)
         if value is None:
             return default
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.strip().lower() in BOOL_STRINGS:
-            return BOOL_STRINGS[value.strip().lower()]
+        flag = as_bool(value)
+        if flag is not None:
+            return flag
         return self._wrong(key, value, "true or false", default)
 
     def get_str(self, key: str, default: _T) -> str | _T:

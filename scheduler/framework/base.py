@@ -1,28 +1,30 @@
-"""Base classes for plugins and actions.
+"""The plugin base class, and what the plugin host tells a session of each plugin or action.
 
-Subclass ``Plugin`` and mark hook methods with ``@hookimpl``; subclass ``Action`` and
-implement ``execute``. Both are built fresh for every session from their configured
+Subclass ``Plugin`` and mark hook methods with ``@hookimpl`` (the hooks are the plugin contract:
+``pumice.framework.hookspecs``); actions subclass ``pumice.Action``
+(``pumice.framework.action``). Both are built fresh for every session from their configured
 arguments, available as ``self.arguments``.
 
 Both may declare the arguments they take in ``declared_arguments`` (a tuple of
 ``ArgumentSpec``; ``()`` for none), so that a bad value is a configuration error naming the
 file, line and key, and an argument nobody declared is warned about. Left at ``None``, every
 argument is accepted without a word (see ``pumice.framework.argspec``).
+
+A session needs of the plugin host only a ``Catalog``: the ``Provided`` record of a plugin or
+action by name, so the session does not depend on how plugins are found and loaded.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, ClassVar
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import ClassVar, Literal, Protocol
 
 from pumice.framework.argspec import ArgumentSpec
 from pumice.framework.arguments import Arguments
-
-if TYPE_CHECKING:
-    from pumice.framework.config import PluginOption
-    from pumice.framework.session import Session
-    from pumice.model.node import NodeTable
-    from pumice.model.objects import TaskInfo
+from pumice.framework.config import PluginOption
+from pumice.model.node import NodeTable
+from pumice.model.objects import TaskInfo
 
 RowPredicate = Callable[[int], str]
 """A row-local predicate for one task shape and one row: "" where the node passes, else the
@@ -81,16 +83,23 @@ class Plugin:
         return None
 
 
-class Action:
-    """A scheduling action, run once per session in the configured order."""
+@dataclass(frozen=True, slots=True)
+class Provided:
+    """A plugin or action the host knows, and where it came from."""
 
-    name: ClassVar[str] = ""
-    declared_arguments: ClassVar[tuple[ArgumentSpec, ...] | None] = None
-    """The arguments this action takes (under ``configurations``); None: undeclared."""
+    name: str
+    kind: Literal["plugin", "action"]
+    cls: type
+    package: str
+    version: str = ""
+    target: str = ""
+    hooks: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """For plugins: each implemented hook -> the argument names its implementation takes."""
 
-    def __init__(self, arguments: Arguments) -> None:
-        self.arguments = arguments
 
-    def execute(self, session: Session) -> None:
-        """Do the action's work on ``session``."""
-        raise NotImplementedError
+class Catalog(Protocol):
+    """What a session asks of the plugin host (``pumice.framework.host.PluginHost``)."""
+
+    def get(self, name: str) -> Provided | None:
+        """The plugin or action registered as ``name``, or None."""
+        ...

@@ -18,23 +18,21 @@ string), ``tiers`` of ``plugins`` with ``arguments`` and ``enable…`` flags, ``
 
 It is parsed once into frozen dataclasses and validated; every problem is a ``ConfigError``
 naming the file, the line and the key path (``tiers[1].plugins[2].name``; indices are 0-based).
-Plugin and action names are checked separately by ``check_names``, because which names exist
-depends on the plugin packages that the ``scheduler.plugins`` section allows. This module holds
-the types; ``pumice.framework.configparse`` reads a text or file into them (``parse_config``,
-``load_config``).
+This module holds the dataclasses; ``pumice.framework.configparse`` validates a document into
+them and ``pumice.framework.configfile`` reads a file (``load_config``, ``parse_config``) and
+checks plugin and action names separately (``check_names``), because which names exist depends
+on the plugin packages that the ``scheduler.plugins`` section allows.
 
 Errors::
 
+    AddressError     (PumiceError, ValueError) not a host:port to listen on
     ConfigError      (PumiceError) anything wrong with a configuration: unreadable file, bad YAML,
                      unknown key, wrong type, bad value, unknown plugin or action
-    AddressError     (PumiceError, ValueError) not a host:port to listen on
 """
 
 from __future__ import annotations
 
 import difflib
-import ipaddress
-import re
 import types
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -55,8 +53,7 @@ __all__ = [
     "SchedulerConfig",
     "SchedulerSettings",
     "Tier",
-    "check_names",
-    "split_host_port",
+    "closest_name",
 ]
 
 FLAG_KEYS: Mapping[str, str] = types.MappingProxyType(
@@ -103,36 +100,6 @@ DEFAULT_FLAGS: Mapping[str, bool] = types.MappingProxyType(
 """An absent flag is on, except ``cluster_order`` (Volcano never defaults it)."""
 
 TIE_BREAKS = ("deterministic", "random")
-
-# The keys that each mapping of the file accepts (a plugin entry: every flag spelling too).
-TOP_KEYS = ("actions", "tiers", "configurations", "metrics", "scheduler")
-PLUGIN_KEYS = ("name", "arguments", "enableHierarchy", *FLAG_KEYS, *FLAG_ALIASES)
-SCHEDULER_KEYS = (
-    "schedulerName",
-    "period",
-    "defaultQueue",
-    "leaderElection",
-    "httpAddress",
-    "dryRun",
-    "kubeconfig",
-    "qps",
-    "burst",
-    "plugins",
-    "tieBreak",
-    "record",
-    "volumeBindTimeout",
-    "suggestions",
-)
-RECORD_KEYS = ("dir", "keepCycles", "maxBytes")
-LEADER_KEYS = (
-    "enabled",
-    "leaseName",
-    "leaseNamespace",
-    "leaseDuration",
-    "renewDeadline",
-    "retryPeriod",
-)
-PACKAGE_KEYS = ("allow", "deny")
 
 
 class ConfigError(PumiceError):
@@ -333,86 +300,13 @@ def line_of_key(lines: Mapping[str, int], key: str) -> int | None:
         key = key[:cut] if cut > 0 else ""
 
 
-# -- value syntaxes of the scheduler: section ------------------------------------------------------
-
-
-class AddressError(PumiceError, ValueError):
-    """Not a ``host:port`` that pumice can listen on (``httpAddress``, ``--http-address``)."""
-
-
-_HOST_LABEL = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
-
-
-def split_host_port(address: str) -> tuple[str, int]:
-    """``"127.0.0.1:11251"`` -> ``("127.0.0.1", 11251)``; an IPv6 host is bracketed
-    (``"[::1]:80"``); an empty host (``":11251"``) means every interface. ``AddressError`` if
-    bad."""
-    host, sep, port = address.rpartition(":")
-    if not sep:
-        raise AddressError("expected host:port")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-        try:
-            ipaddress.IPv6Address(host)
-        except ValueError:
-            raise AddressError(f"bad IPv6 address {host!r}") from None
-    elif ":" in host:
-        raise AddressError("an IPv6 host must be in brackets, e.g. [::1]:11251")
-    elif host:
-        labels = host.split(".")
-        if not all(_HOST_LABEL.fullmatch(label) for label in labels):
-            raise AddressError(f"bad host {host!r}")
-        if all(label.isdigit() for label in labels):
-            try:
-                ipaddress.IPv4Address(host)
-            except ValueError:
-                raise AddressError(f"bad IPv4 address {host!r}") from None
-    if not re.fullmatch(r"[0-9]{1,5}", port) or int(port) > 65535:
-        raise AddressError(f"bad port {port!r} (expected 0-65535)")
-    return host, int(port)
-
-
-def check_names(
-    config: SchedulerConfig, *, plugins: Collection[str], actions: Collection[str]
-) -> None:
-    """Raise ConfigError for the first action or plugin of ``config`` whose name is not among
-    the known ``plugins`` / ``actions`` (those of the allowed plugin packages)."""
-    for name in config.actions:
-        if name not in actions:
-            hint = " (that is a plugin: list it in a tier)" if name in plugins else ""
-            raise ConfigError(
-                f"unknown action {name!r}{hint}{_did_you_mean(name, actions)}; "
-                f"known: {_known(actions)}",
-                source=config.source,
-                line=config.line_of("actions"),
-                key="actions",
-            )
-    for t, tier in enumerate(config.tiers):
-        for p, option in enumerate(tier.plugins):
-            if option.name not in plugins:
-                key = f"tiers[{t}].plugins[{p}].name"
-                hint = " (that is an action: list it in actions)" if option.name in actions else ""
-                raise ConfigError(
-                    f"unknown plugin {option.name!r}{hint}{_did_you_mean(option.name, plugins)}; "
-                    f"known: {_known(plugins)}",
-                    source=config.source,
-                    line=config.line_of(key),
-                    key=key,
-                )
-
-
-def _known(names: Collection[str]) -> str:
-    return ", ".join(sorted(names)) or "(none)"
-
-
-def _did_you_mean(name: str, known: Collection[str]) -> str:
-    match = closest_name(name, known)
-    return f" (did you mean {match!r}?)" if match else ""
-
-
 def closest_name(name: str, known: Collection[str]) -> str | None:
     by_case = {k.lower(): k for k in known}
     if name.lower() in by_case:
         return by_case[name.lower()]
     matches = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
     return matches[0] if matches else None
+
+
+class AddressError(PumiceError, ValueError):
+    """Not a ``host:port`` that pumice can listen on (``httpAddress``, ``--http-address``)."""

@@ -1,17 +1,17 @@
-"""Reading a configuration into ``pumice.framework.config``'s dataclasses: ``parse_config``
-(text), ``load_config`` (a file), ``load_default_config`` (the shipped one).
+"""Validation of a configuration document into ``pumice.framework.config``'s dataclasses.
 
 ``parse_document`` walks the plain values that ``yamlsource`` produced, checks every key, type
 and value, and raises ``ConfigError`` at the first problem with the line of the offending key.
-The value syntaxes of the ``scheduler:`` section live with its types (``split_host_port`` in
-``pumice.framework.config``; durations follow ``pumice.durations``).
+Also here: the value syntaxes of the ``scheduler:`` section (``split_host_port``; durations
+follow ``pumice.durations``). Use ``pumice.framework.configfile.parse_config`` rather than this
+module.
 """
 
 from __future__ import annotations
 
-import importlib.resources
+import ipaddress
 import math
-import os
+import re
 from collections.abc import Collection, Mapping
 from typing import Any
 
@@ -19,17 +19,11 @@ from packaging.utils import canonicalize_name
 
 from pumice.durations import parse_duration
 from pumice.framework.argspec import describe as _describe
-from pumice.framework.arguments import Arguments
+from pumice.framework.arguments import Arguments, as_bool
 from pumice.framework.config import (
     FLAG_ALIASES,
     FLAG_KEYS,
-    LEADER_KEYS,
-    PACKAGE_KEYS,
-    PLUGIN_KEYS,
-    RECORD_KEYS,
-    SCHEDULER_KEYS,
     TIE_BREAKS,
-    TOP_KEYS,
     AddressError,
     ConfigError,
     LeaderElection,
@@ -41,18 +35,9 @@ from pumice.framework.config import (
     Tier,
     closest_name,
     line_of_key,
-    split_host_port,
 )
-from pumice.framework.yamlsource import Document, YamlSourceError, child_path, load_document
+from pumice.framework.yamlsource import Document, child_path
 from pumice.model.quantity import parse_quantity
-
-__all__ = [
-    "default_config_text",
-    "load_config",
-    "load_default_config",
-    "parse_config",
-    "parse_document",
-]
 
 
 def parse_document(document: Document, source: str) -> SchedulerConfig:
@@ -60,47 +45,38 @@ def parse_document(document: Document, source: str) -> SchedulerConfig:
     return _Parser(source, document.lines).config(document.value)
 
 
-# -- entry points --------------------------------------------------------------------------
+# -- values ----------------------------------------------------------------------------------
+
+_HOST_LABEL = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
 
 
-def parse_config(text: str, source: str = "<string>") -> SchedulerConfig:
-    """Parse and validate a configuration; ``source`` names it in errors."""
-    try:
-        document = load_document(text)
-    except YamlSourceError as exc:
-        raise ConfigError(exc.message, source=source, line=exc.line, key=exc.key) from None
-    return parse_document(document, source)
-
-
-def load_config(path: str | os.PathLike[str]) -> SchedulerConfig:
-    """Read and parse the configuration file at ``path``."""
-    source = os.fspath(path)
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise ConfigError(f"cannot read: {reason}", source=source) from None
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise ConfigError(f"not UTF-8 text: {exc.reason}", source=source, line=line) from None
-    return parse_config(text, source)
-
-
-def _default_resource() -> importlib.resources.abc.Traversable:
-    return importlib.resources.files("pumice.conf").joinpath("scheduler.yaml")
-
-
-def default_config_text() -> str:
-    """The text of the shipped default configuration, ``pumice/conf/scheduler.yaml``."""
-    return _default_resource().read_text(encoding="utf-8")
-
-
-def load_default_config() -> SchedulerConfig:
-    """Parse the shipped default configuration."""
-    return parse_config(default_config_text(), str(_default_resource()))
+def split_host_port(address: str) -> tuple[str, int]:
+    """``"127.0.0.1:11251"`` -> ``("127.0.0.1", 11251)``; an IPv6 host is bracketed
+    (``"[::1]:80"``); an empty host (``":11251"``) means every interface. ``AddressError`` if
+    bad."""
+    host, sep, port = address.rpartition(":")
+    if not sep:
+        raise AddressError("expected host:port")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            raise AddressError(f"bad IPv6 address {host!r}") from None
+    elif ":" in host:
+        raise AddressError("an IPv6 host must be in brackets, e.g. [::1]:11251")
+    elif host:
+        labels = host.split(".")
+        if not all(_HOST_LABEL.fullmatch(label) for label in labels):
+            raise AddressError(f"bad host {host!r}")
+        if all(label.isdigit() for label in labels):
+            try:
+                ipaddress.IPv4Address(host)
+            except ValueError:
+                raise AddressError(f"bad IPv4 address {host!r}") from None
+    if not re.fullmatch(r"[0-9]{1,5}", port) or int(port) > 65535:
+        raise AddressError(f"bad port {port!r} (expected 0-65535)")
+    return host, int(port)
 
 
 def _seconds(value: float) -> str:
@@ -109,6 +85,34 @@ def _seconds(value: float) -> str:
 
 # -- parsing ---------------------------------------------------------------------------------
 
+TOP_KEYS = ("actions", "tiers", "configurations", "metrics", "scheduler")
+PLUGIN_KEYS = ("name", "arguments", "enableHierarchy", *FLAG_KEYS, *FLAG_ALIASES)
+SCHEDULER_KEYS = (
+    "schedulerName",
+    "period",
+    "defaultQueue",
+    "leaderElection",
+    "httpAddress",
+    "dryRun",
+    "kubeconfig",
+    "qps",
+    "burst",
+    "plugins",
+    "tieBreak",
+    "record",
+    "volumeBindTimeout",
+    "suggestions",
+)
+RECORD_KEYS = ("dir", "keepCycles", "maxBytes")
+LEADER_KEYS = (
+    "enabled",
+    "leaseName",
+    "leaseNamespace",
+    "leaseDuration",
+    "renewDeadline",
+    "retryPeriod",
+)
+PACKAGE_KEYS = ("allow", "deny")
 _DURATION = "a number of seconds or a duration such as '1s', '500ms', '1m30s'"
 _ACTIONS = "a comma-separated string such as 'enqueue, allocate, backfill'"
 _PLUGIN_KEY_HINT = (
@@ -158,9 +162,10 @@ class _Parser:
         return value
 
     def boolean(self, value: object, key: str) -> bool:
-        if not isinstance(value, bool):
+        flag = as_bool(value)  # the one rule for a boolean: the arguments' too
+        if flag is None:
             raise self.wrong_type(key, "true or false", value)
-        return value
+        return flag
 
     # -- top level and Volcano's part ----------------------------------------------------
 

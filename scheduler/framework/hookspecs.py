@@ -12,8 +12,9 @@ a tier, the plugins in listed order. Each hook's docstring gives its rule; ``COM
 names them, and ``HOOK_FLAGS`` names the ``enable…`` flag that switches a hook off for one plugin.
 No hook is ever called once per (task, node) pair: node hooks take the whole ``NodeTable``.
 
-Actions are plain subclasses of ``pumice.Action`` that override ``execute(session)``; they
-are found through the same entry-point group as plugins.
+Actions are plain subclasses of ``pumice.Action`` that override ``execute(context)``, given an
+``ActionContext`` (``pumice.framework.action``); they are found through the same entry-point
+group as plugins.
 """
 
 from __future__ import annotations

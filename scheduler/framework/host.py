@@ -29,15 +29,15 @@ from __future__ import annotations
 import importlib.metadata
 import logging
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Literal
 
 import pluggy
 from packaging.utils import canonicalize_name
 
 from pumice.errors import PumiceError
-from pumice.framework.base import Action, Plugin
+from pumice.framework.action import Action
+from pumice.framework.base import Plugin, Provided
 from pumice.framework.config import PluginPackages
 from pumice.framework.hookspecs import HOOK_FLAGS, PROJECT, PluginSpec
 
@@ -58,20 +58,6 @@ class PluginConflictError(PluginError):
 
 class PluginLoadError(PluginError):
     """An entry point could not be turned into a plugin or action."""
-
-
-@dataclass(frozen=True, slots=True)
-class Provided:
-    """A plugin or action the host knows, and where it came from."""
-
-    name: str
-    kind: Literal["plugin", "action"]
-    cls: type
-    package: str
-    version: str = ""
-    target: str = ""
-    hooks: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    """For plugins: each implemented hook -> the argument names its implementation takes."""
 
 
 @dataclass(frozen=True, slots=True)

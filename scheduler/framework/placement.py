@@ -1,7 +1,10 @@
 """Choosing a node for one task: from the per-shape candidates, or from given scores.
 
-``Session.best_node`` answers the general question (a score vector and a mask, from any
-action). ``choose_node`` answers allocate's, the hot one, from the shape's ``Candidates``
+Everything here reads a ``Scoring``: the node table, the shape cache, the scoring and
+``best_node`` hooks and the tie rule, handed over by the session once its plugins are built, so
+choosing a node never calls back into the session. ``pick_best`` answers the general question
+(a score vector and a mask, from any action). ``choose_node`` answers allocate's, the hot one,
+from the shape's ``Candidates``
 (``pumice.framework.evaluation``): the feasible rows, their counts and their summed scores are
 kept current by the shape cache, so a task whose plugins answer nothing new costs an argmax,
 not a pass per plugin and per mask. Both give the same node for the same inputs: the first
@@ -12,33 +15,78 @@ a random one with ``tieBreak: random``).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+import random
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
 from pumice.framework.candidates import Candidates, total_plus
-from pumice.framework.hookcalls import read_only, vector_answer
+from pumice.framework.evaluation import ShapeCache
+from pumice.framework.hookcalls import Hook, read_only, vector_answer
+from pumice.model.node import NodeTable
 from pumice.model.objects import TaskInfo
-
-if TYPE_CHECKING:
-    from pumice.framework.session import Session
 
 log = logging.getLogger("pumice.session")
 
 FloatVector = npt.NDArray[np.float64]
 BoolVector = npt.NDArray[np.bool_]
+Hooks = Sequence[tuple[str, Hook]]
+
+
+class Scoring:
+    """What choosing a node reads of one session, fixed once its plugins are built.
+
+    ``hooks`` maps ``node_score``, ``normalized_score`` and ``best_node`` to their enabled
+    implementations in tier order; ``local_scorers`` names the plugins whose ``node_score`` is
+    row-local (answered from ``shapes``); ``tie_break`` is the config's ``tieBreak`` and
+    ``rng`` the session's random source for ``random``."""
+
+    __slots__ = (
+        "best_node_hooks",
+        "has_unshaped_scores",
+        "local_scorers",
+        "node_score_hooks",
+        "normalized_hooks",
+        "rng",
+        "shapes",
+        "table",
+        "tie_break",
+    )
+
+    def __init__(
+        self,
+        table: NodeTable,
+        shapes: ShapeCache,
+        hooks: Mapping[str, Hooks],
+        local_scorers: frozenset[str],
+        tie_break: str,
+        rng: random.Random,
+    ) -> None:
+        self.table = table
+        self.shapes = shapes
+        self.node_score_hooks = hooks["node_score"]
+        self.normalized_hooks = hooks["normalized_score"]
+        self.best_node_hooks = hooks["best_node"]
+        self.local_scorers = local_scorers
+        self.has_unshaped_scores = any(n not in local_scorers for n, _ in self.node_score_hooks)
+        """Does a ``node_score`` plugin not accept ``rows`` (is it called per task)?"""
+        self.tie_break = tie_break
+        self.rng = rng
+
 
 _NO_SCORE = -np.inf
 
 
 def pick_best(
-    session: Session, task: TaskInfo, masked: FloatVector, mask: BoolVector
+    scoring: Scoring, task: TaskInfo, masked: FloatVector, mask: BoolVector
 ) -> str | None:
-    """The node for ``task`` given ``masked`` (its scores, ``-inf`` off ``mask``)."""
-    table = session.table
+    """The node for ``task`` given ``masked`` (its scores, ``-inf`` off ``mask``): the first
+    ``best_node`` plugin naming a node of ``mask``, else the top score; ties to the smallest
+    name (by name ranks computed once per table) or, with ``tieBreak: random``, a random one."""
+    table = scoring.table
     nodes = table.nodes
-    hooks = session.hooks("best_node")
+    hooks = scoring.best_node_hooks
     if hooks:
         view = read_only(masked)
         for name, hook in hooks:
@@ -52,25 +100,25 @@ def pick_best(
     top = masked[top_row]
     if top == -np.inf and not mask[top_row]:
         return None
-    if session.tie_break != "random" and table.rows_in_name_order:
+    if scoring.tie_break != "random" and table.rows_in_name_order:
         return nodes[top_row].name  # argmax names the first of the tied rows: the smallest
     ties = np.flatnonzero(masked == top)
     if len(ties) == 1:
         return nodes[top_row].name
-    if session.tie_break == "random":
-        return nodes[int(session.rng.choice(list(ties)))].name
+    if scoring.tie_break == "random":
+        return nodes[int(scoring.rng.choice(list(ties)))].name
     return nodes[int(ties[table.name_rank[ties].argmin()])].name
 
 
-def choose_node(session: Session, task: TaskInfo, cands: Candidates, now: bool) -> str | None:
+def choose_node(scoring: Scoring, task: TaskInfo, cands: Candidates, now: bool) -> str | None:
     """The node for ``task`` among its ``now`` (else its future) candidates.
 
-    Decides exactly as ``best_node(task, node_scores(task, mask), mask)`` over the same
+    Decides exactly as ``pick_best`` over ``node_scores(scoring, task, mask)`` on the same
     candidate mask. Scores that plugins compute per task are added on top of the cached
     total: a ``normalized_score`` answered as the same read-only vector as last time is kept in
     the shape's candidates (nodeorder's constant taint score is one), any other answer is
     summed afresh for this task."""
-    table = session.table
+    table = scoring.table
     if now:
         mask, count = cands.now, cands.now_count
     else:
@@ -79,10 +127,11 @@ def choose_node(session: Session, task: TaskInfo, cands: Candidates, now: bool) 
         return None
     if count == 1:
         return table.nodes[int(mask.argmax())].name
-    if session.has_unshaped_scores:
-        return session.best_node(task, session.node_scores(task, mask), mask)
-    shapes = session.shapes
-    hooks = session.hooks("normalized_score")
+    if scoring.has_unshaped_scores:
+        masked = np.where(mask, node_scores(scoring, task, mask), -np.inf)
+        return pick_best(scoring, task, masked, mask)
+    shapes = scoring.shapes
+    hooks = scoring.normalized_hooks
     if hooks:
         view = cands.view(now)
         answers = []
@@ -105,42 +154,44 @@ def choose_node(session: Session, task: TaskInfo, cands: Candidates, now: bool) 
             answers.append(answer)
         if fresh:
             summed = total_plus(shapes.score_total(task), answers, len(table))
-            return pick_best(session, task, np.where(mask, summed, -np.inf), mask)
+            return pick_best(scoring, task, np.where(mask, summed, -np.inf), mask)
         cands = shapes.with_extras(task, cands, tuple(answers))
     elif cands.extras:
         cands = shapes.with_extras(task, cands, ())
     best = cands.best_now if now else cands.best_future
     decides = shapes.argmax_decides
     if decides is None or decides[0] != table.epoch:
-        decides = shapes.argmax_decides = (table.epoch, argmax_decides(session))
+        decides = shapes.argmax_decides = (table.epoch, argmax_decides(scoring))
     if decides[1]:
         row = int(best.argmax())
         if best.item(row) == _NO_SCORE and not mask[row]:  # as pick_best: no node
             return None
         return table.nodes[row].name
-    return pick_best(session, task, best, mask)
+    return pick_best(scoring, task, best, mask)
 
 
-def argmax_decides(session: Session) -> bool:
+def argmax_decides(scoring: Scoring) -> bool:
     """Is the first row of the top score the node ``pick_best`` chooses? When no best_node
     plugin may name another, ties go to the smallest name and the rows are in name order."""
     return (
-        session.tie_break != "random"
-        and not session.hooks("best_node")
-        and session.table.rows_in_name_order
+        scoring.tie_break != "random"
+        and not scoring.best_node_hooks
+        and scoring.table.rows_in_name_order
     )
 
 
 def score_parts(
-    session: Session, task: TaskInfo, mask: BoolVector | None
+    scoring: Scoring, task: TaskInfo, mask: BoolVector | None
 ) -> dict[str, FloatVector]:
-    """``Session.node_score_parts``: each scoring plugin's vector, in tier order."""
-    table = session.table
+    """Each scoring plugin's vector for ``task`` (weight included; ``node_score`` and
+    ``normalized_score`` over ``mask`` together), in tier order, summing to ``node_scores``;
+    a plugin that answers None is left out."""
+    table = scoring.table
     n = len(table)
-    cached = session.shapes.scores(task)
+    cached = scoring.shapes.scores(task)
     parts: dict[str, FloatVector] = {}
-    for name, hook in session.hooks("node_score"):
-        if session.row_local("node_score", name):
+    for name, hook in scoring.node_score_hooks:
+        if name in scoring.local_scorers:
             vector = cached.get(name)
             if vector is not None:
                 parts[name] = np.array(vector)
@@ -149,7 +200,7 @@ def score_parts(
         if answer is not None:
             parts[name] = np.array(vector_answer(name, "node_score", answer, n, np.float64))
     candidates = mask if mask is not None else np.ones(n, dtype=np.bool_)
-    for name, hook in session.hooks("normalized_score"):
+    for name, hook in scoring.normalized_hooks:
         answer = hook(task, table, candidates)
         if answer is not None:
             vector = vector_answer(name, "normalized_score", answer, n, np.float64)
@@ -157,17 +208,16 @@ def score_parts(
     return parts
 
 
-def node_scores(session: Session, task: TaskInfo, mask: BoolVector | None) -> FloatVector:
-    """``Session.node_scores``: the cached row-local total plus every per-task answer."""
-    table = session.table
+def node_scores(scoring: Scoring, task: TaskInfo, mask: BoolVector | None) -> FloatVector:
+    """The summed score of every node for ``task``: the cached row-local total plus every
+    per-task answer (``normalized_score`` over ``mask``, every node when None)."""
+    table = scoring.table
     n = len(table)
-    total = session.shapes.score_total(task)
+    total = scoring.shapes.score_total(task)
     others = [
-        (name, hook)
-        for name, hook in session.hooks("node_score")
-        if not session.row_local("node_score", name)
+        (name, hook) for name, hook in scoring.node_score_hooks if name not in scoring.local_scorers
     ]
-    normalized = session.hooks("normalized_score")
+    normalized = scoring.normalized_hooks
     if not others and not normalized:
         return read_only(total if total is not None else np.zeros(n))
     summed = np.zeros(n) if total is None else total.copy()

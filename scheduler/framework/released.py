@@ -6,7 +6,7 @@ to run once they are gone, so whether it may go there is a question about the no
 them: the pod count, host ports, and — for the pod-to-pod filters — the pods whose
 anti-affinity kept it out, which may be among the victims.
 
-``predicate_once_gone`` asks every predicate plugin of the session (enabled, in tier order)
+``predicate_once_gone`` asks every predicate plugin of the shape cache (enabled, in tier order)
 about one node while its Releasing tasks, and any others given, are taken off it
 (``NodeInfo.without``: ``node.tasks`` and the node's row read as if they had gone, and are
 restored exactly afterwards). Victims evicted through a statement have also been through the
@@ -18,36 +18,31 @@ state the session does not hold.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pumice.framework.evaluation import predicate_part
+from pumice.framework.evaluation import ShapeCache, predicate_part
 from pumice.framework.hookcalls import vector_answer
 from pumice.model.node import NodeInfo
 from pumice.model.objects import TaskInfo
 from pumice.model.status import TaskStatus
 
-if TYPE_CHECKING:
-    from pumice.framework.session import Session
-
 __all__ = ["predicate_once_gone"]
 
 
 def predicate_once_gone(
-    session: Session, task: TaskInfo, node: NodeInfo, gone: Iterable[TaskInfo] = ()
+    shapes: ShapeCache, task: TaskInfo, node: NodeInfo, gone: Iterable[TaskInfo] = ()
 ) -> str:
     """'' when every predicate passes ``task`` on ``node`` once its Releasing tasks and
     ``gone`` have left it; else the first failing plugin's reason for that node."""
     leaving = [t for t in node.tasks.values() if t.status == TaskStatus.RELEASING]
     seen = {t.uid for t in leaving}
     leaving += [t for t in gone if t.uid not in seen]
-    table = session.table
+    table = shapes.table
     row = node.row
     rows = np.array((row,), dtype=np.int64)
     with node.without(leaving):
-        for name, hook in session.hooks("predicate"):
-            local = session.row_local("predicate", name)
+        for name, hook, local in shapes.predicates:
             answer = hook(task, table, rows if local else None)
             if answer is None:
                 continue

@@ -1,5 +1,7 @@
 """A scheduling session: one pass of the configured actions over a cluster snapshot.
 
+The session is internal to the framework: plugins see a ``SessionView``, actions an
+``ActionContext`` (``pumice.framework.action``, which also runs them: ``run_actions``).
 Opening a session builds a fresh instance of every configured plugin, tier by tier, from its
 arguments, collects the implemented hooks in tier order (leaving out those whose ``enable…``
 flag is off), and calls ``session_open`` on each plugin. The session then answers the
@@ -20,7 +22,6 @@ from __future__ import annotations
 import inspect
 import logging
 import random
-import time
 import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -28,8 +29,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pumice.framework.arguments import Arguments
-from pumice.framework.base import Plugin
+from pumice.framework.base import Catalog, Plugin
 from pumice.framework.candidates import Candidates
 from pumice.framework.committer import IGNORED_WRITES, Committer, RecordingCommitter
 from pumice.framework.config import PluginOption, SchedulerConfig
@@ -51,8 +51,7 @@ from pumice.framework.hookcalls import (
     vector_answer,
 )
 from pumice.framework.hookspecs import HOOK_FLAGS, PluginSpec
-from pumice.framework.host import PluginHost
-from pumice.framework.placement import choose_node, node_scores, pick_best, score_parts
+from pumice.framework.placement import Scoring, choose_node, node_scores, pick_best, score_parts
 from pumice.framework.results import Feasibility, JobInvalid, Vote
 from pumice.framework.statement import Statement
 from pumice.framework.view import SessionView
@@ -84,7 +83,7 @@ class Session:
         self,
         snapshot: ClusterSnapshot,
         config: SchedulerConfig,
-        host: PluginHost,
+        host: Catalog,
         *,
         committer: Committer,
         rng: random.Random | None = None,
@@ -99,7 +98,6 @@ class Session:
         self.config = config
         self.host = host
         self.committer: Committer = committer
-        self.tie_break = config.scheduler.tie_break
         self._rng = rng if rng is not None else random.Random()
         self.plugins: list[tuple[int, PluginOption, Plugin]] = []
         # hook -> per tier -> [(plugin name, callable taking the hook's full argument list)]
@@ -107,12 +105,11 @@ class Session:
         self._flat: dict[str, list[tuple[str, Hook]]] = {h: [] for h in HOOK_FLAGS}
         self._row_local: set[tuple[str, str]] = set()
         """(hook, plugin) pairs whose implementation accepts ``rows`` (see evaluation)."""
-        self.has_unshaped_scores = False
-        """Does a ``node_score`` plugin not accept ``rows`` (is it called per task)?"""
         self.is_open = False
         self.view = SessionView(self)
         """What plugins are given of this session."""
         self._shapes: ShapeCache | None = None
+        self._scoring: Scoring | None = None
         self.task_reasons: dict[str, str] = {}
         """Why a task was left pending this session (task uid -> message), for conditions."""
         self.job_reasons: dict[str, str] = {}
@@ -143,7 +140,7 @@ class Session:
         cls,
         snapshot: ClusterSnapshot,
         config: SchedulerConfig,
-        host: PluginHost,
+        host: Catalog,
         *,
         committer: Committer,
         rng: random.Random | None = None,
@@ -230,9 +227,6 @@ class Session:
                     self._flat[hook].append(entry)
                     if hook in self._guards and getattr(provided.cls, "protects_victims", False):
                         self._guards[hook].append(entry)
-        self.has_unshaped_scores = any(
-            ("node_score", name) not in self._row_local for name, _ in self._flat["node_score"]
-        )
         self._shapes = ShapeCache(
             self.table,
             [(n, h, ("predicate", n) in self._row_local) for n, h in self._flat["predicate"]],
@@ -243,28 +237,16 @@ class Session:
             stale=[hook for _, hook in self._flat["stale_rows"]],
             row_makers=(makers["predicate"], makers["node_score"]),
         )
+        local_scorers = frozenset(n for h, n in self._row_local if h == "node_score")
+        tie_break = self.config.scheduler.tie_break
+        self._scoring = Scoring(
+            self.table, self._shapes, self._flat, local_scorers, tie_break, self._rng
+        )
 
     def _queue_of_task(self, task: TaskInfo) -> str:
         """The queue of the task's job ('' if unknown): shapes are cached per queue."""
         job = self.jobs.get(task.job)
         return job.queue if job is not None else ""
-
-    def run_actions(self) -> None:
-        """Run the configured actions in order, each built from its ``configurations`` entry."""
-        for name in self.config.actions:
-            provided = self.host.get(name)
-            if provided is None or provided.kind != "action":
-                raise SessionError(f"unknown action {name!r}")
-            arguments = self.config.configurations.get(name) or Arguments({})
-            action = provided.cls(arguments)
-            self.action = name
-            started = time.perf_counter()
-            try:
-                action.execute(self)
-            finally:
-                self.action = ""
-                elapsed = time.perf_counter() - started
-                self.action_seconds[name] = self.action_seconds.get(name, 0.0) + elapsed
 
     def implemented(self, hook: str) -> bool:
         """Does any enabled plugin implement ``hook`` in this session?"""
@@ -306,6 +288,13 @@ class Session:
             raise SessionError("the session is not open")
         return self._shapes
 
+    @property
+    def scoring(self) -> Scoring:
+        """What choosing a node reads (``pumice.framework.placement``)."""
+        if self._scoring is None:
+            raise SessionError("the session is not open")
+        return self._scoring
+
     def predicate(self, task: TaskInfo) -> Feasibility:
         """Which nodes may take ``task`` (AND of every predicate; first failure's reason).
 
@@ -326,7 +315,7 @@ class Session:
         """The summed score of every node for ``task`` (read-only): row-local ``node_score``
         from the per-shape cache, the others called; ``normalized_score`` over ``mask``, the
         candidate nodes (every node when None)."""
-        return node_scores(self, task, mask)
+        return node_scores(self.scoring, task, mask)
 
     def node_score_parts(
         self, task: TaskInfo, mask: npt.NDArray[np.bool_] | None = None
@@ -334,13 +323,13 @@ class Session:
         """Each scoring plugin's vector for ``task`` (weight included; ``node_score`` and
         ``normalized_score`` over ``mask`` together), in tier order, summing to ``node_scores``;
         a plugin that answers None is left out."""
-        return score_parts(self, task, mask)
+        return score_parts(self.scoring, task, mask)
 
     def record_scores(self, task: TaskInfo) -> None:
         """Keep, in ``placement_scores``, each plugin's score of every node the task may go to
         now (see ``pumice.framework.explain``). Statements call this just before placing a
         task when ``explain`` is on."""
-        self.placement_scores[task.uid] = candidate_scores(self, task)
+        self.placement_scores[task.uid] = candidate_scores(self.scoring, task)
 
     def nominate(self, task: TaskInfo, node: str) -> None:
         """Tell the committer, if it takes nominations, that ``task`` waits for ``node``."""
@@ -365,15 +354,11 @@ class Session:
         scores: npt.NDArray[np.float64],
         mask: npt.NDArray[np.bool_] | None = None,
     ) -> str | None:
-        """The node for ``task``: the first plugin naming a feasible node, else the top score.
-
-        Ties between top scores go to the node with the smallest name (``tieBreak:
-        deterministic``, by name ranks computed once per table, not string comparisons) or
-        to a random one (``random``). None when no node is feasible.
-        """
+        """The node for ``task``: the first plugin naming a feasible node, else the top score
+        (``pumice.framework.placement.pick_best``); None when no node is feasible."""
         if mask is None:
             mask = np.ones(len(self.table), dtype=np.bool_)
-        return pick_best(self, task, np.where(mask, scores, -np.inf), mask)
+        return pick_best(self.scoring, task, np.where(mask, scores, -np.inf), mask)
 
     def candidates(self, task: TaskInfo) -> Candidates:
         """Where ``task`` may go now and later, and the summed row-local scores there
@@ -382,7 +367,7 @@ class Session:
 
     def choose_node(self, task: TaskInfo, candidates: Candidates, now: bool) -> str | None:
         """``best_node`` over the task's ``now`` (else future) candidates, from the cache."""
-        return choose_node(self, task, candidates, now)
+        return choose_node(self.scoring, task, candidates, now)
 
     def hooks(self, hook: str) -> list[tuple[str, Hook]]:
         """The enabled implementations of ``hook``, in tier order: (plugin, callable)."""
@@ -391,11 +376,6 @@ class Session:
     def row_local(self, hook: str, plugin: str) -> bool:
         """Does ``plugin``'s ``hook`` accept ``rows`` (see ``pumice.framework.evaluation``)?"""
         return (hook, plugin) in self._row_local
-
-    @property
-    def rng(self) -> random.Random:
-        """The session's random source (``tieBreak: random``)."""
-        return self._rng
 
     # -- queues and jobs --------------------------------------------------------------------
 

@@ -4,28 +4,54 @@ A statement records allocations, pipelines and evictions. Each operation changes
 at once (task status, job index, node accounting) and fires the plugins' ``on_allocate`` /
 ``on_deallocate`` synchronously, so plugins that keep shares stay current. ``commit`` hands the
 decisions to the session's committer (binds and evictions); ``discard`` undoes the operations in
-reverse order.
+reverse order. A statement needs only the shape of its session (``StatementTarget``), so this
+module does not depend on the session's.
 """
 
 from __future__ import annotations
 
 import enum
 import logging
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple, Protocol
 
 from pumice.errors import PumiceError
+from pumice.framework.committer import Committer
+from pumice.framework.view import Viewed
 from pumice.model.node import NodeAccountingError
 from pumice.model.objects import JobInfo, TaskInfo
 from pumice.model.status import PREEMPTABLE_STATUSES, TaskStatus
-
-if TYPE_CHECKING:
-    from pumice.framework.session import Session
 
 log = logging.getLogger("pumice.statement")
 
 
 class StatementError(PumiceError):
     """An operation could not be applied; the session is as it was before it."""
+
+
+class StatementTarget(Viewed, Protocol):
+    """What a statement changes and tells: the session as its views see it (its snapshot with
+    its own copies of jobs and tasks, its nodes), the plugins' events, the committer, and the
+    explanation switch."""
+
+    @property
+    def committer(self) -> Committer: ...
+
+    @property
+    def explain(self) -> bool: ...
+
+    def record_scores(self, task: TaskInfo) -> None: ...
+
+    def fire_allocate(self, task: TaskInfo) -> None: ...
+
+    def fire_deallocate(self, task: TaskInfo) -> None: ...
+
+    def fire_job_enqueued(self, job: JobInfo) -> None: ...
+
+    def nominate(self, task: TaskInfo, node: str) -> None: ...
+
+    def implemented(self, hook: str) -> bool: ...
+
+    def pre_bind(self, task: TaskInfo, node: str) -> None: ...
 
 
 class OpKind(enum.Enum):
@@ -55,8 +81,8 @@ class Operation(NamedTuple):
 class Statement:
     """A transaction: allocate / pipeline / evict, then commit or discard."""
 
-    def __init__(self, session: Session) -> None:
-        self.session = session
+    def __init__(self, session: StatementTarget) -> None:
+        self._session = session
         self.operations: list[Operation] = []
 
     # -- operations -------------------------------------------------------------------------
@@ -70,7 +96,7 @@ class Statement:
         self._place(task, node, TaskStatus.PIPELINED, OpKind.PIPELINE)
 
     def _place(self, task: TaskInfo, node_name: str, status: TaskStatus, kind: OpKind) -> None:
-        session = self.session
+        session = self._session
         job, task = self._own(task)
         if task.status != _PENDING:
             raise StatementError(f"cannot {kind.value} {task.key}: it is {task.status.name}")
@@ -101,28 +127,28 @@ class Statement:
         job, task = self._own(task)
         if not task.status & PREEMPTABLE_STATUSES or task.node_name is None:
             raise StatementError(f"cannot evict {task.key}: it is {task.status.name}")
-        node = self.session.nodes[task.node_name]
+        node = self._session.nodes[task.node_name]
         previous = task.status
         job.update_task_status(task, TaskStatus.RELEASING)
         node.update_task(task)
-        self.session.fire_deallocate(task)
+        self._session.fire_deallocate(task)
         self.operations.append(Operation(OpKind.EVICT, task, node.name, reason, previous))
 
     def enqueue(self, job: JobInfo, phase: str = "Inqueue") -> None:
         """Admit a Pending job: its phase becomes ``phase`` in the session, and every plugin's
         ``job_enqueued`` is told. Undone by ``discard``; the phase is written back by whoever
         writes PodGroup status after the cycle."""
-        own = self.session.snapshot.writable_job(job.uid)
+        own = self._session.snapshot.writable_job(job.uid)
         previous = own.phase
         own.phase = phase
-        self.session.fire_job_enqueued(own)
+        self._session.fire_job_enqueued(own)
         self.operations.append(
             Operation(OpKind.ENQUEUE, None, "", job=own, previous_phase=previous)
         )
 
     def merge(self, other: Statement) -> None:
         """Take over ``other``'s operations (which must be on the same session)."""
-        if other.session is not self.session:
+        if other._session is not self._session:
             raise StatementError("cannot merge statements of different sessions")
         self.operations.extend(other.operations)
         other.operations = []
@@ -153,7 +179,7 @@ class Statement:
         one operation and is returned (and logged); the rest still go.
         """
         failures: list[tuple[Operation, Exception]] = []
-        session = self.session
+        session = self._session
         committer = session.committer
         nodes = session.nodes
         evicting = any(op.kind is _EVICT for op in self.operations)
@@ -188,12 +214,12 @@ class Statement:
     def _pre_bind(self) -> dict[str, Exception]:
         """``pre_bind`` of every allocation; the tasks a plugin failed there, with why."""
         refused: dict[str, Exception] = {}
-        if not self.session.implemented("pre_bind"):
+        if not self._session.implemented("pre_bind"):
             return refused
         for op in self.operations:
             if op.kind is OpKind.ALLOCATE and op.task is not None:
                 try:
-                    self.session.pre_bind(op.task, op.node)
+                    self._session.pre_bind(op.task, op.node)
                 except Exception as exc:
                     refused[op.task.uid] = exc
         return refused
@@ -201,32 +227,32 @@ class Statement:
     # -- undo helpers -----------------------------------------------------------------------
 
     def _unplace(self, task: TaskInfo) -> None:
-        node = self.session.nodes[task.node_name or ""]
+        node = self._session.nodes[task.node_name or ""]
         node.remove_task(task)
         self._job(task).update_task_status(task, TaskStatus.PENDING)
-        self.session.fire_deallocate(task)  # plugins still see which node it leaves
+        self._session.fire_deallocate(task)  # plugins still see which node it leaves
         task.node_name = None
 
     def _unevict(self, op: Operation) -> None:
         assert op.task is not None
         self._job(op.task).update_task_status(op.task, op.previous)
-        self.session.nodes[op.node].update_task(op.task)
+        self._session.nodes[op.node].update_task(op.task)
         try:
-            self.session.fire_allocate(op.task)
+            self._session.fire_allocate(op.task)
         except Exception:
             log.exception("a plugin failed while %s was restored", op.task.key)
 
     def _own(self, task: TaskInfo) -> tuple[JobInfo, TaskInfo]:
         """The session's own (writable) copies of ``task`` and its job."""
         try:
-            return self.session.snapshot.writable_task(task)
+            return self._session.snapshot.writable_task(task)
         except KeyError as exc:
             raise StatementError(
                 f"task {task.key} belongs to no job in this session ({task.job})"
             ) from exc
 
     def _job(self, task: TaskInfo) -> JobInfo:
-        job = self.session.jobs.get(task.job)
+        job = self._session.jobs.get(task.job)
         if job is None:
             raise StatementError(f"task {task.key} belongs to no job in this session ({task.job})")
         return job

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pumice import Arguments, NodeInfo, TaskInfo, TaskStatus
+from pumice import ActionContext, Arguments, NodeInfo, TaskInfo, TaskStatus
 from pumice.actions.allocate import AllocateAction
 from support.builders import make_plugin
 from support.flow import (
@@ -280,7 +280,7 @@ def test_invalid_and_queueless_jobs_are_skipped_with_a_reason() -> None:
 def test_pending_jobs_wait_for_enqueue_when_it_is_configured() -> None:
     job = gang("j", 1, phase="Pending")
     ssn = open_flow(snapshot(nodes(1), [job]), actions=["enqueue", "allocate"])
-    AllocateAction(Arguments({})).execute(ssn)  # without running enqueue first
+    AllocateAction(Arguments({})).execute(ActionContext(ssn))  # without running enqueue first
     assert decisions(ssn) == [] and job.phase == "Pending"
 
 

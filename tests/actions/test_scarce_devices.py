@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from pumice import ClusterSnapshot, JobInfo, NodeInfo, Plugin, Session, TaskInfo
+from pumice import ClusterSnapshot, JobInfo, NodeInfo, Plugin, TaskInfo
 from pumice.commands.common import load_checked
+from pumice.framework import Session, run_actions
 from pumice.framework.session import RecordingCommitter
 from pumice.plugins.nodeorder import NodeOrderPlugin
 from pumice.plugins.proportional import ProportionalPlugin
@@ -37,7 +38,7 @@ def run_ai_config(snap: ClusterSnapshot) -> Session:
     points, its actions run."""
     config, host = load_checked(str(AI_CONFIG))
     session = Session.open(snap, config, host, committer=RecordingCommitter())
-    session.run_actions()
+    run_actions(session)
     return session
 
 

@@ -30,6 +30,7 @@ from pumice.daemon.recordfile import (
     runs,
 )
 from pumice.daemon.recordwriter import GROUP_SHARE
+from pumice.framework import run_actions
 from pumice.framework.committer import RecordingCommitter
 from pumice.framework.config import RecordSettings, SchedulerConfig, parse_config
 from pumice.framework.host import PluginHost
@@ -89,7 +90,7 @@ def run_cycles(
         session = Session.open(snapshot, config, host, committer=committer, rng=record.rng())
         failed = False
         try:
-            session.run_actions()
+            run_actions(session)
         except Exception:
             failed = True
         session.close()

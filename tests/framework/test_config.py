@@ -21,6 +21,8 @@ from pumice.framework.config import (
     SchedulerConfig,
     SchedulerSettings,
     Tier,
+)
+from pumice.framework.configfile import (
     check_names,
     split_host_port,
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pumice.framework.config import ConfigError, RecordSettings
-from pumice.framework.configparse import parse_config
+from pumice.framework.configfile import parse_config
 
 
 def record_of(text: str) -> RecordSettings | None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import gc
 import weakref
 
-from pumice.framework.configparse import load_default_config
+from pumice.framework import run_actions
+from pumice.framework.configfile import load_default_config
 from pumice.framework.host import PluginHost
 from pumice.framework.session import RecordingCommitter, Session
 from support.builders import add_job, cluster
@@ -17,7 +18,7 @@ def test_a_disposed_session_leaves_nothing_for_the_collector() -> None:
     session = Session.open(
         snap.clone(), load_default_config(), PluginHost.discover(), committer=RecordingCommitter()
     )
-    session.run_actions()
+    run_actions(session)
     alive = [weakref.ref(plugin) for _, _, plugin in session.plugins]
     alive += [weakref.ref(session.table), weakref.ref(session)]
     gc.disable()

@@ -10,8 +10,9 @@ import pytest
 import yaml
 
 from pumice import Action, ClusterSnapshot, NodeInfo, Plugin, Resource, hookimpl
+from pumice.framework import run_actions
 from pumice.framework.config import FLAG_KEYS, PluginPackages
-from pumice.framework.configparse import parse_config
+from pumice.framework.configfile import parse_config
 from pumice.framework.hookspecs import COMBINATION, HOOK_FLAGS, PluginSpec
 from pumice.framework.host import PluginConflictError, PluginHost, PluginLoadError
 from pumice.framework.session import RecordingCommitter, Session, SessionError
@@ -157,7 +158,7 @@ def test_actions_run_in_configured_order_with_their_configuration() -> None:
             "configurations": [{"name": "first", "arguments": {"flag": True}}],
         }
     )
-    Session.open(cluster(), parse_config(text), host, committer=RecordingCommitter()).run_actions()
+    run_actions(Session.open(cluster(), parse_config(text), host, committer=RecordingCommitter()))
     assert ran == [("second", False), ("first", True)]
 
 
@@ -200,7 +201,7 @@ def test_a_third_party_hook_is_called_in_a_session() -> None:
     ssn = Session.open(snap, config, PluginHost.discover(), committer=RecordingCommitter())
     assert ssn.node_scores(task).tolist() == [0.0, 10.0]
     assert ssn.best_node(task, ssn.node_scores(task)) == "b"
-    ssn.run_actions()
+    run_actions(ssn)
     assert ZonePreference.calls == ["j-0", "j-0"]
     assert CountingAction.seen == [1]
 

@@ -19,7 +19,7 @@ from pumice import (
     StatementError,
     TaskInfo,
 )
-from pumice.framework.configparse import load_default_config
+from pumice.framework.configfile import load_default_config
 from pumice.framework.evaluation import ShapeCache
 from pumice.framework.host import PluginHost
 from pumice.framework.session import RecordingCommitter, Session

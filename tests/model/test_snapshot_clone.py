@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from pumice import ClusterSnapshot, JobInfo, NodeInfo, QueueInfo, Resource, TaskInfo, TaskStatus
-from pumice.framework.configparse import load_default_config
+from pumice.framework import run_actions
+from pumice.framework.configfile import load_default_config
 from pumice.framework.host import PluginHost
 from pumice.framework.session import RecordingCommitter, Session
 
@@ -74,7 +75,7 @@ def run_default(snap: ClusterSnapshot) -> Session:
     session = Session.open(
         snap, load_default_config(), PluginHost.discover(), committer=RecordingCommitter()
     )
-    session.run_actions()
+    run_actions(session)
     return session
 
 

@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from pumice import JobInfo, Session
+from pumice import JobInfo
+from pumice.framework import Session
 from pumice.plugins.nodeorder import NodeOrderPlugin
 from support.flow import binds, open_flow, run_flow
 from support.links import (

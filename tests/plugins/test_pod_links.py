@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from pumice import Session
+from pumice.framework import Session
 from pumice.plugins._interpod import (
     AFFINITY_MISMATCH,
     ANTI_AFFINITY_MISMATCH,

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from pumice import NodeInfo, Session, TaskInfo, TaskStatus
+from pumice import NodeInfo, TaskInfo, TaskStatus
+from pumice.framework import Session
 from pumice.model.podterms import AffinityTerm, SpreadConstraint, selector_matches
 from support.flow import open_flow
 from support.links import HOST, ZONE, job_of, link_pod, links_snapshot, spread, term

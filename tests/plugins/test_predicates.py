@@ -382,7 +382,7 @@ def test_reasons_through_a_session_message() -> None:
     )
 
 
-@pytest.mark.parametrize("off", [False, "false", "False", "0"])
+@pytest.mark.parametrize("off", [False, "false", "False", "FALSE"])
 def test_arguments_switch_filters_off(off: object) -> None:
     nodes = table(
         node("tainted", taints=[taint("k")], labels={"zone": "b"}),

@@ -6,8 +6,9 @@ import importlib.resources
 
 import pytest
 
-from pumice import Session, TaskStatus
-from pumice.framework.configparse import parse_config
+from pumice import TaskStatus
+from pumice.framework import Session
+from pumice.framework.configfile import parse_config
 from pumice.framework.host import PluginHost
 from pumice.framework.session import RecordingCommitter
 from pumice.plugins.priority import PriorityPlugin

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pumice import NodeInfo, QueueInfo, Resource, TaskStatus, Vote
+from pumice.framework import run_actions
 from pumice.plugins.proportion import QueueAttributes
 from support.builders import make_plugin
 from support.flow import (
@@ -241,7 +242,7 @@ def test_a_permit_that_another_plugin_overrules_gives_its_reservation_back() -> 
     ]
     snap = snapshot(nodes(2), jobs, [queue("q", capability=res(cpu=5000))])
     ssn = open_flow(snap, [["proportion", "picky"]], actions=["enqueue"], plugins={"picky": picky})
-    ssn.run_actions()
+    run_actions(ssn)
     assert [j.phase for j in jobs] == ["Pending", "Inqueue", "Pending"]
     assert approx(attributes(ssn, "q").inqueue) == {"cpu": 3000}
 

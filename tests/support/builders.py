@@ -18,7 +18,7 @@ from pumice import (
     TaskStatus,
 )
 from pumice.framework.config import SchedulerConfig
-from pumice.framework.configparse import parse_config
+from pumice.framework.configfile import parse_config
 from pumice.framework.hookspecs import hookimpl
 from pumice.framework.host import PluginHost
 from pumice.framework.session import RecordingCommitter, Session

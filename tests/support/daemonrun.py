@@ -21,7 +21,7 @@ from typing import Any
 
 from pumice.commands.common import load_checked
 from pumice.daemon import Daemon, DaemonOptions
-from pumice.framework.configparse import load_config
+from pumice.framework.configfile import load_config
 from pumice.framework.host import PluginHost
 from pumice.kube import KubeSettings
 from pumice.model import Resource, pod_requests

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from pumice import Session
+from pumice.framework import Session
 
 _RECORD: dict[str, list[dict[str, Any]]] = {}
 _current: list[Session] = []

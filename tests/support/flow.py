@@ -14,7 +14,6 @@ from pumice import (
     Plugin,
     QueueInfo,
     Resource,
-    Session,
     TaskInfo,
     TaskStatus,
 )
@@ -23,8 +22,9 @@ from pumice.actions.backfill import BackfillAction
 from pumice.actions.enqueue import EnqueueAction
 from pumice.actions.preempt import PreemptAction
 from pumice.actions.reclaim import ReclaimAction
+from pumice.framework import Session, run_actions
 from pumice.framework.config import SchedulerConfig
-from pumice.framework.configparse import load_default_config
+from pumice.framework.configfile import load_default_config
 from pumice.framework.host import PluginHost
 from pumice.framework.session import RecordingCommitter
 from pumice.plugins.conformance import ConformancePlugin
@@ -200,7 +200,7 @@ def run_flow(
 ) -> Session:
     """Open a session, run its configured actions, and return it (still open)."""
     session = open_flow(snap, tiers, actions, plugins, configurations)
-    session.run_actions()
+    run_actions(session)
     return session
 
 
@@ -209,7 +209,7 @@ def run_default(snap: ClusterSnapshot) -> Session:
     session = Session.open(
         snap, load_default_config(), PluginHost.discover(), committer=RecordingCommitter()
     )
-    session.run_actions()
+    run_actions(session)
     return session
 
 

@@ -14,10 +14,10 @@ from pumice import (
     Plugin,
     QueueInfo,
     Resource,
-    Session,
     TaskInfo,
     TaskStatus,
 )
+from pumice.framework import Session
 from pumice.plugins.conformance import ConformancePlugin
 from pumice.plugins.drf import DrfPlugin
 from pumice.plugins.gang import GangPlugin
