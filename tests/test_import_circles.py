@@ -26,22 +26,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 MAPPING = {"scheduler": "pumice", "plugins": "pumice/plugins", "actions": "pumice/actions"}
 
-ALLOWED = frozenset(
-    {
-        # The framework's circle around the Session, which branch w18a breaks (issue 18, build
-        # item 1: ActionContext). Allowed here only until that branch is merged: the lead
-        # removes this set then (the test below fails once the circle is gone, as a reminder).
-        "pumice.framework.base",
-        "pumice.framework.explain",
-        "pumice.framework.hookspecs",
-        "pumice.framework.host",
-        "pumice.framework.placement",
-        "pumice.framework.session",
-        "pumice.framework.statement",
-        "pumice.framework.view",
-    }
-)
-
 _LIST_IMPORTS = """
 import json, sys
 import grimp
@@ -126,12 +110,8 @@ def test_the_graph_is_read_from_the_laid_out_tree(import_graph: dict[str, list[s
 
 def test_no_import_circle_between_modules(import_graph: dict[str, list[str]]) -> None:
     found = circles(import_graph)
-    unexpected = [c for c in found if not set(c) <= ALLOWED]
-    assert unexpected == [], "import circles (strongly connected components): " + "; ".join(
-        " <-> ".join(c) for c in unexpected
-    )
-    assert any(set(c) <= ALLOWED for c in found), (
-        "the framework circle is gone: remove ALLOWED from this test"
+    assert found == [], "import circles (strongly connected components): " + "; ".join(
+        " <-> ".join(c) for c in found
     )
 
 

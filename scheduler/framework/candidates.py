@@ -1,4 +1,5 @@
-"""A shape's candidate nodes: where its tasks may go now and later, with their summed scores.
+"""A shape's candidate nodes: where its tasks may go now and later, with their summed scores;
+and the ``ShapeEntry`` that holds them with everything else the session knows of the shape.
 
 Kept per shape by ``pumice.framework.evaluation.ShapeCache`` beside the predicate masks, fit
 masks and scores they are made of, and refreshed on the same changed rows (worked out here
@@ -16,7 +17,9 @@ import numpy.typing as npt
 
 from pumice.framework.hookcalls import read_only
 from pumice.framework.results import Feasibility, PredicatePart
+from pumice.framework.rowprograms import BaseProgram, PredicateProgram
 from pumice.model.node import FIT_TOLERANCE, NodeTable
+from pumice.model.objects import TaskInfo
 
 BoolVector = npt.NDArray[np.bool_]
 FloatVector = npt.NDArray[np.float64]
@@ -196,3 +199,44 @@ def fit_mask(
         values = column if rows is None else column[rows]
         fits &= values >= request[index] - FIT_TOLERANCE
     return fits
+
+
+@dataclass(slots=True)
+class ShapeEntry:
+    """What the session knows of one shape; each part records the table version it is
+    current at (all are dropped when the table's epoch changes)."""
+
+    epoch: int
+    task: TaskInfo
+    """The first task of this shape: every plugin call for the shape is made with it, so a
+    plugin's own per-task caches hit on every refresh (the answer depends only on the shape)."""
+    parts: list[PredicatePart] | None = None
+    parts_by_name: dict[str, PredicatePart] = field(default_factory=dict)
+    """``parts`` by plugin name (set with them)."""
+    mask: BoolVector | None = None
+    mask_version: int = 0
+    fit_now: BoolVector | None = None
+    fit_future: BoolVector | None = None
+    fit_version: int = 0
+    scores: dict[str, FloatVector] = field(default_factory=dict)
+    score_total: FloatVector | None = None
+    score_version: int = 0
+    candidates: Candidates | None = None
+    borrowed: bool = False
+    """Made as another entry's base and not yet any task's own entry (its ``task`` then has
+    a ``shape_key``: fit and scores do not mind, predicates would)."""
+    base: ShapeEntry | None = None
+    """The entry of the same shape without the plugins' ``shape_key`` parts, which holds the
+    fit masks and row-local scores (None: this entry is its own base). Tasks that
+    ``shape_key`` tells apart get their own predicate masks and candidates but share the
+    rest, which depends on the shape alone."""
+    predicate_program: PredicateProgram | bool | None = None
+    """The row predicates of the one-row path (``pumice.framework.onerow``); None: not made
+    yet, False: cannot be made for the current parts."""
+    base_program: BaseProgram | bool | None = None
+    """On a base entry: its fit test and row scores, likewise."""
+
+
+def base_of(entry: ShapeEntry) -> ShapeEntry:
+    """Where ``entry``'s fit masks and row-local scores live."""
+    return entry if entry.base is None else entry.base

@@ -29,7 +29,6 @@ A refresh touching more than an eighth of the rows, or a change of the table's r
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -39,6 +38,8 @@ from pumice.framework.candidates import (
     FULL_REFRESH_FRACTION,
     NO_ROWS,
     Candidates,
+    ShapeEntry,
+    base_of,
     fit_mask,
     full_candidates,
     merge_rows,
@@ -46,15 +47,9 @@ from pumice.framework.candidates import (
     refresh_candidate_rows,
     rows_changed,
 )
-from pumice.framework.onerow import (
-    FEW_ROWS,
-    BaseProgram,
-    PredicateProgram,
-    RowMaker,
-    base_rows,
-    few_rows_candidates,
-)
+from pumice.framework.onerow import FEW_ROWS, base_rows, few_rows_candidates
 from pumice.framework.results import PredicatePart, PredicateResult
+from pumice.framework.rowprograms import RowMaker
 from pumice.model.node import NodeTable
 from pumice.model.objects import TaskInfo
 
@@ -78,47 +73,6 @@ def predicate_part(name: str, answer: Any, n: int, check: Callable[..., Any]) ->
     if not isinstance(reasons, str):
         reasons = check(name, "predicate reasons", reasons, n, object)
     return PredicatePart(name, mask, reasons, resolvable, prefilter)
-
-
-@dataclass(slots=True)
-class ShapeEntry:
-    """What the session knows of one shape; each part records the table version it is
-    current at (all are dropped when the table's epoch changes)."""
-
-    epoch: int
-    task: TaskInfo
-    """The first task of this shape: every plugin call for the shape is made with it, so a
-    plugin's own per-task caches hit on every refresh (the answer depends only on the shape)."""
-    parts: list[PredicatePart] | None = None
-    parts_by_name: dict[str, PredicatePart] = field(default_factory=dict)
-    """``parts`` by plugin name (set with them)."""
-    mask: BoolVector | None = None
-    mask_version: int = 0
-    fit_now: BoolVector | None = None
-    fit_future: BoolVector | None = None
-    fit_version: int = 0
-    scores: dict[str, FloatVector] = field(default_factory=dict)
-    score_total: FloatVector | None = None
-    score_version: int = 0
-    candidates: Candidates | None = None
-    borrowed: bool = False
-    """Made as another entry's base and not yet any task's own entry (its ``task`` then has
-    a ``shape_key``: fit and scores do not mind, predicates would)."""
-    base: ShapeEntry | None = None
-    """The entry of the same shape without the plugins' ``shape_key`` parts, which holds the
-    fit masks and row-local scores (None: this entry is its own base). Tasks that
-    ``shape_key`` tells apart get their own predicate masks and candidates but share the
-    rest, which depends on the shape alone."""
-    predicate_program: PredicateProgram | bool | None = None
-    """The row predicates of the one-row path (``pumice.framework.onerow``); None: not made
-    yet, False: cannot be made for the current parts."""
-    base_program: BaseProgram | bool | None = None
-    """On a base entry: its fit test and row scores, likewise."""
-
-
-def base_of(entry: ShapeEntry) -> ShapeEntry:
-    """Where ``entry``'s fit masks and row-local scores live."""
-    return entry if entry.base is None else entry.base
 
 
 class ShapeCache:

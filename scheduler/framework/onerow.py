@@ -28,31 +28,29 @@ a one-row ``rows`` (and the stale rows' predicates with a vector). Anything else
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
-import numpy.typing as npt
 
-from pumice.framework.base import RowPredicate, RowScore
 from pumice.framework.candidates import (
     FULL_REFRESH_FRACTION,
     Candidates,
     IntVector,
+    ShapeEntry,
     merge_rows,
     refresh_candidate_row,
     refresh_candidate_rows,
 )
 from pumice.framework.results import PredicatePart, PredicateResult
-from pumice.model.node import FIT_TOLERANCE, NodeTable
+from pumice.framework.rowprograms import (
+    BaseProgram,
+    PredicateProgram,
+    RowMaker,
+    base_program,
+    predicate_program,
+)
+from pumice.model.node import NodeTable
 from pumice.model.objects import TaskInfo
-
-if TYPE_CHECKING:
-    from pumice.framework.evaluation import ShapeCache, ShapeEntry
-
-FloatVector = npt.NDArray[np.float64]
-RowMaker = Callable[[TaskInfo, NodeTable], Any]
-"""A plugin's ``predicate_row`` or ``node_score_row`` (bound), or None: it has none."""
 
 _NEG_INF = -np.inf
 
@@ -63,134 +61,30 @@ FEW_CHANGES = 4 * FEW_ROWS
 """Beyond this many logged changes, the distinct rows are not counted: part by part."""
 
 
-@dataclass(slots=True, frozen=True)
-class PredicateProgram:
-    """The row predicates of one entry, beside the parts they refresh (plugin order)."""
+class ShapeSource(Protocol):
+    """What the few-rows path reads and calls of its ``ShapeCache``
+    (``pumice.framework.evaluation``, which calls this module: named by shape, not imported)."""
 
-    parts: list[PredicatePart]
-    """The entry's parts list it was made for (a full evaluation makes a new one)."""
-    layout: int
-    steps: tuple[tuple[PredicatePart, RowPredicate], ...]
+    table: NodeTable
+    predicates: Sequence[tuple[str, Callable[..., Any], bool]]
+    local_scorers: list[tuple[str, Callable[..., Any]]]
+    cached_predicates: bool
+    check: Callable[..., Any]
+    stale: list[Callable[..., Any]]
+    _of_task: dict[str, ShapeEntry]
+    _predicate_makers: list[tuple[str, RowMaker | None]] | None
+    _score_makers: list[tuple[str, RowMaker | None]] | None
 
+    def entry(self, task: TaskInfo) -> ShapeEntry: ...
 
-@dataclass(slots=True, frozen=True)
-class BaseProgram:
-    """The fit test and the row scores of one base entry, beside the vectors they refresh."""
+    def _stale(self, entry: ShapeEntry, version: int) -> IntVector | bool: ...
 
-    scores: dict[str, FloatVector] | None
-    """The base entry's score vectors it was made for (a full scoring makes a new dict);
-    None when the session has no row-local scorer."""
-    layout: int
-    fits: Callable[[int], tuple[bool, bool]]
-    """Does the request fit the row's idle, and its future idle, resources (``fit_mask``)?"""
-    total: Callable[[int], float]
-    """Each scorer's value of the row written into its vector, and their sum."""
+    def _refresh_predicates(self, task: TaskInfo, entry: ShapeEntry, rows: IntVector) -> bool: ...
 
-
-def predicate_program(
-    task: TaskInfo,
-    table: NodeTable,
-    parts: list[PredicatePart],
-    makers: Sequence[tuple[str, RowMaker | None]],
-) -> PredicateProgram | None:
-    """The program for ``parts`` (made with ``task``), or None when a plugin has no row
-    function for the shape or disagrees with its full answer about having an opinion."""
-    by_name = {part.name: part for part in parts}
-    steps: list[tuple[PredicatePart, RowPredicate]] = []
-    for name, maker in makers:
-        if maker is None:
-            return None
-        function = maker(task, table)
-        part = by_name.get(name)
-        if (function is None) != (part is None):
-            return None
-        if function is None or part is None:
-            continue
-        if not part.mask.flags.writeable:
-            part.mask = part.mask.copy()
-        steps.append((part, function))
-    return PredicateProgram(parts, table.layout, tuple(steps))
+    def _score_row(self, entry: ShapeEntry, rows: IntVector) -> bool: ...
 
 
-def base_program(
-    task: TaskInfo,
-    table: NodeTable,
-    scores: dict[str, FloatVector] | None,
-    makers: Sequence[tuple[str, RowMaker | None]],
-) -> BaseProgram | None:
-    """The program for a base entry's ``scores`` (made with its ``task``; None when the
-    session has no row-local scorer), or None when a scorer cannot take part."""
-    steps: list[tuple[FloatVector, RowScore]] = []
-    for name, maker in makers:
-        if maker is None or scores is None:
-            return None
-        function = maker(task, table)
-        vec = scores.get(name)
-        if (function is None) != (vec is None):
-            return None
-        if function is not None and vec is not None:
-            steps.append((vec, function))
-    request = table.vector(task.resreq).tolist()
-    fit: list[tuple[Callable[[int], float], Callable[[int], float], float]] = []
-    for dim, amount in zip(table.dims, request, strict=True):
-        idle, future = table.column("idle", dim), table.column("future_idle", dim)
-        assert idle is not None and future is not None
-        fit.append((idle.item, future.item, amount - FIT_TOLERANCE))
-    return BaseProgram(scores, table.layout, _fit_test(fit), _score_sum(steps))
-
-
-def _fit_test(
-    fit: list[tuple[Callable[[int], float], Callable[[int], float], float]],
-) -> Callable[[int], tuple[bool, bool]]:
-    """``table.row_fits`` for one request as a function of the row: every dimension's idle
-    and future idle at least the request less the tolerance (written out for two)."""
-    if len(fit) == 2:
-        (idle0, future0, need0), (idle1, future1, need1) = fit
-
-        def fits_two(row: int) -> tuple[bool, bool]:
-            return (
-                idle0(row) >= need0 and idle1(row) >= need1,
-                future0(row) >= need0 and future1(row) >= need1,
-            )
-
-        return fits_two
-
-    def fits(row: int) -> tuple[bool, bool]:
-        now = later = True
-        for idle_of, future_of, need in fit:
-            if not idle_of(row) >= need:
-                now = False
-            if not future_of(row) >= need:
-                later = False
-        return now, later
-
-    return fits
-
-
-def _score_sum(steps: list[tuple[FloatVector, RowScore]]) -> Callable[[int], float]:
-    """Each scorer's value of the row written into its vector, and their sum from 0.0 in
-    scorer order (as the vector path sums them; written out for two)."""
-    if len(steps) == 2:
-        (vec0, score0), (vec1, score1) = steps
-
-        def total_two(row: int) -> float:
-            first = vec0[row] = score0(row)
-            second = vec1[row] = score1(row)
-            return 0.0 + first + second
-
-        return total_two
-
-    def total(row: int) -> float:
-        summed = 0.0
-        for vec, score_of in steps:
-            value = vec[row] = score_of(row)
-            summed += value
-        return summed
-
-    return total
-
-
-def few_rows_candidates(cache: ShapeCache, task: TaskInfo) -> Candidates | None:
+def few_rows_candidates(cache: ShapeSource, task: TaskInfo) -> Candidates | None:
     """The common case: everything of the shape was current a few row changes ago (one,
     after the placement of a task of the same shape). With row functions those rows,
     and the rows ``stale_rows`` adds, are refreshed one by one in Python scalars, up to
@@ -273,7 +167,7 @@ def _stale_only(extra: IntVector, rows: list[int]) -> IntVector:
 
 
 def _stale_rows(
-    cache: ShapeCache, entry: ShapeEntry, base: ShapeEntry, cands: Candidates, stale: IntVector
+    cache: ShapeSource, entry: ShapeEntry, base: ShapeEntry, cands: Candidates, stale: IntVector
 ) -> bool:
     """Refresh rows whose predicate answers changed though their accounting did not (a zone
     spread's zone after a placement in it): the predicates by one vector call per plugin, the
@@ -290,7 +184,7 @@ def _stale_rows(
 
 
 def _by_hooks(
-    cache: ShapeCache,
+    cache: ShapeSource,
     entry: ShapeEntry,
     base: ShapeEntry,
     cands: Candidates,
@@ -320,7 +214,7 @@ def _by_hooks(
 
 
 def _programs(
-    cache: ShapeCache, entry: ShapeEntry, base: ShapeEntry
+    cache: ShapeSource, entry: ShapeEntry, base: ShapeEntry
 ) -> tuple[PredicateProgram, BaseProgram] | None:
     """The entry's row predicates and its base's fit test and row scores, made when
     missing or stale; None when the plugins cannot answer by row functions."""
@@ -357,7 +251,7 @@ def _programs(
     return preds, program
 
 
-def _row_by_hooks(cache: ShapeCache, entry: ShapeEntry, row: int) -> bool:
+def _row_by_hooks(cache: ShapeSource, entry: ShapeEntry, row: int) -> bool:
     """Predicate parts, fit and row-local scores of one row (see ``few_rows_candidates``)."""
     table, task, check = cache.table, entry.task, cache.check
     assert entry.parts is not None and entry.mask is not None
