@@ -32,7 +32,8 @@ from pumice.daemon.recordfile import (
 from pumice.daemon.recordwriter import GROUP_SHARE
 from pumice.framework import run_actions
 from pumice.framework.committer import RecordingCommitter
-from pumice.framework.config import RecordSettings, SchedulerConfig, parse_config
+from pumice.framework.config import RecordSettings, SchedulerConfig
+from pumice.framework.configfile import parse_config
 from pumice.framework.host import PluginHost
 from pumice.framework.session import Session
 from pumice.model import NodeInfo

@@ -24,14 +24,12 @@ from pumice.framework.config import (
 )
 from pumice.framework.configfile import (
     check_names,
-    split_host_port,
-)
-from pumice.framework.configparse import (
     default_config_text,
     load_config,
     load_default_config,
     parse_config,
 )
+from pumice.framework.configparse import split_host_port
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "tests" / "fixtures" / "configs"

@@ -29,7 +29,7 @@ from pumice import (
     hookimpl,
 )
 from pumice.framework.candidates import FULL_REFRESH_FRACTION
-from pumice.framework.config import load_default_config
+from pumice.framework.configfile import load_default_config
 from pumice.framework.evaluation import ShapeCache
 from pumice.framework.host import PluginHost
 from pumice.framework.onerow import FEW_ROWS, BaseProgram, PredicateProgram

@@ -31,7 +31,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from pumice.framework.config import default_config_text
+from pumice.framework.configfile import default_config_text
 from support.constraint_cases import (
     FILTER_CONFIG,
     HOST,

@@ -42,7 +42,8 @@ from typing import Any
 
 import pytest
 
-from pumice import NodeInfo, Session, TaskInfo, TaskStatus, predicate_once_gone
+from pumice import NodeInfo, TaskInfo, TaskStatus
+from pumice.framework import Session, predicate_once_gone
 from support.constraint_cases import NO_SCHEDULE, in_, node_not_in, not_in, pod, sel, term
 from support.constraint_cases import spread as spread_constraint
 from support.flow import GiB, open_flow, res
