@@ -104,7 +104,7 @@ def verdict(session: Session, task: TaskInfo) -> tuple[frozenset[str], list[str]
 
 def once_gone(session: Session, task: TaskInfo) -> tuple[frozenset[str], list[str]]:
     """What preempt and reclaim ask: every predicate per node, the evicted pods gone."""
-    reasons = [predicate_once_gone(session, task, n) for n in session.table.nodes]
+    reasons = [predicate_once_gone(session.shapes, task, n) for n in session.table.nodes]
     names = [n.name for n in session.table.nodes]
     return frozenset(n for n, r in zip(names, reasons, strict=True) if r == ""), reasons
 
