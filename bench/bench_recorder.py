@@ -115,7 +115,7 @@ class Driver:
             recorder.finish(record)
         self.placed = [(d.task.name, d.node) for d in committer.of_kind("bind")]
         for d in committer.of_kind("bind"):
-            cache.assume(d.task.uid, d.node)
+            cache.assume(d.task.uid, node=d.node)
         self.bound += len(self.placed)
         self.seconds += time.thread_time() - started
 

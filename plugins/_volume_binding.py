@@ -40,6 +40,7 @@ from pumice.plugins._k8s_terms import NodeTerms
 from pumice.plugins._volume_claims import ClaimStates
 from pumice.volumes import (
     AVAILABLE,
+    ObjView,
     StorageObjects,
     access_modes,
     can_provision,
@@ -56,7 +57,6 @@ from pumice.volumes import (
     volume_mode,
 )
 
-Obj = Mapping[str, Any]
 BoolVector = npt.NDArray[np.bool_]
 ObjectVector = npt.NDArray[np.object_]
 
@@ -121,7 +121,7 @@ class VolumeView:
         """Claim key -> the node the session chose to provision it on."""
         self.version = 0
         """Bumped by every change of the two overlays."""
-        self._by_class: dict[str, list[Obj]] | None = None
+        self._by_class: dict[str, list[ObjView]] | None = None
         self._affinity: dict[str, BoolVector] = {}
         self._topology: dict[str, BoolVector] = {}
         self._names: ObjectVector | None = None
@@ -149,11 +149,11 @@ class VolumeView:
                     del book[ident]
         self.version += 1
 
-    def selected_node(self, key: str, claim: Obj) -> str:
+    def selected_node(self, key: str, claim: ObjView) -> str:
         entry = self.selected.get(key)
         return entry.target if entry is not None else selected_node(claim)
 
-    def refers_to(self, volume: Obj, key: str, claim: Obj) -> bool | None:
+    def refers_to(self, volume: ObjView, key: str, claim: ObjView) -> bool | None:
         """Does the volume's claimRef (the session's, else its own) name this claim? None:
         it names no claim."""
         entry = self.prebound.get(str(meta(volume).get("name")))
@@ -176,14 +176,14 @@ class VolumeView:
             self._names = np.array([n.name for n in self.table.nodes], dtype=object)
         return self._names
 
-    def volumes_of_class(self, cls: str) -> list[Obj]:
+    def volumes_of_class(self, cls: str) -> list[ObjView]:
         if self._by_class is None:
             self._by_class = {}
             for volume in self.storage.volumes.values():
                 self._by_class.setdefault(class_of(volume), []).append(volume)
         return self._by_class.get(cls, [])
 
-    def affinity(self, volume: Obj) -> BoolVector:
+    def affinity(self, volume: ObjView) -> BoolVector:
         """Nodes whose labels meet the volume's required node affinity."""
         name = str(meta(volume).get("name"))
         mask = self._affinity.get(name)
@@ -210,7 +210,7 @@ class VolumeView:
             anyof |= self.terms.term(term)
         return anyof
 
-    def topology(self, sc: Obj) -> BoolVector:
+    def topology(self, sc: ObjView) -> BoolVector:
         """Nodes inside the class's ``allowedTopologies`` (every node when it has none)."""
         name = str(meta(sc).get("name"))
         mask = self._topology.get(name)
@@ -236,7 +236,7 @@ class VolumeView:
             self._topology[name] = mask
         return mask
 
-    def provisionable(self, claim: Obj) -> BoolVector:
+    def provisionable(self, claim: ObjView) -> BoolVector:
         sc = self.storage.classes.get(class_of(claim))
         if sc is None or not can_provision(sc):
             return np.zeros(len(self.table), dtype=np.bool_)
@@ -255,14 +255,14 @@ class BindingPlan:
     when it carries a selected node (provisioned there)."""
 
 
-def _candidates(view: VolumeView, key: str, claim: Obj) -> tuple[list[Obj], list[Obj]]:
+def _candidates(view: VolumeView, key: str, claim: ObjView) -> tuple[list[ObjView], list[ObjView]]:
     """Volumes pre-bound to the claim (by name), and the free ones that fit it, smallest
     first (then by name)."""
     wanted, mode = requested(claim), volume_mode(claim)
     modes, cls = access_modes(claim), class_of(claim)
     selector = spec_of(claim).get("selector")
-    pre: list[Obj] = []
-    free: list[tuple[Any, str, Obj]] = []
+    pre: list[ObjView] = []
+    free: list[tuple[Any, str, ObjView]] = []
     for volume in view.volumes_of_class(cls):
         ref = view.refers_to(volume, key, claim)
         if ref is False:

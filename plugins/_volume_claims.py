@@ -34,6 +34,7 @@ from pumice.volumes import (
     LOST,
     READ_WRITE_ONCE_POD,
     ClaimUse,
+    ObjView,
     StorageObjects,
     access_modes,
     claim_uses,
@@ -45,8 +46,6 @@ from pumice.volumes import (
     owned_by,
     spec_of,
 )
-
-Obj = Mapping[str, Any]
 
 IN_TREE_DISKS = (
     "gcePersistentDisk",
@@ -75,14 +74,14 @@ class PodVolumes:
 
     namespace: str
     uses: tuple[ClaimUse, ...]
-    disks: tuple[tuple[str, Obj], ...]
+    disks: tuple[tuple[str, ObjView], ...]
     """(source kind, source) of each in-tree disk volume, in spec order."""
-    pod: Obj = field(compare=False, hash=False)
+    pod: ObjView = field(compare=False, hash=False)
 
     @classmethod
     def of(cls, task: TaskInfo) -> PodVolumes:
-        pod: Obj = task.pod or {}
-        disks: list[tuple[str, Obj]] = []
+        pod: ObjView = task.pod or {}
+        disks: list[tuple[str, ObjView]] = []
         for volume in spec_of(pod).get("volumes") or ():
             if isinstance(volume, Mapping):
                 for kind in IN_TREE_DISKS:
@@ -112,11 +111,11 @@ class PodVolumes:
 class ClaimStates:
     """The pod's claims sorted as VolumeBinding's PreFilter sorts them."""
 
-    bound: list[tuple[str, Obj]] = field(default_factory=list)
+    bound: list[tuple[str, ObjView]] = field(default_factory=list)
     """(claim key, claim) fully bound."""
-    delayed: list[tuple[str, Obj]] = field(default_factory=list)
+    delayed: list[tuple[str, ObjView]] = field(default_factory=list)
     """(claim key, claim) not bound, waiting for the first consumer, naming no volume."""
-    immediate: list[tuple[str, Obj]] = field(default_factory=list)
+    immediate: list[tuple[str, ObjView]] = field(default_factory=list)
 
 
 def rwop_claims(pv: PodVolumes, storage: StorageObjects) -> list[str]:

@@ -29,9 +29,15 @@ from typing import Any
 from pumice import NodeInfo
 from pumice.plugins._volume_claims import PodVolumes
 from pumice.plugins._volume_restrictions import PlacedVolumes
-from pumice.volumes import StorageObjects, class_of, meta, not_owner_message, owned_by, spec_of
-
-Obj = Mapping[str, Any]
+from pumice.volumes import (
+    ObjView,
+    StorageObjects,
+    class_of,
+    meta,
+    not_owner_message,
+    owned_by,
+    spec_of,
+)
 
 MAX_VOLUME_COUNT = "node(s) exceed max volume count"
 
@@ -54,7 +60,7 @@ _SOURCE_DRIVER = {
 }
 
 
-def _migrated(kind: str, source: Obj, labels: Mapping[str, Any]) -> tuple[str, str] | None:
+def _migrated(kind: str, source: ObjView, labels: Mapping[str, Any]) -> tuple[str, str] | None:
     """(driver, handle) of an in-tree volume as CSI migration names it, or None."""
     driver = _SOURCE_DRIVER.get(kind)
     if driver is None:
@@ -74,7 +80,7 @@ def _migrated(kind: str, source: Obj, labels: Mapping[str, Any]) -> tuple[str, s
     return driver, str(source.get("volumeID") or "")
 
 
-def _volume_handle(volume: Obj) -> tuple[str, str] | None:
+def _volume_handle(volume: ObjView) -> tuple[str, str] | None:
     spec = spec_of(volume)
     csi = spec.get("csi")
     if isinstance(csi, Mapping):
@@ -87,7 +93,7 @@ def _volume_handle(volume: Obj) -> tuple[str, str] | None:
     return None
 
 
-def _from_class(claim: Obj, key: str, storage: StorageObjects) -> tuple[str, str] | None:
+def _from_class(claim: ObjView, key: str, storage: StorageObjects) -> tuple[str, str] | None:
     cls = class_of(claim)
     sc = storage.classes.get(cls) if cls else None
     if sc is None:

@@ -22,13 +22,11 @@ Two checks, both Unschedulable (evicting pods may cure them):
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator
 
 from pumice import COMPLETED_STATUSES, NodeInfo, SessionView, TaskInfo
 from pumice.plugins._volume_claims import PodVolumes
-
-Obj = Mapping[str, Any]
+from pumice.volumes import ObjView
 
 DISK_CONFLICT = "node(s) had no available disk"
 RWOP_CONFLICT = (
@@ -93,11 +91,11 @@ class PlacedVolumes:
         return count
 
 
-def _read_only(source: Obj) -> bool:
+def _read_only(source: ObjView) -> bool:
     return bool(source.get("readOnly"))
 
 
-def disks_conflict(kind: str, mine: Obj, theirs: Obj) -> bool:
+def disks_conflict(kind: str, mine: ObjView, theirs: ObjView) -> bool:
     """Do two mounts of in-tree disks of the same ``kind`` conflict (kube's
     ``isVolumeConflict``)?"""
     both_read_only = _read_only(mine) and _read_only(theirs)

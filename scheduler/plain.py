@@ -21,15 +21,17 @@ layer (the model and the simulated API server included).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, ParamSpec, TypeVar
 
 from pumice.errors import PumiceError
 
-__all__ = ["Obj", "ObjectError", "reads_object"]
+__all__ = ["Obj", "ObjView", "ObjectError", "reads_object"]
 
 Obj = dict[str, Any]
 """One Kubernetes object (or a part of one, such as its ``metadata``) as a plain dict."""
+ObjView = Mapping[str, Any]
+"""An object only read, never changed (what a function of a claim or a volume takes)."""
 
 P = ParamSpec("P")
 R = TypeVar("R")

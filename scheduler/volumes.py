@@ -41,6 +41,7 @@ from pumice.model.volumes import (
     spec_of,
     volume_mode,
 )
+from pumice.plain import ObjView
 
 __all__ = [
     "AVAILABLE",
@@ -51,6 +52,7 @@ __all__ = [
     "SELECTED_NODE",
     "WAIT_FOR_FIRST_CONSUMER",
     "ClaimUse",
+    "ObjView",
     "StorageObjects",
     "access_modes",
     "can_provision",

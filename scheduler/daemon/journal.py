@@ -37,8 +37,8 @@ import orjson
 from pumice.cache import ClusterCache, Handler
 from pumice.errors import PumiceError
 from pumice.model import ClusterSnapshot
+from pumice.plain import Obj
 
-Obj = dict[str, Any]
 Sink = Callable[[bytes], None]
 
 READS = frozenset({"waiting", "entries", "counts", "holding", "evicted", "held"})

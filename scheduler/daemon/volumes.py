@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from pumice.cache import ClusterCache, PodState
 from pumice.kube import Kube, KubeError
@@ -45,10 +45,10 @@ from pumice.model.volumes import (
     refers_to,
     selected_node,
 )
+from pumice.plain import Obj
 
 log = logging.getLogger("pumice.daemon")
 
-Obj = dict[str, Any]
 
 DEFAULT_TIMEOUT = 600.0
 """Seconds a pod waits for its volumes (kube-scheduler's ``bindTimeoutSeconds``)."""

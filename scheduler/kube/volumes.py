@@ -19,19 +19,18 @@ from typing import Any
 
 from pumice.kube.client import MERGE_PATCH, Kube
 from pumice.kube.resources import PERSISTENTVOLUMECLAIMS, PERSISTENTVOLUMES
-
-Obj = Mapping[str, Any]
+from pumice.plain import ObjView
 
 SELECTED_NODE = "volume.kubernetes.io/selected-node"
 BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
 
 
-def _meta(obj: Obj) -> Mapping[str, Any]:
+def _meta(obj: ObjView) -> Mapping[str, Any]:
     value = obj.get("metadata")
     return value if isinstance(value, Mapping) else {}
 
 
-def claim_reference(claim: Obj) -> dict[str, Any]:
+def claim_reference(claim: ObjView) -> dict[str, Any]:
     """The claim's ObjectReference, as a volume's ``claimRef`` holds it."""
     m = _meta(claim)
     ref = {
@@ -46,7 +45,7 @@ def claim_reference(claim: Obj) -> dict[str, Any]:
     return ref
 
 
-async def claim_volume(kube: Kube, volume: Obj, claim: Obj) -> None:
+async def claim_volume(kube: Kube, volume: ObjView, claim: ObjView) -> None:
     """Pre-bind ``volume`` to ``claim`` (kube's static binding)."""
     m = _meta(volume)
     metadata: dict[str, Any] = {"annotations": {BOUND_BY_CONTROLLER: "yes"}}
@@ -58,7 +57,7 @@ async def claim_volume(kube: Kube, volume: Obj, claim: Obj) -> None:
     )
 
 
-async def select_node(kube: Kube, claim: Obj, node: str) -> None:
+async def select_node(kube: Kube, claim: ObjView, node: str) -> None:
     """Ask for ``claim`` to be provisioned where ``node`` can reach it."""
     m = _meta(claim)
     metadata: dict[str, Any] = {"annotations": {SELECTED_NODE: node}}

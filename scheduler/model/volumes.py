@@ -27,8 +27,7 @@ from fractions import Fraction
 from typing import Any
 
 from pumice.model.quantity import QuantityError, parse_quantity
-
-Obj = Mapping[str, Any]
+from pumice.plain import ObjView
 
 BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
@@ -57,19 +56,19 @@ class ClaimUse:
     ephemeral: bool = False
 
 
-def meta(obj: Obj) -> Mapping[str, Any]:
+def meta(obj: ObjView) -> Mapping[str, Any]:
     return obj.get("metadata") or {}
 
 
-def annotations_of(obj: Obj) -> Mapping[str, Any]:
+def annotations_of(obj: ObjView) -> Mapping[str, Any]:
     return meta(obj).get("annotations") or {}
 
 
-def spec_of(obj: Obj) -> Mapping[str, Any]:
+def spec_of(obj: ObjView) -> Mapping[str, Any]:
     return obj.get("spec") or {}
 
 
-def claim_uses(pod: Obj) -> tuple[ClaimUse, ...]:
+def claim_uses(pod: ObjView) -> tuple[ClaimUse, ...]:
     """The pod's volumes that name claims, in spec order (see the module docstring)."""
     out: list[ClaimUse] = []
     pod_name = str(meta(pod).get("name") or "")
@@ -85,23 +84,23 @@ def claim_uses(pod: Obj) -> tuple[ClaimUse, ...]:
     return tuple(out)
 
 
-def claims_of(pod: Obj) -> list[str]:
+def claims_of(pod: ObjView) -> list[str]:
     """The names of the claims a pod uses (named ones, and its ephemeral volumes')."""
     return [use.claim for use in claim_uses(pod)]
 
 
-def claim_key(claim: Obj) -> str:
+def claim_key(claim: ObjView) -> str:
     """``namespace/name`` of a claim (how the cache's store keys it)."""
     m = meta(claim)
     return f"{m.get('namespace') or 'default'}/{m.get('name')}"
 
 
-def is_bound(claim: Obj) -> bool:
+def is_bound(claim: ObjView) -> bool:
     """Fully bound, as kube-scheduler counts it: a volume name and bind-completed."""
     return bool(spec_of(claim).get("volumeName")) and BIND_COMPLETED in annotations_of(claim)
 
 
-def class_of(obj: Obj) -> str:
+def class_of(obj: ObjView) -> str:
     """The StorageClass name of a claim or a volume ("" for none)."""
     beta = annotations_of(obj).get(BETA_CLASS)
     if beta is not None:
@@ -109,12 +108,12 @@ def class_of(obj: Obj) -> str:
     return str(spec_of(obj).get("storageClassName") or "")
 
 
-def selected_node(claim: Obj) -> str:
+def selected_node(claim: ObjView) -> str:
     """The node a scheduler chose for provisioning the claim ("" for none)."""
     return str(annotations_of(claim).get(SELECTED_NODE) or "")
 
 
-def access_modes(obj: Obj) -> frozenset[str]:
+def access_modes(obj: ObjView) -> frozenset[str]:
     return frozenset(str(m) for m in spec_of(obj).get("accessModes") or ())
 
 
@@ -128,19 +127,19 @@ def amount(text: Any) -> Fraction:
         return Fraction(0)
 
 
-def requested(claim: Obj) -> Fraction:
+def requested(claim: ObjView) -> Fraction:
     return amount(((spec_of(claim).get("resources") or {}).get("requests") or {}).get("storage"))
 
 
-def capacity(volume: Obj) -> Fraction:
+def capacity(volume: ObjView) -> Fraction:
     return amount((spec_of(volume).get("capacity") or {}).get("storage"))
 
 
-def volume_mode(obj: Obj) -> str:
+def volume_mode(obj: ObjView) -> str:
     return str(spec_of(obj).get("volumeMode") or FILESYSTEM)
 
 
-def claim_ref_key(volume: Obj) -> tuple[str, str] | None:
+def claim_ref_key(volume: ObjView) -> tuple[str, str] | None:
     """``(namespace, name)`` of the claim a volume's ``claimRef`` names, or None."""
     ref = spec_of(volume).get("claimRef")
     if not isinstance(ref, Mapping) or not ref.get("name"):
@@ -148,7 +147,7 @@ def claim_ref_key(volume: Obj) -> tuple[str, str] | None:
     return (str(ref.get("namespace") or ""), str(ref["name"]))
 
 
-def refers_to(volume: Obj, claim: Obj) -> bool:
+def refers_to(volume: ObjView, claim: ObjView) -> bool:
     """The volume's claimRef names this claim (and this claim's uid, when it has one)."""
     ref = spec_of(volume).get("claimRef") or {}
     m = meta(claim)
@@ -179,7 +178,7 @@ def selector_matches(selector: Any, labels: Mapping[str, Any]) -> bool:
     return True
 
 
-def fits(volume: Obj, claim: Obj) -> bool:
+def fits(volume: ObjView, claim: ObjView) -> bool:
     """Could ``claim`` bind ``volume``, leaving aside who else may have it?"""
     return (
         class_of(volume) == class_of(claim)
@@ -190,7 +189,7 @@ def fits(volume: Obj, claim: Obj) -> bool:
     )
 
 
-def is_delay_binding(claim: Obj, classes: Mapping[str, Obj]) -> bool | str:
+def is_delay_binding(claim: ObjView, classes: Mapping[str, ObjView]) -> bool | str:
     """Does the claim's class wait for the first consumer? A string is kube's error for a
     class without a binding mode (``VolumeBindingMode not set for StorageClass "x"``)."""
     name = class_of(claim)
@@ -205,7 +204,7 @@ def is_delay_binding(claim: Obj, classes: Mapping[str, Obj]) -> bool | str:
     return bool(mode == WAIT_FOR_FIRST_CONSUMER)
 
 
-def can_provision(sc: Obj | None) -> bool:
+def can_provision(sc: ObjView | None) -> bool:
     """Does the class name a provisioner that may create volumes?"""
     if sc is None:
         return False
@@ -225,7 +224,7 @@ def allowed_topology_matches(allowed: Any, labels: Mapping[str, Any]) -> bool:
     return False
 
 
-def node_affinity_terms(volume: Obj) -> Sequence[Mapping[str, Any]] | None:
+def node_affinity_terms(volume: ObjView) -> Sequence[Mapping[str, Any]] | None:
     """The ``nodeSelectorTerms`` of a volume's required node affinity (None: anywhere)."""
     affinity = spec_of(volume).get("nodeAffinity")
     if not isinstance(affinity, Mapping):
@@ -236,7 +235,7 @@ def node_affinity_terms(volume: Obj) -> Sequence[Mapping[str, Any]] | None:
     return list(required.get("nodeSelectorTerms") or ())
 
 
-def local_volume_nodes(volume: Obj) -> frozenset[str] | None:
+def local_volume_nodes(volume: ObjView) -> frozenset[str] | None:
     """The host names a volume's node affinity names with ``kubernetes.io/hostname In``
     (kube's ``GetLocalPersistentVolumeNodeNames``): per term the intersection of such
     requirements, the union over terms; None when there are none."""
@@ -254,7 +253,7 @@ def local_volume_nodes(volume: Obj) -> frozenset[str] | None:
     return frozenset(found) if found else None
 
 
-def owned_by(claim: Obj, pod: Obj) -> bool:
+def owned_by(claim: ObjView, pod: ObjView) -> bool:
     """Is the pod the claim's controller owner (the ephemeral-volume rule)?"""
     pod_uid = meta(pod).get("uid")
     for ref in meta(claim).get("ownerReferences") or ():
@@ -263,7 +262,7 @@ def owned_by(claim: Obj, pod: Obj) -> bool:
     return False
 
 
-def not_owner_message(claim_name: str, pod: Obj) -> str:
+def not_owner_message(claim_name: str, pod: ObjView) -> str:
     namespace = meta(pod).get("namespace") or "default"
     return (
         f"PVC {namespace}/{claim_name} was not created for pod "

@@ -24,7 +24,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-Obj = dict[str, Any]
+from pumice.plain import Obj
 
 AFFINITY_KINDS = ("podAffinity", "podAntiAffinity")
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"

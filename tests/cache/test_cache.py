@@ -345,5 +345,5 @@ def test_nodes_added_together_skip_a_bad_one_and_take_the_rest(
     assert cache.state.nodes["n1"].allocatable["cpu"] == 16000  # known: its new spec
     assert "cannot apply Node bad" in caplog.text
     cache.pending_pods.on_add(pod("a", cpu="6"))
-    assert cache.assume("uid-a", "n3")
+    assert cache.assume("uid-a", node="n3")
     assert used_cpu(cache, "n3") == pytest.approx(6.0)

@@ -31,7 +31,7 @@ def test_what_was_worked_out_of_the_pending_pod_is_the_bound_pods(cache: Cluster
     pending = task_of(cache, "uid-a")
     # what a session reads of the pod, worked out as it arrived
     labels, links, request = pending.labels, pending.links, pending.resreq
-    cache.assume("uid-a", "n1")
+    cache.assume("uid-a", node="n1")
     cache.assigned_pods.on_add(bound(p, "n1", phase="Running"))
     cache.pending_pods.on_delete(p)
     running = task_of(cache, "uid-a")
@@ -45,7 +45,7 @@ def test_the_node_and_the_job_count_the_moved_pod_once(cache: ClusterCache) -> N
     p = pod("a", cpu="2")
     cache.pending_pods.on_add(p)
     job = task_of(cache, "uid-a").job
-    cache.assume("uid-a", "n1")
+    cache.assume("uid-a", node="n1")
     cache.assigned_pods.on_add(bound(p, "n1", phase="Running"))
     cache.pending_pods.on_delete(p)
     snap = cache.snapshot()
@@ -64,7 +64,7 @@ def test_the_node_and_the_job_count_the_moved_pod_once(cache: ClusterCache) -> N
 def test_a_pod_bound_elsewhere_than_assumed_moves_to_that_node(cache: ClusterCache) -> None:
     p = pod("a", cpu="3")
     cache.pending_pods.on_add(p)
-    cache.assume("uid-a", "n1")
+    cache.assume("uid-a", node="n1")
     cache.assigned_pods.on_add(bound(p, "n2", phase="Running"))
     snap = cache.snapshot()
     assert snap.nodes["n1"].used.get("cpu") == 0.0 and not snap.nodes["n1"].tasks
@@ -75,7 +75,7 @@ def test_a_pod_bound_elsewhere_than_assumed_moves_to_that_node(cache: ClusterCac
 def test_a_bound_pod_whose_spec_changed_is_parsed_again(cache: ClusterCache) -> None:
     p = pod("a", cpu="1")
     cache.pending_pods.on_add(p)
-    cache.assume("uid-a", "n1")
+    cache.assume("uid-a", node="n1")
     grown = bound(p, "n1", phase="Running")
     grown["spec"]["containers"] = [{"name": "c", "resources": {"requests": {"cpu": "2"}}}]
     grown["metadata"] = {**p["metadata"], "labels": {"app": "new"}}
@@ -91,7 +91,7 @@ def test_a_moved_pod_takes_its_priority_class_as_it_is_now(cache: ClusterCache) 
     p = pod("a", priorityClassName="high")
     cache.pending_pods.on_add(p)
     assert task_of(cache, "uid-a").priority == 1000
-    cache.assume("uid-a", "n1")
+    cache.assume("uid-a", node="n1")
     cache.priority_classes.on_update(high, {**high, "value": 2000})
     cache.assigned_pods.on_add(bound(p, "n1", phase="Running"))
     assert task_of(cache, "uid-a").priority == 2000  # as a pod parsed now would have it
@@ -104,7 +104,7 @@ def test_an_assumed_pod_that_no_longer_fits_is_counted_bound(cache: ClusterCache
     cache.pending_pods.on_add(pod("a", cpu="3"))
     cache.pending_pods.on_add(pod("b", cpu="3"))
     cache.assigned_pods.on_add(pod("x", cpu="3", node_name="n1", scheduler="other"))
-    assert cache.assume("uid-a", "n1")  # others landed first: it cannot fit any more
+    assert cache.assume("uid-a", node="n1")  # others landed first: it cannot fit any more
     assert task_of(cache, "uid-a").status == TaskStatus.BOUND
     assert cache.snapshot().nodes["n1"].used.get("cpu") == pytest.approx(6000.0)
     job = cache.state.jobs[task_of(cache, "uid-a").job]

@@ -57,7 +57,7 @@ async def advising_daemon(
     stop = asyncio.Event()
     holder: list[Daemon] = []
 
-    def on_bound(namespace: str, name: str, node_name: str) -> None:
+    def on_bound(*, namespace: str, name: str, node: str) -> None:
         # the search's progress when each bind completes
         advisor = holder[0].reporter.advisor if holder[0].reporter else None
         if bound is not None and advisor is not None and advisor.pacer is not None:

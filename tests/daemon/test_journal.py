@@ -78,10 +78,10 @@ def test_a_replica_takes_the_same_snapshots_after_everything_the_daemon_does() -
     cache.assigned_pods.on_add(cache.slim_pod(pod("running", node_name="n3")))
     mark()
     uids = {e.key: e.uid for e in cache.pods.values()}
-    cache.assume(uids["batch/g-0"], "n0")
-    cache.assume(uids["batch/g-1"], "n1")
-    cache.assume(uids["batch/loose-0"], "n2")
-    cache.assume(uids["batch/loose-1"], "n2")
+    cache.assume(uids["batch/g-0"], node="n0")
+    cache.assume(uids["batch/g-1"], node="n1")
+    cache.assume(uids["batch/loose-0"], node="n2")
+    cache.assume(uids["batch/loose-1"], node="n2")
     cache.finish_binding(uids["batch/g-0"])
     cache.forget(uids["batch/loose-1"], hold=30.0)  # a failed bind: held back, by the clock
     cache.bound_elsewhere(uids["batch/loose-0"])
@@ -111,7 +111,7 @@ def test_the_held_back_pod_comes_back_when_the_recorded_clock_says_so() -> None:
     cache.nodes.on_add(node("n0"))
     cache.pending_pods.on_add(cache.slim_pod(pod("p")))
     [uid] = list(cache.pods)
-    cache.assume(uid, "n0")
+    cache.assume(uid, node="n0")
     cache.forget(uid, hold=0.05)
     held = cache.snapshot()
     assert held.task(uid) is None  # backing off: not offered
