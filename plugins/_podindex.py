@@ -128,6 +128,7 @@ class Domains:
         self.count = len(vocab)
         self.has = self.codes >= 0
         self._rows: list[IntVector] | None = None
+        self._row_lists: dict[int, list[int]] = {}
 
     def rows_of(self, code: int) -> IntVector:
         """The rows of one domain."""
@@ -136,6 +137,13 @@ class Domains:
             bounds = np.searchsorted(self.codes[order], np.arange(self.count + 1))
             self._rows = [order[bounds[c] : bounds[c + 1]] for c in range(self.count)]
         return self._rows[code]
+
+    def row_list(self, code: int) -> list[int]:
+        """The rows of one domain as a list of Python ints (kept: read it, never change it)."""
+        found = self._row_lists.get(code)
+        if found is None:
+            found = self._row_lists[code] = self.rows_of(code).tolist()
+        return found
 
 
 @dataclass(slots=True)

@@ -21,7 +21,6 @@ ReplicaSets, which pumice does not watch) are not applied.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Hashable
 from dataclasses import dataclass
@@ -171,22 +170,56 @@ class PodLinkScores:
 
     def score(
         self, task: TaskInfo, nodes: NodeTable, terms: NodeTerms, mask: BoolVector
-    ) -> FloatVector | None:
+    ) -> FloatVector | SparseScore | None:
         """Both weighted scores over every row (meaningful on ``mask``); None when neither
-        applies to the task."""
+        applies to the task. A ``SparseScore`` when only the affinity score applies and its
+        counted pods sit in few domains (the caller adds its own constant to it)."""
         state = self._state(task, terms)
-        out: FloatVector | None = None
-        if state.affinity and mask.any():
-            normalized = _affinity_sparse(state.affinity, len(nodes), mask)
-            if normalized is _DENSE:
-                raw = _affinity_raw(state.affinity, len(nodes))
-                normalized = None if raw is None else _min_max(raw, mask)
-            if normalized is not None:
-                out = self.affinity_weight * normalized
+        out: FloatVector | SparseScore | None = None
+        if state.affinity:
+            candidates = int(np.count_nonzero(mask))
+            if candidates:
+                sparse = _affinity_sparse(state.affinity, mask, candidates)
+                if sparse is _DENSE:
+                    raw = _affinity_raw(state.affinity, len(nodes))
+                    if raw is not None:
+                        out = self.affinity_weight * _min_max(raw, mask)
+                elif sparse is not None:
+                    out = sparse.times(self.affinity_weight)
         if state.spread:
             assert state.has_all is not None
             spread = self.spread_weight * _spread_score(state.spread, state.has_all, mask)
+            if isinstance(out, SparseScore):
+                out = out.dense(len(nodes))
             out = spread if out is None else out + spread
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class SparseScore:
+    """A score vector that is ``base`` on every row but ``rows`` (ascending), where it is
+    ``values``: the affinity score when the counted pods sit in a few domains (hostname
+    ones). Its numbers are those the vector operations would give, element by element (the
+    same IEEE operations on Python floats), so ``dense`` is bit-for-bit the vector."""
+
+    base: float
+    rows: tuple[int, ...]
+    values: tuple[float, ...]
+
+    def times(self, weight: int) -> SparseScore:
+        """``weight * vector``."""
+        return SparseScore(weight * self.base, self.rows, tuple([weight * v for v in self.values]))
+
+    def plus(self, constant: float) -> SparseScore:
+        """``constant + vector``."""
+        return SparseScore(
+            constant + self.base, self.rows, tuple([constant + v for v in self.values])
+        )
+
+    def dense(self, n: int) -> FloatVector:
+        out = np.full(n, self.base)
+        if self.rows:
+            out[list(self.rows)] = self.values
         return out
 
 
@@ -209,18 +242,22 @@ def _affinity_raw(counters: list[tuple[DomainCounter, float]], n: int) -> FloatV
     return raw if raw is not None and raw.any() else None
 
 
-_DENSE = np.zeros(0)
-"""``_affinity_sparse``'s answer when a counter holds pods in too many domains."""
+class _Dense:
+    """``_affinity_sparse``'s answer when a counter holds pods in too many domains."""
+
+
+_DENSE = _Dense()
 
 
 def _affinity_sparse(
-    counters: list[tuple[DomainCounter, float]], n: int, mask: BoolVector
-) -> FloatVector | None:
+    counters: list[tuple[DomainCounter, float]], mask: BoolVector, candidates: int
+) -> SparseScore | _Dense | None:
     """``_min_max(_affinity_raw(...))`` when every counter holds pods in few domains (as a
-    hostname key's do): the raw scores of the few rows of those domains are summed in Python,
-    in the same order, and normalised with the same operations, the untouched rows (raw 0)
-    as one value, so the answer is bit-for-bit the dense one without a pass over every row
-    for each step. ``_DENSE`` when a counter is not sparse."""
+    hostname key's do), as a ``SparseScore``: the raw scores of the few rows of those domains
+    are summed in Python, in the same order, and normalised with the same operations, the
+    untouched rows (raw 0) as one value, so the answer is bit-for-bit the dense one without a
+    pass over every row. ``candidates`` is the number of rows of ``mask``. None when every
+    raw score is 0; ``_DENSE`` when a counter is not sparse."""
     raw: dict[int, float] = {}
     for counter, factor in counters:
         if not counter.total:
@@ -232,26 +269,30 @@ def _affinity_sparse(
         # each row gets at most one value per counter: the order of domains does not matter
         for code, count in occupied.items():
             value = factor * float(count)
-            for row in domains.rows_of(code).tolist():
+            for row in domains.row_list(code):
                 raw[row] = raw.get(row, 0.0) + value
     if not any(raw.values()):
         return None
-    rows = np.fromiter(raw, dtype=np.int64, count=len(raw))
-    values = np.fromiter(raw.values(), dtype=np.float64, count=len(raw))
-    # the few rows' values on the candidates, in Python floats: min and max are exact, and
-    # the arithmetic below is the same IEEE operations numpy would do on one element
-    seen = list(itertools.compress(raw.values(), mask[rows].tolist()))
-    untouched = int(np.count_nonzero(mask)) > len(seen)
-    lo = min(min(seen), 0.0) if seen else 0.0
-    hi = max(max(seen), 0.0) if seen else 0.0
-    if not untouched:
+    # the few rows' values on the candidates: min and max are exact, and the arithmetic
+    # below is the same IEEE operations numpy would do on each element
+    is_candidate = mask.item
+    seen = [value for row, value in raw.items() if is_candidate(row)]
+    if candidates > len(seen):  # untouched candidates score raw 0
+        lo = min(min(seen), 0.0) if seen else 0.0
+        hi = max(max(seen), 0.0) if seen else 0.0
+    else:
         lo, hi = min(seen), max(seen)
     if hi - lo <= 0:
-        return np.zeros(n)
-    scaled = MAX_NODE_SCORE * ((0.0 - lo) / (hi - lo))
-    out = np.full(n, math.copysign(float(math.trunc(scaled)), scaled))  # np.trunc, sign kept
-    out[rows] = np.trunc(MAX_NODE_SCORE * ((values - lo) / (hi - lo)))
-    return out
+        return SparseScore(0.0, (), ())
+    span = hi - lo
+    rows = sorted(raw)
+    values = tuple([_trunc(MAX_NODE_SCORE * ((raw[row] - lo) / span)) for row in rows])
+    return SparseScore(_trunc(MAX_NODE_SCORE * ((0.0 - lo) / span)), tuple(rows), values)
+
+
+def _trunc(value: float) -> float:
+    """``np.trunc`` of one float (its sign kept, as for -0.0)."""
+    return math.copysign(float(math.trunc(value)), value)
 
 
 def _min_max(raw: FloatVector, mask: BoolVector) -> FloatVector:

@@ -68,6 +68,7 @@ term or has a counted taint the label scores are one constant vector, whatever t
 from __future__ import annotations
 
 import logging
+import struct
 from typing import Any
 
 import numpy as np
@@ -88,7 +89,7 @@ from pumice import (
     hookimpl,
 )
 from pumice.plugins._k8s_terms import NodeTerms
-from pumice.plugins._podscores import PodLinkScores
+from pumice.plugins._podscores import PodLinkScores, SparseScore
 from pumice.plugins._resource_rows import resource_row_score
 
 log = logging.getLogger("pumice.plugins.nodeorder")
@@ -110,6 +111,8 @@ POD_AFFINITY = "podaffinity.weight"
 POD_TOPOLOGY_SPREAD = "podtopologyspread.weight"
 HARD_POD_AFFINITY = "podaffinity.hardPodAffinityWeight"
 NOT_IMPLEMENTED = ("imagelocality.weight",)
+SPARSE_ANSWERS_KEPT = 64
+"""Pod-to-pod score vectors kept for answering the same numbers with the same object."""
 
 # -- kube-scheduler's formulas, over N x len(SCORED) matrices -------------------------------
 
@@ -275,6 +278,8 @@ class NodeOrderPlugin(Plugin):
         self._flat_by_shape: dict[TaskShape, tuple[NodeTable, int, FloatVector]] = {}
         """Task shape -> the constant label scores answered for it, with the table and epoch
         they were answered for (asked per task: this skips the lookups that led to them)."""
+        self._sparse_answers: dict[tuple[int, tuple[int, ...], bytes], FloatVector] = {}
+        """(rows, their values and the rest's value) -> the read-only vector answered."""
 
     @property
     def enabled(self) -> bool:
@@ -385,7 +390,31 @@ class NodeOrderPlugin(Plugin):
         links = self.links.score(task, nodes, self.node_terms(nodes), mask)
         if links is None:
             return labels
+        if isinstance(links, SparseScore):
+            if labels is None or labels is self._flat:
+                return self._sparse_answer(links, labels, len(nodes))
+            links = links.dense(len(nodes))
         return links if labels is None else labels + links
+
+    def _sparse_answer(
+        self, links: SparseScore, flat: FloatVector | None, n: int
+    ) -> FloatVector:
+        """``flat + links`` (``flat`` the constant label scores, or none) as a read-only vector,
+        the same object for the same numbers: the session then keeps it among the shape's
+        candidates' scores instead of summing it afresh for each task (the pods of a gang
+        drawn to one node see the same scores one after the other)."""
+        if flat is not None:
+            if not links.rows and links.base == 0.0:
+                return flat  # constant + 0: the constant, bit for bit
+            links = links.plus(float(self.taint_weight * MAX_NODE_SCORE))  # flat's value
+        key = (n, links.rows, struct.pack(f"{len(links.values) + 1}d", links.base, *links.values))
+        known = self._sparse_answers.get(key)
+        if known is None:
+            if len(self._sparse_answers) >= SPARSE_ANSWERS_KEPT:
+                self._sparse_answers.clear()
+            known = self._sparse_answers[key] = links.dense(n)
+            known.flags.writeable = False
+        return known
 
     def _label_scores(
         self, task: TaskInfo, nodes: NodeTable, mask: npt.NDArray[np.bool_]
