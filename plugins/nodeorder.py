@@ -396,9 +396,7 @@ class NodeOrderPlugin(Plugin):
             links = links.dense(len(nodes))
         return links if labels is None else labels + links
 
-    def _sparse_answer(
-        self, links: SparseScore, flat: FloatVector | None, n: int
-    ) -> FloatVector:
+    def _sparse_answer(self, links: SparseScore, flat: FloatVector | None, n: int) -> FloatVector:
         """``flat + links`` (``flat`` the constant label scores, or none) as a read-only vector,
         the same object for the same numbers: the session then keeps it among the shape's
         candidates' scores instead of summing it afresh for each task (the pods of a gang
