@@ -153,8 +153,7 @@ class AffinityFilter:
             exception = self._exception()
             ok: BoolVector | None = None
             for _, counter in self.affinity:
-                codes = _codes(counter, rows)
-                passed = codes >= 0 if exception else counter.counts[codes] > 0
+                passed = _codes(counter, rows) >= 0 if exception else counter.hits(rows)
                 ok = passed if ok is None else ok & passed
             assert ok is not None
             out.append((~ok, AFFINITY_MISMATCH))
@@ -166,7 +165,7 @@ class AffinityFilter:
             for counter in counters:
                 if counter.total <= 0:
                     continue
-                hit = counter.counts[_codes(counter, rows)] > 0
+                hit = counter.hits(rows)
                 failed = hit if failed is None else failed | hit
             if failed is not None:
                 out.append((failed, reason))
@@ -174,26 +173,26 @@ class AffinityFilter:
 
     def row_reason(self, row: int) -> str:
         """The first failing check's reason for one row ("" when it passes)."""
-        # cells read with .item(): Python ints compare far faster than numpy scalars
+        # cells read with .item() and dict lookups: Python ints, not numpy scalars
         if self.affinity:
             exception = self._exception()
             for _, counter in self.affinity:
                 code = counter.domains.codes.item(row)
-                if code < 0 or not (exception or counter.counts.item(code) > 0):
+                if code < 0 or not (exception or code in counter.occupied):
                     return AFFINITY_MISMATCH
         for counters, reason in (
             (self.anti, ANTI_AFFINITY_MISMATCH),
             (self.existing, EXISTING_ANTI_AFFINITY),
         ):
             for counter in counters:
-                if counter.total > 0 and counter.counts.item(counter.domains.codes.item(row)) > 0:
+                if counter.total > 0 and counter.domains.codes.item(row) in counter.occupied:
                     return reason
         return ""
 
 
 def _crossed_zero(counter: DomainCounter, code: int, delta: int) -> bool:
     """Did the domain's count go from zero or to zero (the only changes the checks see)?"""
-    after: int = counter.counts.item(code)
+    after = counter.occupied.get(code, 0)
     return after == 0 or after == delta
 
 

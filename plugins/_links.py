@@ -25,7 +25,7 @@ from pumice import NodeTable, SessionView, TaskInfo
 from pumice.plugins._interpod import AffinityFilter, DirtyLog, TermIndex
 from pumice.plugins._k8s_terms import NodeTerms
 from pumice.plugins._podindex import OwnerKey, PodIndex, ident_of, shared_index
-from pumice.plugins._spread import SpreadFilter
+from pumice.plugins._spread import EligibilityCache, SpreadFilter
 
 BoolVector = npt.NDArray[np.bool_]
 IntVector = npt.NDArray[np.int64]
@@ -55,6 +55,7 @@ class PodLinkFilters:
         self._of_task: dict[str, _ShapeState] = {}
         self._shape_keys: dict[str, Hashable] = {}
         self._distinct: dict[Hashable, Hashable] = {}
+        self._eligibility: EligibilityCache = {}
 
     def open(self, session: SessionView) -> None:
         """Survey the session's pods: which constraints exist, which label keys they read."""
@@ -148,7 +149,7 @@ class PodLinkFilters:
                 pod = task.terms
                 selector = terms.selector(pod.selector) if pod.selector is not None else None
                 tainted = terms.untolerated(pod.tolerations)[0]
-                spread = SpreadFilter(index, ident, hard, selector, tainted, log)
+                spread = SpreadFilter(index, ident, hard, selector, tainted, log, self._eligibility)
             affinity = None
             if self.affinity:
                 assert self._owners is not None

@@ -49,6 +49,7 @@ from pumice import (
 )
 
 IntVector = npt.NDArray[np.int64]
+BoolVector = npt.NDArray[np.bool_]
 _and = int.__and__
 """Status tests as int arithmetic in C (``status & X`` builds a new enum member in Python)."""
 _COMPLETED = int(COMPLETED_STATUSES)
@@ -127,6 +128,8 @@ class Domains:
         )
         self.count = len(vocab)
         self.has = self.codes >= 0
+        self.complete = bool(self.has.all())
+        """Does every node have the key?"""
         self._rows: list[IntVector] | None = None
         self._row_lists: dict[int, list[int]] = {}
 
@@ -148,23 +151,42 @@ class Domains:
 
 @dataclass(slots=True)
 class DomainCounter:
-    """Selected pods per domain of ``domains`` (``counts`` has a last, always-zero entry
-    for code -1, so ``counts[codes]`` reads 0 for nodes without the key)."""
+    """Selected pods per domain of ``domains``, kept as the domains whose count is not zero
+    (``occupied``): a few, for a hostname key, and no vector over every domain to allocate
+    per term (``counts`` makes one when a question needs it)."""
 
     domains: Domains
-    counts: IntVector
     total: int = 0
     listeners: list[Listener] = field(default_factory=list)
     occupied: dict[int, int] = field(default_factory=dict)
-    """The domains whose count is not zero, with their counts (a few, for a hostname key:
-    read without a pass over every domain)."""
+    """Domain code -> its count, for the counts that are not zero."""
+
+    def counts(self) -> IntVector:
+        """The count of every domain, with a last, always-zero entry for code -1 (so
+        ``counts()[codes]`` reads 0 for nodes without the key); made afresh."""
+        out = np.zeros(self.domains.count + 1, dtype=np.int64)
+        if self.occupied:
+            out[list(self.occupied)] = list(self.occupied.values())
+        return out
+
+    def hits(self, rows: IntVector | None) -> BoolVector:
+        """For each of ``rows`` (every row when None): does its domain hold a counted pod?"""
+        domains = self.domains
+        occupied = self.occupied
+        if rows is None and len(occupied) * 8 <= domains.count:
+            out = np.zeros(len(domains.codes), dtype=np.bool_)
+            for code in occupied:
+                out[domains.rows_of(code)] = True
+            return out
+        flags = np.zeros(domains.count + 1, dtype=np.bool_)
+        if occupied:
+            flags[list(occupied)] = True
+        return flags[domains.codes if rows is None else domains.codes[rows]]
 
     def add(self, row: int, delta: int) -> None:
         code: int = self.domains.codes.item(row)
         if code < 0:
             return
-        counts = self.counts
-        counts[code] = counts.item(code) + delta
         self.total += delta
         value = self.occupied.get(code, 0) + delta
         if value:
@@ -177,14 +199,27 @@ class DomainCounter:
 
 @dataclass(slots=True)
 class RowCounter:
-    """Selected pods per row."""
+    """Selected pods per row, kept as the rows whose count is not zero (``occupied``)."""
 
-    counts: IntVector
+    size: int
+    """The number of rows."""
     listeners: list[Listener] = field(default_factory=list)
+    occupied: dict[int, int] = field(default_factory=dict)
+    """Row -> its count, for the counts that are not zero."""
+
+    def counts(self) -> IntVector:
+        """The count of every row; made afresh."""
+        out = np.zeros(self.size, dtype=np.int64)
+        if self.occupied:
+            out[list(self.occupied)] = list(self.occupied.values())
+        return out
 
     def add(self, row: int, delta: int) -> None:
-        counts = self.counts
-        counts[row] = counts.item(row) + delta
+        value = self.occupied.get(row, 0) + delta
+        if value:
+            self.occupied[row] = value
+        else:
+            self.occupied.pop(row, None)
         for listener in self.listeners:
             listener(row, delta)
 
@@ -296,8 +331,7 @@ class PodIndex:
         counter = self._domain_counters.get((selects, key))
         if counter is not None:
             return counter
-        domains = self.domains(key)
-        counter = DomainCounter(domains, np.zeros(domains.count + 1, dtype=np.int64))
+        counter = DomainCounter(self.domains(key))
         self._domain_counters[(selects, key)] = counter
         if selects[0] == "owners":
             owned: OwnerKey = selects[1]  # type: ignore[assignment]
@@ -319,7 +353,7 @@ class PodIndex:
         counter = self._row_counters.get(selects)
         if counter is not None:
             return counter
-        counter = RowCounter(np.zeros(len(self.table), dtype=np.int64))
+        counter = RowCounter(len(self.table))
         self._row_counters[selects] = counter
         for ident in self._candidates([selector]):
             if self.selects(selects, ident):

@@ -232,13 +232,12 @@ def _affinity_raw(counters: list[tuple[DomainCounter, float]], n: int) -> FloatV
             continue
         if raw is None:
             raw = np.zeros(n)
-        codes = np.flatnonzero(counter.counts[:-1])
         domains = counter.domains
-        if len(codes) * 8 > domains.count:
-            raw += factor * counter.counts[domains.codes]
+        if len(counter.occupied) * 8 > domains.count:
+            raw += factor * counter.counts()[domains.codes]
             continue
-        for code in codes.tolist():
-            raw[domains.rows_of(code)] += factor * float(counter.counts[code])
+        for code in sorted(counter.occupied):
+            raw[domains.rows_of(code)] += factor * float(counter.occupied[code])
     return raw if raw is not None and raw.any() else None
 
 
@@ -311,7 +310,7 @@ def _spread_score(parts: list[_SoftPart], has_all: BoolVector, mask: BoolVector)
         return out
     raw = np.zeros(len(mask))
     for part in parts:
-        counts = part.pods.counts
+        counts = part.pods.counts()
         codes = part.domains.codes
         if part.constraint.topology_key == HOSTNAME:
             per_node = counts.astype(np.float64)

@@ -54,6 +54,9 @@ class _Part:
     domain_count: int
     self_match: int
     minimum: int
+    skewed: BoolVector
+    """Per domain code (and a last entry for code -1): does a node of the domain fail the
+    skew (count + self - minimum > maxSkew)? Kept with the counts, so a question reads it."""
     at_minimum: int = 0
     """How many domains hold exactly ``minimum`` pods (the minimum rises when none is left)."""
 
@@ -64,6 +67,24 @@ class _Part:
         minimum = int(present.min())
         self.at_minimum = int(np.count_nonzero(present == minimum))
         return minimum
+
+    def compute_skewed(self) -> None:
+        self.skewed = self.counts + self.self_match - self.minimum > self.constraint.max_skew
+
+
+@dataclass(slots=True)
+class _Eligibility:
+    """What the inclusion policies make of one constraint's domains: the eligible nodes, the
+    domains that have one, and how many there are (shared by the shapes that agree on them)."""
+
+    eligible: BoolVector
+    present: BoolVector
+    domain_count: int
+    keep: tuple[object, ...]
+    """The masks the key was made from, kept alive while the entry is (the key holds ids)."""
+
+
+EligibilityCache = dict[tuple[object, ...], _Eligibility]
 
 
 class SpreadFilter:
@@ -77,38 +98,37 @@ class SpreadFilter:
         selector_mask: BoolVector | None,
         tainted: BoolVector | None,
         log: DirtyLog,
+        shared: EligibilityCache,
     ) -> None:
         self.log = log
-        n = len(index.table)
-        has_all = np.ones(n, dtype=np.bool_)
-        for c in constraints:
-            has_all &= index.domains(c.topology_key).has
+        keys = tuple(c.topology_key for c in constraints)
         labels = dict(ident[1])
         self.parts: list[_Part] = []
         for c in constraints:
             domains = index.domains(c.topology_key)
-            eligible = has_all.copy()
-            if c.honor_affinity and selector_mask is not None:
-                eligible &= selector_mask
-            if c.honor_taints and tainted is not None:
-                eligible &= ~tainted
+            by_affinity = selector_mask if c.honor_affinity else None
+            by_taints = tainted if c.honor_taints else None
+            known = _eligibility(index, shared, keys, c.topology_key, by_affinity, by_taints)
             rows = index.row_counter(ident[0], c.selector)
-            codes = domains.codes[eligible]
-            counts = np.bincount(
-                codes, weights=rows.counts[eligible], minlength=domains.count + 1
-            ).astype(np.int64)
-            present = np.bincount(codes, minlength=domains.count)[: domains.count] > 0
+            counts = np.zeros(domains.count + 1, dtype=np.int64)
+            codes, eligible = domains.codes, known.eligible
+            for row, pods in rows.occupied.items():  # the few occupied rows, not every row
+                if eligible.item(row):
+                    code = codes.item(row)
+                    counts[code] = counts.item(code) + pods
             part = _Part(
                 constraint=c,
                 domains=domains,
                 eligible=eligible,
                 counts=counts,
-                present=present,
-                domain_count=int(present.sum()),
+                present=known.present,
+                domain_count=known.domain_count,
                 self_match=int(selector_matches(c.selector, labels)),
                 minimum=0,
+                skewed=_NO_DOMAINS,
             )
             part.minimum = part.compute_minimum()
+            part.compute_skewed()
             self.parts.append(part)
             rows.listeners.append(self._changed(part))
 
@@ -125,24 +145,26 @@ class SpreadFilter:
                 part.at_minimum += (after == part.minimum) - (before == part.minimum)
                 if after < part.minimum or part.at_minimum == 0:
                     part.minimum = part.compute_minimum()
+                    part.compute_skewed()
                     self.log.mark(None)
                     return
             # the domain's rows pass while count + self - minimum <= maxSkew
             limit = part.constraint.max_skew + part.minimum - part.self_match
+            part.skewed[code] = after > limit
             if (before <= limit) != (after <= limit):
                 self.log.mark(part.domains.rows_of(code))
 
         return changed
 
     def failures(self, rows: IntVector | None) -> list[tuple[BoolVector, str]]:
-        """Per constraint, in spec order: the rows without the key, and the rows whose skew
-        is too high, each with its reason."""
+        """Per constraint, in spec order: the rows without the key (when a node lacks it),
+        and the rows whose skew is too high, each with its reason."""
         out: list[tuple[BoolVector, str]] = []
         for part in self.parts:
             codes = part.domains.codes if rows is None else part.domains.codes[rows]
-            out.append((codes < 0, SPREAD_MISSING_LABEL))
-            skew = part.counts[codes] + part.self_match - part.minimum
-            out.append((skew > part.constraint.max_skew, SPREAD_MISMATCH))
+            if not part.domains.complete:
+                out.append((codes < 0, SPREAD_MISSING_LABEL))
+            out.append((part.skewed[codes], SPREAD_MISMATCH))
         return out
 
     def row_reason(self, row: int) -> str:
@@ -151,6 +173,39 @@ class SpreadFilter:
             code = part.domains.codes.item(row)
             if code < 0:
                 return SPREAD_MISSING_LABEL
-            if part.counts.item(code) + part.self_match - part.minimum > part.constraint.max_skew:
+            if part.skewed.item(code):
                 return SPREAD_MISMATCH
         return ""
+
+
+_NO_DOMAINS = np.zeros(0, dtype=np.bool_)
+
+
+def _eligibility(
+    index: PodIndex,
+    shared: EligibilityCache,
+    keys: tuple[str, ...],
+    key: str,
+    by_affinity: BoolVector | None,
+    by_taints: BoolVector | None,
+) -> _Eligibility:
+    """The eligible nodes of a constraint on ``key`` among the shape's constraints on
+    ``keys``: every key present, the node selector honoured (``by_affinity``), the untolerated
+    taints avoided (``by_taints``); made once per distinct combination."""
+    cache_key = (keys, key, id(by_affinity), id(by_taints))
+    known = shared.get(cache_key)
+    if known is not None:
+        return known
+    eligible = np.ones(len(index.table), dtype=np.bool_)
+    for each in keys:
+        eligible &= index.domains(each).has
+    if by_affinity is not None:
+        eligible &= by_affinity
+    if by_taints is not None:
+        eligible &= ~by_taints
+    domains = index.domains(key)
+    present = np.bincount(domains.codes[eligible], minlength=domains.count)[: domains.count] > 0
+    known = shared[cache_key] = _Eligibility(
+        eligible, present, int(present.sum()), (by_affinity, by_taints)
+    )
+    return known
