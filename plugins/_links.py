@@ -21,10 +21,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from pumice import NodeTable, SessionView, TaskInfo
+from pumice import NodeTable, PodLinks, SessionView, TaskInfo
 from pumice.plugins._interpod import AffinityFilter, DirtyLog, TermIndex
 from pumice.plugins._k8s_terms import NodeTerms
-from pumice.plugins._podindex import OwnerKey, PodIndex, ident_of, shared_index
+from pumice.plugins._podindex import Ident, OwnerKey, PodIndex, ident_of, shared_index
 from pumice.plugins._spread import EligibilityCache, SpreadFilter
 
 BoolVector = npt.NDArray[np.bool_]
@@ -53,7 +53,8 @@ class PodLinkFilters:
         self.index: PodIndex | None = None
         self._states: dict[Hashable, _ShapeState] = {}
         self._of_task: dict[str, _ShapeState] = {}
-        self._shape_keys: dict[str, Hashable] = {}
+        self._key_of: dict[tuple[int, int], tuple[Ident, PodLinks, Hashable]] = {}
+        """(id of identity, id of constraints) -> them and their shape key."""
         self._distinct: dict[Hashable, Hashable] = {}
         self._eligibility: EligibilityCache = {}
 
@@ -90,23 +91,26 @@ class PodLinkFilters:
     def shape_key(self, task: TaskInfo) -> Hashable:
         if not self.active:
             return None
-        if task.uid in self._shape_keys:
-            return self._shape_keys[task.uid]
+        ident, links = ident_of(task), task.links
+        # per distinct (identity, constraints), keyed by identity (both are interned)
+        found = self._key_of.get((id(ident), id(links)))
+        if found is not None and found[0] is ident and found[1] is links:
+            return found[2]
         known: Hashable = None
-        if self._concerns(task):
-            labels = task.labels
-            seen = frozenset((k, labels[k]) for k in self.keys if k in labels)
-            known = (task.namespace, seen, task.links)
+        if self._concerns(links, ident):
+            keys = self.keys
+            seen = frozenset(item for item in ident[1] if item[0] in keys)
+            known = (ident[0], seen, links)
             # one object per distinct key: the shape cache's lookups then hit by identity
             known = self._distinct.setdefault(known, known)
-        self._shape_keys[task.uid] = known
+        self._key_of[(id(ident), id(links))] = (ident, links, known)
         return known
 
-    def _concerns(self, task: TaskInfo) -> bool:
-        """Can the filters ever reject a node for this task? Not when it has no constraints of
-        its own that are switched on and no required anti-affinity term of the session selects
-        it: then it shares its shape's mask with every such task."""
-        links = task.links
+    def _concerns(self, links: PodLinks, ident: Ident) -> bool:
+        """Can the filters ever reject a node for a pod of this identity and constraints? Not
+        when it has no constraints of its own that are switched on and no required
+        anti-affinity term of the session selects it: then it shares its shape's mask with
+        every such task."""
         if self.affinity and (links.affinity or links.anti_affinity):
             return True
         if self.spread and links.hard_spread:
@@ -115,7 +119,6 @@ class PodLinkFilters:
             return False
         index = self._index()
         assert self._owners is not None
-        ident = ident_of(task)
         return any(index.term_selects(key[1], ident) for key in self._owners.candidates(ident))
 
     def stale_rows(self, task: TaskInfo, since: int) -> IntVector | bool | None:

@@ -22,18 +22,18 @@ ReplicaSets, which pumice does not watch) are not applied.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from pumice import NodeTable, SessionView, SpreadConstraint, TaskInfo
+from pumice import NodeTable, PodLinks, PodTerms, SessionView, SpreadConstraint, TaskInfo
 from pumice.plugins._interpod import TermIndex
 from pumice.plugins._k8s_terms import NodeTerms
 from pumice.plugins._podindex import (
     DomainCounter,
     Domains,
+    Ident,
     OwnerKey,
     PodIndex,
     RowCounter,
@@ -61,6 +61,8 @@ class _ScoreState:
     affinity: list[tuple[DomainCounter, float]]
     spread: list[_SoftPart]
     has_all: BoolVector | None
+    empty: bool
+    """Neither score concerns the shape."""
 
 
 class PodLinkScores:
@@ -75,7 +77,7 @@ class PodLinkScores:
         self._owner_keys: list[OwnerKey] = []
         self._owners: TermIndex | None = None
         self.index: PodIndex | None = None
-        self._states: dict[Hashable, _ScoreState] = {}
+        self._states: dict[tuple[int, int, int], tuple[Ident, PodLinks, PodTerms, _ScoreState]] = {}
         self._of_task: dict[str, _ScoreState] = {}
 
     def open(self, session: SessionView) -> None:
@@ -114,6 +116,10 @@ class PodLinkScores:
             self._owners = TermIndex(self._owner_keys)
         return self.index
 
+    def applies(self, task: TaskInfo, terms: NodeTerms) -> bool:
+        """Does either score concern ``task`` (else ``score`` answers None)?"""
+        return self.active and not self._state(task, terms).empty
+
     def _state(self, task: TaskInfo, terms: NodeTerms) -> _ScoreState:
         known = self._of_task.get(task.uid)
         if known is None:
@@ -122,11 +128,12 @@ class PodLinkScores:
 
     def _shape_state(self, task: TaskInfo, terms: NodeTerms) -> _ScoreState:
         ident = ident_of(task)
-        links = task.links
-        key = (ident, links, task.terms)
-        state = self._states.get(key)
-        if state is not None:
-            return state
+        links, pod = task.links, task.terms
+        # keyed by identity (all three are interned), checked on a hit: no hashing of terms
+        key = (id(ident), id(links), id(pod))
+        found = self._states.get(key)
+        if found is not None and found[0] is ident and found[1] is links and found[2] is pod:
+            return found[3]
         index = self._index()
         affinity: list[tuple[DomainCounter, float]] = []
         if self.affinity_weight:
@@ -156,7 +163,6 @@ class PodLinkScores:
             has_all = np.ones(len(index.table), dtype=np.bool_)
             for c in soft:
                 has_all &= index.domains(c.topology_key).has
-            pod = task.terms
             for c in soft:
                 eligible = has_all.copy()
                 if c.honor_affinity and pod.selector is not None:
@@ -165,7 +171,8 @@ class PodLinkScores:
                     eligible &= ~terms.untolerated(pod.tolerations)[0]
                 pods = index.row_counter(task.namespace, c.selector)
                 spread.append(_SoftPart(c, index.domains(c.topology_key), pods, eligible))
-        state = self._states[key] = _ScoreState(affinity, spread, has_all)
+        state = _ScoreState(affinity, spread, has_all, not (affinity or spread))
+        self._states[key] = (ident, links, pod, state)
         return state
 
     def score(

@@ -377,7 +377,8 @@ class NodeOrderPlugin(Plugin):
         """Node affinity, taint toleration and the pod-to-pod scores, normalised over the
         candidate nodes as kube-scheduler normalises them over the nodes that passed
         filtering."""
-        links_active = self.links.active
+        # a task no pod-to-pod score concerns gets the label scores alone, as without them
+        links_active = self.links.applies(task, self.node_terms(nodes))
         if not links_active:
             known = self._flat_by_shape.get(task.shape)
             if known is not None and known[0] is nodes and known[1] == nodes.epoch:
