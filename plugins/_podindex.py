@@ -389,20 +389,20 @@ class PodIndex:
     def place(self, task: TaskInfo) -> None:
         """Count a pod that was placed (or found on a node); Succeeded / Failed pods and
         pods without a node count nowhere."""
-        if task.uid in self._placed or task.node_name is None:
+        uid, name = task.uid, task.node_name
+        if name is None or uid in self._placed:
             return
         status = task.status
         if _and(status, _COMPLETED) or status == _PENDING:
             return
-        if task.node_name not in self.table:
+        table = self.table
+        if name not in table:
             return
-        row = self.table.row(task.node_name)
-        ident = ident_of(task)
         terminating = status == _RELEASING or bool(
             ((task.pod or {}).get("metadata") or {}).get("deletionTimestamp")
         )
-        placed = _Placed(row, ident, owner_keys(task), not terminating)
-        self._placed[task.uid] = placed
+        placed = _Placed(table.row(name), ident_of(task), owner_keys(task), not terminating)
+        self._placed[uid] = placed
         self._apply(placed, 1)
 
     def unplace(self, task: TaskInfo) -> None:
@@ -420,18 +420,16 @@ class PodIndex:
             for item in ident[1]:
                 self._by_label.setdefault(item, set()).add(ident)
         _bump(rows, row, delta)
-        if placed.spread:
+        spread = placed.spread
+        if spread:
             _bump(self._spread_rows[ident], row, delta)
         for _, counter in self._counters_of(ident):
-            if isinstance(counter, RowCounter):
-                if placed.spread:
-                    counter.add(row, delta)
-            else:
+            if spread or counter.__class__ is DomainCounter:  # a terminating pod: no spread
                 counter.add(row, delta)
         for owned in placed.owns:
             _bump(self._owners_rows.setdefault(owned, {}), row, delta)
-            for counter in self._owner_counters.get(owned, ()):
-                counter.add(row, delta)
+            for owner in self._owner_counters.get(owned, ()):
+                owner.add(row, delta)
 
 
 _owner_keys: dict[PodLinks, tuple[OwnerKey, ...]] = {}

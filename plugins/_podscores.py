@@ -77,8 +77,12 @@ class PodLinkScores:
         self._owner_keys: list[OwnerKey] = []
         self._owners: TermIndex | None = None
         self.index: PodIndex | None = None
-        self._states: dict[tuple[int, int, int], tuple[Ident, PodLinks, PodTerms, _ScoreState]] = {}
-        self._of_task: dict[str, _ScoreState] = {}
+        self._states: dict[tuple[int, int], tuple[Ident, PodLinks, _ScoreState | None]] = {}
+        """(id of identity, id of constraints) -> them and their state (None: it reads the
+        node terms too, see ``_by_terms``)."""
+        self._by_terms: dict[
+            tuple[int, int, int], tuple[Ident, PodLinks, PodTerms, _ScoreState]
+        ] = {}
 
     def open(self, session: SessionView) -> None:
         if not (self.affinity_weight or self.spread_weight):
@@ -121,19 +125,34 @@ class PodLinkScores:
         return self.active and not self._state(task, terms).empty
 
     def _state(self, task: TaskInfo, terms: NodeTerms) -> _ScoreState:
-        known = self._of_task.get(task.uid)
-        if known is None:
-            known = self._of_task[task.uid] = self._shape_state(task, terms)
-        return known
-
-    def _shape_state(self, task: TaskInfo, terms: NodeTerms) -> _ScoreState:
-        ident = ident_of(task)
-        links, pod = task.links, task.terms
-        # keyed by identity (all three are interned), checked on a hit: no hashing of terms
-        key = (id(ident), id(links), id(pod))
+        """The state of the task's identity and constraints (and node terms, for a
+        ScheduleAnyway spread, which reads them), found by the identity of those interned
+        objects, checked on a hit: nothing hashed per task."""
+        ident, links = ident_of(task), task.links
+        key = (id(ident), id(links))
         found = self._states.get(key)
-        if found is not None and found[0] is ident and found[1] is links and found[2] is pod:
-            return found[3]
+        if found is None or found[0] is not ident or found[1] is not links:
+            soft = bool(self.spread_weight and links.soft_spread)
+            made = None if soft else self._shape_state(task, terms, ident, links, None)
+            found = self._states[key] = (ident, links, made)
+        if found[2] is not None:
+            return found[2]
+        pod = task.terms
+        by_terms = (*key, id(pod))
+        known = self._by_terms.get(by_terms)
+        if known is None or known[0] is not ident or known[1] is not links or known[2] is not pod:
+            state = self._shape_state(task, terms, ident, links, pod)
+            known = self._by_terms[by_terms] = (ident, links, pod, state)
+        return known[3]
+
+    def _shape_state(
+        self,
+        task: TaskInfo,
+        terms: NodeTerms,
+        ident: Ident,
+        links: PodLinks,
+        pod: PodTerms | None,
+    ) -> _ScoreState:
         index = self._index()
         affinity: list[tuple[DomainCounter, float]] = []
         if self.affinity_weight:
@@ -160,6 +179,7 @@ class PodLinkScores:
         has_all: BoolVector | None = None
         soft = links.soft_spread if self.spread_weight else ()
         if soft:
+            assert pod is not None  # asked with the node terms (``_state``)
             has_all = np.ones(len(index.table), dtype=np.bool_)
             for c in soft:
                 has_all &= index.domains(c.topology_key).has
@@ -171,9 +191,7 @@ class PodLinkScores:
                     eligible &= ~terms.untolerated(pod.tolerations)[0]
                 pods = index.row_counter(task.namespace, c.selector)
                 spread.append(_SoftPart(c, index.domains(c.topology_key), pods, eligible))
-        state = _ScoreState(affinity, spread, has_all, not (affinity or spread))
-        self._states[key] = (ident, links, pod, state)
-        return state
+        return _ScoreState(affinity, spread, has_all, not (affinity or spread))
 
     def score(
         self, task: TaskInfo, nodes: NodeTable, terms: NodeTerms, mask: BoolVector

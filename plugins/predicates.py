@@ -204,6 +204,8 @@ class PredicatesPlugin(Plugin):
         self._terms: NodeTerms | None = None
         self._static: dict[tuple[Tolerations, Selector | None], list[str]] = {}
         self._static_for: tuple[NodeTerms, int] | None = None
+        self._clear: dict[int, tuple[list[str], bool]] = {}
+        """id of a ``_static_reasons`` answer -> it, and whether every row is clear."""
 
     def node_terms(self, nodes: NodeTable) -> NodeTerms:
         """The term cache for ``nodes`` (made again if the table is not the one cached)."""
@@ -278,7 +280,8 @@ class PredicatesPlugin(Plugin):
         if eligible is not None:
             first, first_reason = ~eligible[sel], NOT_ELIGIBLE
         else:
-            first, first_reason = nodes.pod_count[sel] + 1 > nodes.max_pods[sel], TOO_MANY_PODS
+            # pod_count + 1 > max_pods, in integers
+            first, first_reason = nodes.pod_count[sel] >= nodes.max_pods[sel], TOO_MANY_PODS
         if first.any():
             failures.append((first, first_reason))
         ok = ~first
@@ -290,16 +293,18 @@ class PredicatesPlugin(Plugin):
                 ok[newly] = False
 
         if eligible is not None:  # then the pod count comes second
-            reject(nodes.pod_count[sel] + 1 > nodes.max_pods[sel], TOO_MANY_PODS)
-        unschedulable = nodes.unschedulable[sel]
-        if unschedulable.any() and not terms.tolerates_unschedulable(pod.tolerations):
-            reject(unschedulable, UNSCHEDULABLE)
-        if self.taint_toleration:
-            tainted, taint_reasons = terms.untolerated(pod.tolerations)
-            if terms.taints_anywhere(pod.tolerations):  # else: nothing to reject
-                reject(tainted[sel], taint_reasons[sel])
-        if self.node_affinity and pod.selector is not None:
-            reject(~terms.selector(pod.selector)[sel], AFFINITY_MISMATCH)
+            reject(nodes.pod_count[sel] >= nodes.max_pods[sel], TOO_MANY_PODS)
+        if not self._static_clear(terms, nodes, pod.tolerations, pod.selector):
+            # else no node's flags, taints or labels reject the pod: nothing to reject
+            unschedulable = nodes.unschedulable[sel]
+            if unschedulable.any() and not terms.tolerates_unschedulable(pod.tolerations):
+                reject(unschedulable, UNSCHEDULABLE)
+            if self.taint_toleration:
+                tainted, taint_reasons = terms.untolerated(pod.tolerations)
+                if terms.taints_anywhere(pod.tolerations):  # else: nothing to reject
+                    reject(tainted[sel], taint_reasons[sel])
+            if self.node_affinity and pod.selector is not None:
+                reject(~terms.selector(pod.selector)[sel], AFFINITY_MISMATCH)
         if self.node_ports and pod.host_ports and ok.any():
             row_ids = np.arange(len(nodes)) if rows is None else rows
             taken = np.zeros(n, dtype=np.bool_)
@@ -393,6 +398,21 @@ class PredicatesPlugin(Plugin):
 
         return reason_of_linked
 
+    def _static_clear(
+        self,
+        terms: NodeTerms,
+        nodes: NodeTable,
+        tolerations: Tolerations,
+        selector: Selector | None,
+    ) -> bool:
+        """Do the unschedulable, taint and node-affinity filters pass the pod on every row?
+        (Kept with ``_static_reasons``.)"""
+        reasons = self._static_reasons(terms, nodes, tolerations, selector)
+        clear = self._clear.get(id(reasons))
+        if clear is None or clear[0] is not reasons:
+            clear = self._clear[id(reasons)] = (reasons, not any(reasons))
+        return clear[1]
+
     def _static_reasons(
         self,
         terms: NodeTerms,
@@ -405,6 +425,7 @@ class PredicatesPlugin(Plugin):
         distinct (tolerations, selector) while the table's epoch lasts."""
         if self._static_for != (terms, nodes.epoch):
             self._static.clear()
+            self._clear.clear()
             self._static_for = (terms, nodes.epoch)
         if not self.node_affinity:
             selector = None
