@@ -71,7 +71,7 @@ def excerpt(command: str) -> list[str]:
     assert starts, f"the README no longer shows `$ {command}`"
     shown: list[str] = []
     for line in lines[starts[0] + 1 :]:
-        if line.startswith("$ ") or line.startswith("```"):
+        if line.startswith(("$ ", "```")):
             break
         if "…" not in line and line.strip():
             shown.append(line)
