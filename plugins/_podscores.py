@@ -205,12 +205,12 @@ class PodLinkScores:
             candidates = int(np.count_nonzero(mask))
             if candidates:
                 sparse = _affinity_sparse(state.affinity, mask, candidates)
-                if sparse is _DENSE:
+                if isinstance(sparse, SparseScore):
+                    out = sparse.times(self.affinity_weight)
+                elif sparse is _DENSE:
                     raw = _affinity_raw(state.affinity, len(nodes))
                     if raw is not None:
                         out = self.affinity_weight * _min_max(raw, mask)
-                elif sparse is not None:
-                    out = sparse.times(self.affinity_weight)
         if state.spread:
             assert state.has_all is not None
             spread = self.spread_weight * _spread_score(state.spread, state.has_all, mask)
