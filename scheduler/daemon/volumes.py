@@ -328,10 +328,7 @@ class VolumeBinder:
             return
         self._end(wait)
         self._count("failed")
-        for write in wait.writes:
-            self.cache.storage.forget("claims", write.claim)
-            if write.volume is not None:
-                self.cache.storage.forget("volumes", write.volume)
+        self._forget(wait)
         message = PREBIND + (f"binding volumes: {why}" if prefix else why)
         namespace, name, node = wait.pod
         log.warning("%s/%s: %s", namespace, name, message)
@@ -346,8 +343,16 @@ class VolumeBinder:
             waiting = self._waits.get(other)
             if waiting is not None:
                 self._end(waiting)
+                self._forget(waiting)  # its writes may never have been made
                 w_ns, w_name, w_node = waiting.pod
                 self._give_up(uid=other, namespace=w_ns, name=w_name, node=w_node, message=others)
+
+    def _forget(self, wait: _Wait) -> None:
+        """Drop the wait's assumed writes (what was written stays, as the informers show)."""
+        for write in wait.writes:
+            self.cache.storage.forget("claims", write.claim)
+            if write.volume is not None:
+                self.cache.storage.forget("volumes", write.volume)
 
     def cancel(self) -> None:
         """Stop every wait (the daemon is ending); what was written stays."""
