@@ -278,6 +278,12 @@ def our_cases() -> list[VolumeCase]:
             volumes={"default/c": {"n2": "pre"}},
         ),
         VolumeCase(
+            source=f"{PREFILTER}: podHasPVCs: 'a claim being deleted'",
+            objects=[*nodes, *CLASSES, claim("c", "wait-sc", deleting=True)],
+            incoming=vpod("p", [pvc("v", "c")]),
+            message='0/2 nodes are available: persistentvolumeclaim "c" is being deleted.',
+        ),
+        VolumeCase(
             source=f"{PREFILTER}: 'bound local volumes narrow the nodes'",
             objects=[
                 host("node-a"),
