@@ -278,6 +278,21 @@ def our_cases() -> list[VolumeCase]:
             volumes={"default/c": {"n2": "pre"}},
         ),
         VolumeCase(
+            source=f"{where}: findMatchingVolumes: 'claims are matched smallest request first'",
+            objects=[
+                host("node-a"),
+                *CLASSES,
+                claim("big", "wait-sc", size="2Gi"),
+                claim("small", "wait-sc", size="1Gi"),
+                hostname_pv("pv-2", "2Gi", "node-a"),
+                hostname_pv("pv-3", "3Gi", "node-a"),
+            ],
+            # in the pod's order "big" would take pv-2 and leave pv-3 to "small"
+            incoming=vpod("p", [pvc("v0", "big"), pvc("v1", "small")]),
+            feasible=frozenset({"node-a"}),
+            volumes={"default/small": {"node-a": "pv-2"}, "default/big": {"node-a": "pv-3"}},
+        ),
+        VolumeCase(
             source=f"{PREFILTER}: podHasPVCs: 'a claim being deleted'",
             objects=[*nodes, *CLASSES, claim("c", "wait-sc", deleting=True)],
             incoming=vpod("p", [pvc("v", "c")]),
