@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from support.constraint_cases import FILTER_CONFIG, fit_error_head
+from support.manifests import pending, simulate
 from support.volume_cases import (
     Capsys,
     VolumeCase,
@@ -333,3 +335,28 @@ def our_cases() -> list[VolumeCase]:
 @pytest.mark.parametrize("case", vparams([*CASES, *our_cases()]))
 def test_volume_binding(tmp_path: Path, capsys: Capsys, case: VolumeCase) -> None:
     check_volume_case(tmp_path, capsys, case)
+
+
+def test_one_volume_is_given_to_one_claim_in_a_session(tmp_path: Path, capsys: Capsys) -> None:
+    """binder.go AssumePodVolumes: a volume chosen for one pod's claim is taken for the pods
+    after it (kube-scheduler assumes it in its PV cache; here the session's own choices
+    count): two pods, each with its own claim, and one local volume that fits either."""
+    pods = [vpod(name, [pvc("v", f"data-{name}")]) for name in ("first", "second")]
+    objects = [
+        host("node-a"),
+        host("node-b"),
+        *CLASSES,
+        claim("data-first", "wait-sc"),
+        claim("data-second", "wait-sc"),
+        hostname_pv("only", "1Gi", "node-a"),
+        *pods,
+    ]
+    result = simulate(tmp_path, objects, capsys, config=FILTER_CONFIG)
+    placed = {p["pod"]: p["node"] for p in result["placements"]}
+    assert list(placed.values()) == ["node-a"], placed
+    winner = next(iter(placed)).split("/")[1]
+    loser = "second" if winner == "first" else "first"
+    assert result["volumes"] == {f"default/data-{winner}": {"node": "node-a", "volume": "only"}}
+    assert fit_error_head(pending(result)[f"default/{loser}"]) == (
+        "0/2 nodes are available: 2 node(s) didn't find available persistent volumes to bind."
+    )
