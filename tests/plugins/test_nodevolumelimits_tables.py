@@ -45,6 +45,7 @@ from support.volume_cases import (
     volume,
     vparams,
     vpod,
+    with_predicates,
 )
 
 SOURCE = "nodevolumelimits/csi_test.go: TestCSILimits"
@@ -434,6 +435,16 @@ def portworx(volume_id: str) -> list[Obj]:
 
 
 OUR_CASES = [
+    limits_case(
+        "doesn't when node volume limit <= pods CSI volume, with NodeVolumeLimitsEnable false",
+        pod_of("p", *EBS_ONE),
+        [RUNNING, existing_two("a")],
+        [EBS],
+        2,
+        ok=True,
+        config=with_predicates(**{"predicate.NodeVolumeLimitsEnable": False}),
+        source="predicates (Volcano): 'predicate.NodeVolumeLimitsEnable'",
+    ),
     limits_case(
         "an in-tree volume counts only where the CSINode lists its plugin as migrated",
         pod_of("p", *IN_TREE_ONE),
