@@ -12,6 +12,7 @@ through kubernetes_asyncio and kubectl.
   volumes of one of them fail;
 * a pod whose volumes take longer than ``scheduler.volumeBindTimeout`` is given up with
   kube-scheduler's words and placed again on the node its claim was given;
+* a pod deleted while it waits stops waiting at once and leaves its node's room free;
 * dry-run on a cluster with claims writes nothing;
 * kill -9 between the annotation and the bind, then a restart: the pod keeps its node, is
   bound once, and the claim is provisioned once.
@@ -442,6 +443,47 @@ async def test_a_pod_whose_volumes_take_longer_than_the_timeout_is_offered_again
     writes = [(w.verb, w.resource, w.name) for w in ledger.mutating() if "persistent" in w.resource]
     assert writes == [("patch", "persistentvolumeclaims", "data")]  # the annotation, once
     assert sim.server.volumes.provisioner.provisioned == 1
+
+
+async def test_a_pod_deleted_while_it_waits_for_its_volumes_stops_waiting_and_frees_its_node(
+    make_sim: Any, tmp_path: Path
+) -> None:
+    """Its wait ends within seconds, not at the 600 s timeout, and its node's room is not
+    held for it: a pod that needs that room is bound there."""
+    sim = await make_sim(provisioning_delay=60.0)
+    seed(
+        sim,
+        [
+            node("n1", cpu="4"),
+            storage_class("fast", mode="WaitForFirstConsumer"),
+            claim("data", "1Gi", "fast", namespace="batch"),
+            with_claims(pod("doomed", cpu="3"), "data"),
+        ],
+    )
+    ledger = Ledger(sim)
+    async with running_daemon(sim.kubeconfig, write_config(tmp_path)) as daemon:
+
+        async def waiting() -> float:
+            _, text = await get(daemon, "/metrics")
+            return samples(text)[("pumice_pods_waiting_for_volumes", ())]
+
+        await wait_for(lambda: selected_node_of(sim, "data") == "n1", timeout=60)
+        assert await waiting() == 1
+        async with await sim.client() as api:
+            core = k8s_client.CoreV1Api(api)
+            await core.delete_namespaced_pod("doomed", "batch", grace_period_seconds=0)
+            await core.create_namespaced_pod("batch", pod("next", cpu="3"))
+        await wait_for(lambda: len(ledger.bound()) == 1, timeout=30)
+        assert await waiting() == 0
+    ledger.close()
+    assert [(p["metadata"]["name"], p["spec"]["nodeName"]) for p in ledger.bound()] == [
+        ("next", "n1")
+    ]
+
+
+def selected_node_of(sim: Any, name: str) -> str:
+    notes = stored_claim(sim, name, "batch")["metadata"].get("annotations") or {}
+    return str(notes.get(SELECTED_NODE) or "")
 
 
 async def test_dry_run_on_a_cluster_with_claims_writes_nothing(
