@@ -80,6 +80,13 @@ def hostname_pv(
     return volume(name, cls, size=size, affinity={"kubernetes.io/hostname": [node]}, claim_ref=ref)
 
 
+def with_attributes_class(obj: dict[str, object], name: str) -> dict[str, object]:
+    spec = obj["spec"]
+    assert isinstance(spec, dict)
+    spec["volumeAttributesClassName"] = name
+    return obj
+
+
 NODE_A = [host("node-a")]
 THREE = [host("node-a"), host("node-b"), host("node-c")]
 ZONES = [
@@ -293,6 +300,20 @@ def our_cases() -> list[VolumeCase]:
             incoming=vpod("p", [pvc("v0", "big"), pvc("v1", "small")]),
             feasible=frozenset({"node-a"}),
             volumes={"default/small": {"node-a": "pv-2"}, "default/big": {"node-a": "pv-3"}},
+        ),
+        VolumeCase(
+            source=f"{where}: FindMatchingVolume: 'the volume attributes classes must agree'",
+            objects=[
+                host("node-a"),
+                host("node-b"),
+                *CLASSES,
+                with_attributes_class(claim("gold", "wait-sc"), "gold"),
+                hostname_pv("plain", "1Gi", "node-a"),
+                with_attributes_class(hostname_pv("golden", "5Gi", "node-b"), "gold"),
+            ],
+            incoming=vpod("p", [pvc("v", "gold")]),
+            feasible=frozenset({"node-b"}),
+            volumes={"default/gold": {"node-b": "golden"}},
         ),
         VolumeCase(
             source=f"{PREFILTER}: podHasPVCs: 'a claim being deleted'",
