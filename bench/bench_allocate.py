@@ -35,7 +35,7 @@ Two things are done as the daemon does them, outside the timed session:
     .venv/bin/python -P bench/bench_allocate.py
         [--scenario gangs|big-gang|cycle|constraints|all]
         [--record FILE]   # write the decisions (pod -> node, reasons) of the gangs scenario,
-                          # or of the constraints scenario when it alone runs, as JSON
+                          # or of big-gang or constraints when it alone runs, as JSON
         [--time-hooks]    # clock every plugin hook call, as the daemon does for its metrics
 """
 
@@ -277,7 +277,8 @@ def main() -> None:
     )
     parser.add_argument(
         "--record",
-        help="write the decisions of the gangs or the constraints scenario to this file",
+        help="write the decisions of the gangs scenario (or of big-gang or constraints when it "
+        "alone runs) to this file",
     )
     parser.add_argument("--time-hooks", action="store_true", help="clock every hook call")
     args = parser.parse_args()
@@ -292,7 +293,8 @@ def main() -> None:
     if args.scenario in ("gangs", "all"):
         compare("gangs", workload.build(nodes=5000, gangs=1000, gang_size=10), args.record)
     if args.scenario in ("big-gang", "all"):
-        compare("big-gang", workload.build(nodes=1000, gangs=1, gang_size=1000))
+        big_gang_record = args.record if args.scenario == "big-gang" else None
+        compare("big-gang", workload.build(nodes=1000, gangs=1, gang_size=1000), big_gang_record)
     if args.scenario in ("cycle", "all"):
         cycle()
     if args.scenario in ("constraints", "all"):
