@@ -94,8 +94,9 @@ ERROR_CACHE = "predicateErrorCacheEnable"
 
 def nominated_node(task: TaskInfo) -> str:
     """The pod's ``status.nominatedNodeName`` (set when preempt freed room for it), or ""."""
-    status = (task.pod or {}).get("status") or {}
-    return str(status.get("nominatedNodeName") or "")
+    pod = task.pod
+    status = pod.get("status") if pod else None  # asked per task: no dicts made for a default
+    return str(status.get("nominatedNodeName") or "") if status else ""
 
 
 def describe_invalid(invalid: JobInvalid) -> str:
@@ -260,7 +261,7 @@ class _Run:
             return why_not(self.context, task, candidates.feasibility())
         nominated = nominated_node(task)
         node_name: str | None
-        if nominated in table and candidates.future[table.row(nominated)]:
+        if nominated and nominated in table and candidates.future[table.row(nominated)]:
             # the room preempt freed for this pod: take it before anyone else can
             now = bool(candidates.now[table.row(nominated)])
             node_name = nominated
