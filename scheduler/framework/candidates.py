@@ -36,12 +36,6 @@ class Candidates:
     row-local scores' total plus each vector of ``extras`` (per-task scores that a plugin
     answered as the same read-only vector as before, so they can be kept too), summed in
     that order, and ``-inf`` elsewhere: the values ``Session.best_node`` would compare.
-
-    ``top_future`` / ``top_now``: the first row of the top value of ``best_future`` /
-    ``best_now`` (what ``argmax`` answers), kept by the one-row refresh while it can tell
-    (``pumice.framework.onerow``), -1 when unknown (then ``argmax`` finds it again). A row
-    that rises above the top, or ties it before it, becomes the top; the top row that falls
-    (or any row that turns NaN, which ``argmax`` would name first) leaves it unknown.
     """
 
     future: BoolVector
@@ -52,8 +46,6 @@ class Candidates:
     best_now: FloatVector
     extras: tuple[FloatVector, ...] = ()
     version: int = 0
-    top_future: int = -1
-    top_now: int = -1
     _views: tuple[BoolVector, BoolVector] | None = None
     parts: list[PredicatePart] = field(default_factory=list)
     """The predicate plugins' parts behind ``future`` (for the reasons of a task that fails)."""
@@ -70,7 +62,6 @@ class Candidates:
         summed = total_plus(total, extras, len(self.future))
         self.best_future, self.best_now = _best(self.future, self.now, summed)
         self.extras = extras
-        self.top_future = self.top_now = -1
 
     def feasibility(self) -> Feasibility:
         """What the predicates said: the mask and, on demand, each node's first reason."""
@@ -125,7 +116,6 @@ def refresh_candidate_row(
     total: FloatVector | None,
 ) -> None:
     """One changed row in Python scalars: the same IEEE sums as the vector path."""
-    cands.top_future = cands.top_now = -1
     future = bool(mask[row]) and bool(fit_future[row])
     now = future and bool(fit_now[row])
     if future != cands.future.item(row):  # Python bools: numpy's compare costs more
@@ -149,7 +139,6 @@ def refresh_candidate_rows(
     fit_future: BoolVector,
     total: FloatVector | None,
 ) -> None:
-    cands.top_future = cands.top_now = -1
     future = mask[rows] & fit_future[rows]
     now = future & fit_now[rows]
     cands.future_count += int(np.count_nonzero(future)) - int(np.count_nonzero(cands.future[rows]))

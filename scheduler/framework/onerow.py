@@ -336,10 +336,6 @@ def refresh_rows(
     future_of, now_of = cands.future, cands.now
     was_future, was_now = future_of.item, now_of.item  # Python bools: numpy's compare is slow
     best_future, best_now = cands.best_future, cands.best_now
-    # the first row of each top value, kept as the rows change (see ``Candidates``)
-    top_future, top_now = cands.top_future, cands.top_now
-    top_future_value = best_future.item(top_future) if top_future >= 0 else 0.0
-    top_now_value = best_now.item(top_now) if top_now >= 0 else 0.0
     for row in rows:
         passed = True
         for part, function in steps:
@@ -373,31 +369,8 @@ def refresh_rows(
             cands.now_count += 1 if now else -1
         for extra in extras:
             total += extra.item(row)
-        value = best_future[row] = total if future else _NEG_INF
-        if top_future < 0:
-            pass
-        elif row == top_future:
-            if value >= top_future_value:
-                top_future_value = value
-            else:  # fell, or NaN: argmax must look again
-                top_future = -1
-        elif value > top_future_value or (value == top_future_value and row < top_future):
-            top_future, top_future_value = row, value
-        elif value != value:  # NaN: argmax names the first one
-            top_future = -1
-        value = best_now[row] = total if now else _NEG_INF
-        if top_now < 0:
-            pass
-        elif row == top_now:
-            if value >= top_now_value:
-                top_now_value = value
-            else:
-                top_now = -1
-        elif value > top_now_value or (value == top_now_value and row < top_now):
-            top_now, top_now_value = row, value
-        elif value != value:
-            top_now = -1
-    cands.top_future, cands.top_now = top_future, top_now
+        best_future[row] = total if future else _NEG_INF
+        best_now[row] = total if now else _NEG_INF
     entry.mask_version = version
     if fit_due:
         base.fit_version = version

@@ -163,15 +163,7 @@ def choose_node(scoring: Scoring, task: TaskInfo, cands: Candidates, now: bool) 
     if decides is None or decides[0] != table.epoch:
         decides = shapes.argmax_decides = (table.epoch, argmax_decides(scoring))
     if decides[1]:
-        row = cands.top_now if now else cands.top_future
-        if row < 0:  # not kept since the last change the refresh could not follow
-            row = int(best.argmax())
-            top = best.item(row)
-            if top == top:  # a NaN top is looked for again (the refresh cannot follow it)
-                if now:
-                    cands.top_now = row
-                else:
-                    cands.top_future = row
+        row = int(best.argmax())
         if best.item(row) == _NO_SCORE and not mask[row]:  # as pick_best: no node
             return None
         return table.nodes[row].name
