@@ -94,8 +94,9 @@ ERROR_CACHE = "predicateErrorCacheEnable"
 
 def nominated_node(task: TaskInfo) -> str:
     """The pod's ``status.nominatedNodeName`` (set when preempt freed room for it), or ""."""
-    status = (task.pod or {}).get("status") or {}
-    return str(status.get("nominatedNodeName") or "")
+    pod = task.pod
+    status = pod.get("status") if pod else None  # asked per task: no dicts made for a default
+    return str(status.get("nominatedNodeName") or "") if status else ""
 
 
 def describe_invalid(invalid: JobInvalid) -> str:
@@ -204,30 +205,37 @@ class _Run:
         context = self.context
         job, queue, worksheet = state.job, state.queue, state.worksheet
         statement = context.statement()
+        # looked up once per step, used per task
+        allocatable, job_ready, task_reasons = (
+            context.allocatable,
+            context.job_ready,
+            context.task_reasons,
+        )
+        error_cache, place = self.error_cache, self._place
         while worksheet:
             task = worksheet.pop()
-            if not context.allocatable(queue, task):
-                context.task_reasons[task.uid] = self._no_node(queue, task) or (
+            if not allocatable(queue, task):
+                task_reasons[task.uid] = self._no_node(queue, task) or (
                     context.allocatable_reason(queue, task)
                     or f"queue {queue.name} does not allow more allocations now"
                 )
                 continue
-            key = (task.role, task.resreq) if self.error_cache and task.role else None
+            key = (task.role, task.resreq) if error_cache and task.role else None
             reason = state.errors.get(key) if key is not None else None
             if reason is None:
-                reason = self._place(statement, task)
+                reason = place(statement, task)
             if reason is not None:
-                context.task_reasons[task.uid] = reason
+                task_reasons[task.uid] = reason
                 state.failed_roles.add(task.role)
                 if key is not None:
                     state.errors[key] = reason
                 if self._keep_going(state):
                     continue
                 break
-            context.task_reasons.pop(task.uid, None)
-            if context.job_ready(job):
+            task_reasons.pop(task.uid, None)
+            if job_ready(job):
                 break
-        if context.job_ready(job) or context.job_pipelined(job):
+        if job_ready(job) or context.job_pipelined(job):
             return statement
         statement.discard()
         return None
@@ -260,7 +268,7 @@ class _Run:
             return why_not(self.context, task, candidates.feasibility())
         nominated = nominated_node(task)
         node_name: str | None
-        if nominated in table and candidates.future[table.row(nominated)]:
+        if nominated and nominated in table and candidates.future[table.row(nominated)]:
             # the room preempt freed for this pod: take it before anyone else can
             now = bool(candidates.now[table.row(nominated)])
             node_name = nominated

@@ -35,8 +35,12 @@ Two things are done as the daemon does them, outside the timed session:
     .venv/bin/python -P bench/bench_allocate.py
         [--scenario gangs|big-gang|cycle|constraints|all]
         [--record FILE]   # write the decisions (pod -> node, reasons) of the gangs scenario,
-                          # or of the constraints scenario when it alone runs, as JSON
+                          # or of big-gang or constraints when it alone runs, as JSON
         [--time-hooks]    # clock every plugin hook call, as the daemon does for its metrics
+        [--count-ops]     # instead of timing: one session under an opcode tracer, printing
+                          # the Python opcodes and calls it ran (and the functions that ran
+                          # most): a count that a loaded machine does not change, for
+                          # comparing two versions when CPU times are too noisy to
 """
 
 from __future__ import annotations
@@ -47,7 +51,9 @@ import json
 import resource
 import sys
 import time
+from collections import Counter
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -202,6 +208,36 @@ def compare(label: str, w: workload.Workload, record: str | None = None, runs: i
         print(f"  decisions written to {record}")
 
 
+def count_ops(label: str, w: workload.Workload, top: int = 12) -> None:
+    """One session of ``w`` under an opcode tracer: the Python opcodes and calls it ran, in
+    total and for the functions that ran most. Deterministic for a given workload and code
+    (numpy's C work is not counted: compare versions whose vector work is the same)."""
+    session = Session.open(to_model(w), load_default_config(), HOST, committer=RecordingCommitter())
+    ops: Counter[str] = Counter()
+    calls: Counter[str] = Counter()
+
+    def tracer(frame: FrameType, event: str, arg: object) -> Any:
+        code = frame.f_code
+        where = f"{Path(code.co_filename).name}:{code.co_name}"
+        if event == "call":
+            calls[where] += 1
+            frame.f_trace_opcodes = True
+        elif event == "opcode":
+            ops[where] += 1
+        return tracer
+
+    sys.settrace(tracer)
+    try:
+        run_actions(session)
+    finally:
+        sys.settrace(None)
+    session.close()
+    total = sum(ops.values())
+    print(f"{label}: {total:,} Python opcodes, {sum(calls.values()):,} Python calls")
+    for where, count in ops.most_common(top):
+        print(f"  {count / total:6.1%} {count:>11,} opcodes {calls[where]:>8,} calls  {where}")
+
+
 def cycle() -> None:
     w = workload.build(nodes=5000, gangs=5000, gang_size=10, running=100_000)
     t0 = time.process_time()
@@ -277,22 +313,41 @@ def main() -> None:
     )
     parser.add_argument(
         "--record",
-        help="write the decisions of the gangs or the constraints scenario to this file",
+        help="write the decisions of the gangs scenario (or of big-gang or constraints when it "
+        "alone runs) to this file",
     )
     parser.add_argument("--time-hooks", action="store_true", help="clock every hook call")
+    parser.add_argument(
+        "--count-ops",
+        action="store_true",
+        help="count the Python opcodes and calls of one session of gangs or big-gang instead "
+        "of timing it",
+    )
     args = parser.parse_args()
     global TIME_HOOKS
     TIME_HOOKS = args.time_hooks
     print(
         f"bench_allocate.py {' '.join(sys.argv[1:]) or '(no flags)'}: --scenario "
         f"{args.scenario}, --record {args.record or '(none)'}, --time-hooks "
-        f"{'on' if args.time_hooks else 'off'}; CPU time, best of 3 alternating runs; "
-        "pods parsed as the cache parses them, at model build; no automatic GC in sessions"
+        f"{'on' if args.time_hooks else 'off'}, --count-ops {'on' if args.count_ops else 'off'}; "
+        + (
+            "Python opcodes and calls of one session, counted by a tracer; "
+            if args.count_ops
+            else "CPU time, best of 3 alternating runs; "
+        )
+        + "pods parsed as the cache parses them, at model build; no automatic GC in sessions"
     )
+    if args.count_ops:
+        if args.scenario in ("gangs", "all"):
+            count_ops("gangs", workload.build(nodes=5000, gangs=1000, gang_size=10))
+        if args.scenario in ("big-gang", "all"):
+            count_ops("big-gang", workload.build(nodes=1000, gangs=1, gang_size=1000))
+        return
     if args.scenario in ("gangs", "all"):
         compare("gangs", workload.build(nodes=5000, gangs=1000, gang_size=10), args.record)
     if args.scenario in ("big-gang", "all"):
-        compare("big-gang", workload.build(nodes=1000, gangs=1, gang_size=1000))
+        big_gang_record = args.record if args.scenario == "big-gang" else None
+        compare("big-gang", workload.build(nodes=1000, gangs=1, gang_size=1000), big_gang_record)
     if args.scenario in ("cycle", "all"):
         cycle()
     if args.scenario in ("constraints", "all"):

@@ -24,7 +24,7 @@ import numpy.typing as npt
 from pumice import NodeTable, SessionView, TaskInfo
 from pumice.plugins._interpod import AffinityFilter, DirtyLog, TermIndex
 from pumice.plugins._k8s_terms import NodeTerms
-from pumice.plugins._podindex import OwnerKey, PodIndex, ident_of, shared_index
+from pumice.plugins._podindex import Leaving, OwnerKey, PodIndex, ident_of, shared_index
 from pumice.plugins._spread import SpreadFilter
 
 BoolVector = npt.NDArray[np.bool_]
@@ -165,11 +165,16 @@ class PodLinkFilters:
         """The rows each pod-to-pod check rejects, with its reason, in kube-scheduler's order
         (PodTopologySpread, then InterPodAffinity)."""
         state = self._state(task, nodes, terms)
+        gone = self._leave(rows)
         out: list[tuple[BoolVector, str]] = []
-        if state.spread is not None:
-            out += state.spread.failures(rows)
-        if state.affinity is not None:
-            out += state.affinity.failures(rows)
+        try:
+            if state.spread is not None:
+                out += state.spread.failures(rows)
+            if state.affinity is not None:
+                out += state.affinity.failures(rows)
+        finally:
+            if gone:
+                self._return(gone)
         return out
 
     def row_function(
@@ -195,9 +200,27 @@ class PodLinkFilters:
 
     def row_reason(self, task: TaskInfo, nodes: NodeTable, terms: NodeTerms, row: int) -> str:
         state = self._state(task, nodes, terms)
+        gone = self._leave(row)
         reason = ""
-        if state.spread is not None:
-            reason = state.spread.row_reason(row)
-        if not reason and state.affinity is not None:
-            reason = state.affinity.row_reason(row)
+        try:
+            if state.spread is not None:
+                reason = state.spread.row_reason(row)
+            if not reason and state.affinity is not None:
+                reason = state.affinity.row_reason(row)
+        finally:
+            if gone:
+                self._return(gone)
         return reason
+
+    def _leave(self, rows: IntVector | int | None) -> Leaving:
+        """Take out of the counts the Releasing pods whose node is asked about as it will be
+        once they have gone (``predicate_once_gone``); ``_return`` puts them back."""
+        assert self.index is not None  # made by ``_state``
+        gone = self.index.leaving(rows)
+        if gone:
+            self.index.recount(gone, -1)
+        return gone
+
+    def _return(self, gone: Leaving) -> None:
+        assert self.index is not None
+        self.index.recount(gone, 1)

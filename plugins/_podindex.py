@@ -2,11 +2,11 @@
 placement (a private helper of ``predicates`` and ``nodeorder``, not a plugin).
 
 A ``PodIndex`` is built once per session (``shared_index``: one for every plugin that asks),
-when the first pod-to-pod question is asked, from
-the pods on the table's nodes (every pod that is not Succeeded or Failed), and then follows
-the session's statements: ``place(task)`` on ``on_allocate``, ``unplace(task)`` on
-``on_deallocate`` (undoing exactly what that pod added; a discarded statement therefore takes
-its pods back).
+when the first pod-to-pod question is asked, from the session's pods on the table's nodes
+(every pod that is not Succeeded or Failed), and then follows the session's statements:
+``place(task)`` on ``on_allocate``, ``unplace(task)`` on ``on_deallocate`` (undoing exactly
+what that pod added, so a discarded statement takes its pods back; an eviction is not undone
+but counted, see below).
 
 Pods are grouped by *identity* (namespace and labels): a Deployment's replicas share one, so a
 selector is matched once per identity, never once per pod, and an index from each label
@@ -22,6 +22,13 @@ Counters, each made the first time it is asked for and kept current afterwards:
   anti-affinity term (existing pods' anti-affinity, the symmetric rule);
 * ``RowCounter``: for a spread selector, how many selected pods sit on each row
   (terminating pods left out, as PodTopologySpread counts).
+
+A pod that is terminating — being deleted when the session opened, or evicted in it (its task
+Releasing) — still runs on its node until its grace period ends, and kube-scheduler counts it
+for InterPodAffinity (not for PodTopologySpread): so ``unplace`` of an evicted pod keeps it
+counted as terminating. Only the node asked about as it will be once its Releasing pods have
+gone (``predicate_once_gone``: they are then missing from ``node.tasks``) is answered without
+them: ``leaving`` finds them, ``recount`` takes them out and puts them back.
 
 A counter tells its listeners (``listen``) of every change, with the domain or row, so the
 shapes that read it know which rows to evaluate again.
@@ -81,7 +88,10 @@ def shared_index(session: SessionView) -> PodIndex:
     one of them holds it."""
     index = _shared.get(session.uid)
     if index is None:
-        index = PodIndex(session.table, session.snapshot.namespaces)
+        # from the jobs' tasks, not from ``node.tasks``: a node asked about without its
+        # Releasing pods (``predicate_once_gone``) may be the first question of the session
+        tasks = (task for job in session.jobs.values() for task in job.tasks.values())
+        index = PodIndex(session.table, session.snapshot.namespaces, tasks)
         _shared[session.uid] = index
     return index
 
@@ -192,10 +202,21 @@ class _Placed:
     spread: bool
 
 
+Leaving = list[_Placed]
+"""Pods taken out of the counts while their node is asked about without them."""
+
+
 class PodIndex:
     """Pods by identity and row, and the counters over them (module docstring)."""
 
-    def __init__(self, table: NodeTable, namespaces: Mapping[str, Mapping[str, str]]) -> None:
+    def __init__(
+        self,
+        table: NodeTable,
+        namespaces: Mapping[str, Mapping[str, str]],
+        tasks: Iterable[TaskInfo] | None = None,
+    ) -> None:
+        """``tasks``: every task of the session (those on the table's nodes are counted);
+        None: the tasks ``node.tasks`` holds now."""
         self.table = table
         self.namespaces = namespaces
         self._domains: dict[str, Domains] = {}
@@ -204,6 +225,8 @@ class PodIndex:
         self._by_label: dict[tuple[str, str], set[Ident]] = {}
         self._owners_rows: dict[OwnerKey, dict[int, int]] = {}
         self._placed: dict[str, _Placed] = {}
+        self._releasing: dict[int, set[str]] = {}
+        """Row -> the Releasing pods counted there (uids), for ``leaving``."""
         self._matches: dict[tuple[Selects, Ident], bool] = {}
         self._domain_counters: dict[tuple[Selects, str], DomainCounter] = {}
         self._row_counters: dict[Selects, RowCounter] = {}
@@ -213,9 +236,8 @@ class PodIndex:
         self._watch: dict[tuple[str, str] | None, list[tuple[Selects, Counter]]] = {}
         """Every match counter, for identities not seen yet (pods placed later), filed under
         one ``(key, value)`` a selected identity must carry (None: no such pair)."""
-        for node in table.nodes:
-            for task in node.tasks.values():
-                self.place(task)
+        for task in tasks if tasks is not None else _on_nodes(table):
+            self.place(task)
 
     # -- domains and matching -----------------------------------------------------------------
 
@@ -346,8 +368,14 @@ class PodIndex:
 
     def place(self, task: TaskInfo) -> None:
         """Count a pod that was placed (or found on a node); Succeeded / Failed pods and
-        pods without a node count nowhere."""
-        if task.uid in self._placed or task.node_name is None:
+        pods without a node count nowhere. A pod counted already is brought up to date (an
+        eviction undone: it counts for spread again)."""
+        known = self._placed.get(task.uid)
+        if known is not None:
+            if not known.spread or task.status == _RELEASING:  # else: nothing can change
+                self._restate(task, known)
+            return
+        if task.node_name is None:
             return
         status = task.status
         if _and(status, _COMPLETED) or status == _PENDING:
@@ -356,18 +384,78 @@ class PodIndex:
             return
         row = self.table.row(task.node_name)
         ident = ident_of(task)
-        terminating = status == _RELEASING or bool(
-            ((task.pod or {}).get("metadata") or {}).get("deletionTimestamp")
-        )
-        placed = _Placed(row, ident, owner_keys(task), not terminating)
+        placed = _Placed(row, ident, owner_keys(task), not _terminating(task))
         self._placed[task.uid] = placed
+        if status == _RELEASING:
+            self._releasing.setdefault(row, set()).add(task.uid)
         self._apply(placed, 1)
 
     def unplace(self, task: TaskInfo) -> None:
-        """Take back what ``place`` counted for this pod."""
-        placed = self._placed.pop(task.uid, None)
-        if placed is not None:
-            self._apply(placed, -1)
+        """Take back what ``place`` counted for this pod (an allocation undone); but a pod
+        evicted in the session (Releasing on its node) terminates there: it keeps counting,
+        as a terminating pod (module docstring)."""
+        placed = self._placed.get(task.uid)
+        if placed is None:
+            return
+        if task.status == _RELEASING and task.node_name is not None:
+            self._restate(task, placed)
+            return
+        del self._placed[task.uid]
+        self._releasing_on(placed.row, task.uid, False)
+        self._apply(placed, -1)
+
+    def _restate(self, task: TaskInfo, placed: _Placed) -> None:
+        """A counted pod whose status changed on its node (evicted, or its eviction undone):
+        only whether it is Releasing and whether spread counts it can change."""
+        self._releasing_on(placed.row, task.uid, task.status == _RELEASING)
+        spread = not _terminating(task)
+        if spread == placed.spread:
+            return
+        placed.spread = spread
+        row, ident, delta = placed.row, placed.ident, 1 if spread else -1
+        _bump(self._spread_rows[ident], row, delta)
+        for _, counter in self._counters_of(ident):
+            if isinstance(counter, RowCounter):
+                counter.add(row, delta)
+
+    def _releasing_on(self, row: int, uid: str, releasing: bool) -> None:
+        uids = self._releasing.get(row)
+        if releasing:
+            if uids is None:
+                uids = self._releasing[row] = set()
+            uids.add(uid)
+        elif uids is not None:
+            uids.discard(uid)
+            if not uids:
+                del self._releasing[row]
+
+    def leaving(self, rows: IntVector | int | None) -> Leaving:
+        """The Releasing pods counted that their node's ``tasks`` no longer holds: the node is
+        being asked about as it will be once they have gone (``predicate_once_gone``); none
+        at any other time. Asked for one row, only that row's pods are looked at."""
+        releasing = self._releasing
+        if not releasing:
+            return []
+        where: Iterable[int]
+        if isinstance(rows, int):
+            where = (rows,)
+        elif rows is not None and len(rows) == 1:
+            where = (int(rows.item(0)),)
+        else:
+            where = list(releasing)
+        out: Leaving = []
+        nodes = self.table.nodes
+        for row in where:
+            uids = releasing.get(row)
+            if uids:
+                held = nodes[row].tasks
+                out += [self._placed[uid] for uid in uids if uid not in held]
+        return out
+
+    def recount(self, pods: Leaving, delta: int) -> None:
+        """Take ``pods`` (from ``leaving``) out of every count (-1), or put them back (+1)."""
+        for placed in pods:
+            self._apply(placed, delta)
 
     def _apply(self, placed: _Placed, delta: int) -> None:
         row, ident = placed.row, placed.ident
@@ -411,6 +499,18 @@ def owner_keys(task: TaskInfo) -> tuple[OwnerKey, ...]:
     keys += [("preferred-anti", t, w) for w, t in links.preferred_anti_affinity]
     known = _owner_keys[links] = tuple(keys)
     return known
+
+
+def _on_nodes(table: NodeTable) -> Iterable[TaskInfo]:
+    for node in table.nodes:
+        yield from node.tasks.values()
+
+
+def _terminating(task: TaskInfo) -> bool:
+    """Releasing (evicted, or being deleted) or marked for deletion: spread leaves it out."""
+    return task.status == _RELEASING or bool(
+        ((task.pod or {}).get("metadata") or {}).get("deletionTimestamp")
+    )
 
 
 def _bump(counts: dict[int, int], row: int, delta: int) -> None:

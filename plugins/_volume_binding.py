@@ -43,6 +43,7 @@ from pumice.volumes import (
     ObjView,
     StorageObjects,
     access_modes,
+    attributes_class,
     can_provision,
     capacity,
     claim_ref_key,
@@ -258,7 +259,7 @@ class BindingPlan:
 def _candidates(view: VolumeView, key: str, claim: ObjView) -> tuple[list[ObjView], list[ObjView]]:
     """Volumes pre-bound to the claim (by name), and the free ones that fit it, smallest
     first (then by name)."""
-    wanted, mode = requested(claim), volume_mode(claim)
+    wanted, mode, vac = requested(claim), volume_mode(claim), attributes_class(claim)
     modes, cls = access_modes(claim), class_of(claim)
     selector = spec_of(claim).get("selector")
     pre: list[ObjView] = []
@@ -268,7 +269,9 @@ def _candidates(view: VolumeView, key: str, claim: ObjView) -> tuple[list[ObjVie
         if ref is False:
             continue
         size = capacity(volume)
-        if size < wanted or volume_mode(volume) != mode or meta(volume).get("deletionTimestamp"):
+        if size < wanted or volume_mode(volume) != mode or attributes_class(volume) != vac:
+            continue
+        if meta(volume).get("deletionTimestamp"):
             continue
         name = str(meta(volume).get("name"))
         if ref:

@@ -4,7 +4,7 @@ node (kube-scheduler's PreFilter stage of its volume plugins): a private helper 
 
 ``PodVolumes.of(task)`` reads the pod once: its claims (``persistentVolumeClaim`` and generic
 ephemeral volumes) and its in-tree disks (``gcePersistentDisk``, ``awsElasticBlockStore``,
-``rbd``, ``iscsi``, ``azureDisk``, ``cinder``).
+``rbd``, ``iscsi``, ``azureDisk``, ``cinder``, ``portworxVolume``).
 
 ``pod_reason`` answers, in kube-scheduler's plugin order, the first PreFilter rejection, all of
 them UnschedulableAndUnresolvable:
@@ -54,6 +54,7 @@ IN_TREE_DISKS = (
     "iscsi",
     "azureDisk",
     "cinder",
+    "portworxVolume",
 )
 """In-tree volume sources that attach a disk to the node (conflicts, attach limits)."""
 

@@ -6,12 +6,18 @@ without a CSINode, or a driver without a count, has no limit. The volumes a pod 
 keyed ``<driver>/<handle>`` so that a volume used by several pods counts once:
 
 * a claim that names an existing volume: the volume's CSI driver and handle; an in-tree
-  AWS EBS, GCE PD, Azure Disk or Cinder volume counts under its CSI driver, as migration
-  translates it; other in-tree volumes do not count;
-* a claim without a volume (or naming one that does not exist): its class's provisioner and a
-  handle made of the claim's name; a claim without a class, or whose class is missing, does
-  not count;
-* an in-tree disk written in the pod itself (EBS, GCE PD, Azure Disk, Cinder): as migrated.
+  AWS EBS, GCE PD, Azure Disk, Cinder or Portworx volume counts under its CSI driver, as
+  migration translates it; other in-tree volumes do not count;
+* a claim without a volume (or naming one that does not exist): its class's provisioner (an
+  in-tree one under its CSI driver) and a handle made of the claim's name; a claim without a
+  class, or whose class is missing, does not count;
+* an in-tree disk written in the pod itself (EBS, GCE PD, Azure Disk, Cinder, Portworx): as
+  migrated.
+
+An in-tree volume (or an in-tree provisioner's claim) counts on a node only where migration
+is on: the node's CSINode lists the in-tree plugin (``kubernetes.io/aws-ebs``...) in its
+``storage.alpha.kubernetes.io/migrated-plugins`` annotation, as kube-scheduler's
+``isCSIMigrationOn`` reads it (the kubelet writes it); elsewhere it is not counted.
 
 For the pod being placed a claim that does not exist is
 ``looking up PVC NS/NAME: persistentvolumeclaim "NAME" not found`` on every node (kube's
@@ -44,27 +50,32 @@ MAX_VOLUME_COUNT = "node(s) exceed max volume count"
 HANDLE_PREFIX = "pumice"
 """What the handle of a volume yet to be provisioned starts with (kube: a random prefix)."""
 
-IN_TREE_TO_CSI = {
-    "kubernetes.io/aws-ebs": "ebs.csi.aws.com",
-    "kubernetes.io/gce-pd": "pd.csi.storage.gke.io",
-    "kubernetes.io/azure-disk": "disk.csi.azure.com",
-    "kubernetes.io/cinder": "cinder.csi.openstack.org",
+MIGRATED_PLUGINS = "storage.alpha.kubernetes.io/migrated-plugins"
+"""The CSINode annotation listing the in-tree plugins migrated to CSI on that node."""
+
+IN_TREE_PLUGINS = {
+    "awsElasticBlockStore": ("kubernetes.io/aws-ebs", "ebs.csi.aws.com"),
+    "gcePersistentDisk": ("kubernetes.io/gce-pd", "pd.csi.storage.gke.io"),
+    "azureDisk": ("kubernetes.io/azure-disk", "disk.csi.azure.com"),
+    "cinder": ("kubernetes.io/cinder", "cinder.csi.openstack.org"),
+    "portworxVolume": ("kubernetes.io/portworx-volume", "pxd.portworx.com"),
 }
+"""Volume source -> (in-tree plugin, CSI driver) of the sources kube-scheduler 1.35 counts
+as migrated (Portworx's migration is GA since 1.33)."""
+
+IN_TREE_TO_CSI = dict(IN_TREE_PLUGINS.values())
 """In-tree provisioners whose volumes count under a CSI driver (CSI migration)."""
 
-_SOURCE_DRIVER = {
-    "awsElasticBlockStore": "ebs.csi.aws.com",
-    "gcePersistentDisk": "pd.csi.storage.gke.io",
-    "azureDisk": "disk.csi.azure.com",
-    "cinder": "cinder.csi.openstack.org",
-}
+Attach = tuple[str, str]
+"""(CSI driver, in-tree plugin it was migrated from or "") of one attached volume."""
 
 
 def _migrated(kind: str, source: ObjView, labels: Mapping[str, Any]) -> tuple[str, str] | None:
     """(driver, handle) of an in-tree volume as CSI migration names it, or None."""
-    driver = _SOURCE_DRIVER.get(kind)
-    if driver is None:
+    found = IN_TREE_PLUGINS.get(kind)
+    if found is None:
         return None
+    driver = found[1]
     if kind == "awsElasticBlockStore":
         volume_id = str(source.get("volumeID") or "")
         if volume_id.startswith("aws://"):
@@ -80,32 +91,37 @@ def _migrated(kind: str, source: ObjView, labels: Mapping[str, Any]) -> tuple[st
     return driver, str(source.get("volumeID") or "")
 
 
-def _volume_handle(volume: ObjView) -> tuple[str, str] | None:
+def _volume_handle(volume: ObjView) -> tuple[str, str, str] | None:
+    """(driver, handle, in-tree plugin or "") of a volume, or None when it does not count."""
     spec = spec_of(volume)
     csi = spec.get("csi")
     if isinstance(csi, Mapping):
-        return str(csi.get("driver") or ""), str(csi.get("volumeHandle") or "")
+        return str(csi.get("driver") or ""), str(csi.get("volumeHandle") or ""), ""
     labels = meta(volume).get("labels") or {}
-    for kind in _SOURCE_DRIVER:
+    for kind, (plugin, _) in IN_TREE_PLUGINS.items():
         source = spec.get(kind)
         if isinstance(source, Mapping):
-            return _migrated(kind, source, labels)
+            found = _migrated(kind, source, labels)
+            return None if found is None else (*found, plugin)
     return None
 
 
-def _from_class(claim: ObjView, key: str, storage: StorageObjects) -> tuple[str, str] | None:
+def _from_class(claim: ObjView, key: str, storage: StorageObjects) -> tuple[str, str, str] | None:
     cls = class_of(claim)
     sc = storage.classes.get(cls) if cls else None
     if sc is None:
         return None
     provisioner = str(sc.get("provisioner") or "")
-    return IN_TREE_TO_CSI.get(provisioner, provisioner), f"{HANDLE_PREFIX}-{key}"
+    driver = IN_TREE_TO_CSI.get(provisioner)
+    handle = f"{HANDLE_PREFIX}-{key}"
+    return (provisioner, handle, "") if driver is None else (driver, handle, provisioner)
 
 
-def attached_volumes(pv: PodVolumes, storage: StorageObjects, new: bool) -> dict[str, str] | str:
-    """``<driver>/<handle>`` -> driver of the volumes the pod attaches; for the pod being
-    placed (``new``) a string says why they cannot be known (see the module docstring)."""
-    out: dict[str, str] = {}
+def attached_volumes(pv: PodVolumes, storage: StorageObjects, new: bool) -> dict[str, Attach] | str:
+    """``<driver>/<handle>`` -> (driver, in-tree plugin or "") of the volumes the pod attaches;
+    for the pod being placed (``new``) a string says why they cannot be known (see the module
+    docstring)."""
+    out: dict[str, Attach] = {}
     for use in pv.uses:
         key = pv.key(use)
         claim = storage.claims.get(key)
@@ -121,12 +137,19 @@ def attached_volumes(pv: PodVolumes, storage: StorageObjects, new: bool) -> dict
         volume = storage.volumes.get(name) if name else None
         found = _volume_handle(volume) if volume is not None else _from_class(claim, key, storage)
         if found is not None and found[0]:
-            out[f"{found[0]}/{found[1]}"] = found[0]
+            out[f"{found[0]}/{found[1]}"] = (found[0], found[2])
     for kind, source in pv.disks:
         migrated = _migrated(kind, source, {})
         if migrated is not None:
-            out[f"{migrated[0]}/{migrated[1]}"] = migrated[0]
+            out[f"{migrated[0]}/{migrated[1]}"] = (migrated[0], IN_TREE_PLUGINS[kind][0])
     return out
+
+
+def migrated_plugins(storage: StorageObjects, node: str) -> frozenset[str]:
+    """The in-tree plugins migrated to CSI on ``node`` (its CSINode's annotation)."""
+    notes = meta(storage.csinodes.get(node) or {}).get("annotations") or {}
+    listed = str(notes.get(MIGRATED_PLUGINS) or "")
+    return frozenset(p for p in listed.split(",") if p)
 
 
 def node_limits(storage: StorageObjects, node: str) -> dict[str, int]:
@@ -146,34 +169,47 @@ class VolumeLimits:
     def __init__(self, storage: StorageObjects, placed: PlacedVolumes) -> None:
         self.storage = storage
         self.placed = placed
-        self._of: dict[str, dict[str, str]] = {}
-        self._limits: dict[str, dict[str, int]] = {}
+        self._of: dict[str, dict[str, Attach]] = {}
+        self._limits: dict[str, tuple[dict[str, int], frozenset[str]]] = {}
 
-    def limits(self, node: str) -> dict[str, int]:
+    def limits(self, node: str) -> tuple[dict[str, int], frozenset[str]]:
+        """The node's attach limits per driver, and its migrated in-tree plugins."""
         found = self._limits.get(node)
         if found is None:
-            found = self._limits[node] = node_limits(self.storage, node)
+            found = self._limits[node] = (
+                node_limits(self.storage, node),
+                migrated_plugins(self.storage, node),
+            )
         return found
 
-    def _attached_by(self, uid: str, pv: PodVolumes) -> dict[str, str]:
+    def _attached_by(self, uid: str, pv: PodVolumes) -> dict[str, Attach]:
         found = self._of.get(uid)
         if found is None:
             answer = attached_volumes(pv, self.storage, new=False)
             found = self._of[uid] = answer if isinstance(answer, dict) else {}
         return found
 
-    def exceeds(self, new: dict[str, str], node: NodeInfo, uid: str) -> bool:
+    def exceeds(self, new: dict[str, Attach], node: NodeInfo, uid: str) -> bool:
         """Would the pod's ``new`` volumes take a driver of ``node`` over its limit?"""
         if not new:
             return False
-        limits = self.limits(node.name)
-        if not limits or not any(driver in limits for driver in new.values()):
+        limits, migrated = self.limits(node.name)
+
+        def counted(volumes: dict[str, Attach]) -> dict[str, str]:
+            return {
+                name: driver
+                for name, (driver, plugin) in volumes.items()
+                if not plugin or plugin in migrated
+            }
+
+        mine = counted(new)
+        if not limits or not any(driver in limits for driver in mine.values()):
             return False
         attached: dict[str, str] = {}
         for other, pv in self.placed.on(node, exclude=uid):
-            attached.update(self._attached_by(other, pv))
+            attached.update(counted(self._attached_by(other, pv)))
         wanted: dict[str, int] = {}
-        for name, driver in new.items():
+        for name, driver in mine.items():
             if name not in attached:
                 wanted[driver] = wanted.get(driver, 0) + 1
         in_use: dict[str, int] = {}

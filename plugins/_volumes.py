@@ -53,7 +53,12 @@ from pumice.plugins._volume_claims import (
     rwop_claims,
     zone_reason,
 )
-from pumice.plugins._volume_limits import MAX_VOLUME_COUNT, VolumeLimits, attached_volumes
+from pumice.plugins._volume_limits import (
+    MAX_VOLUME_COUNT,
+    Attach,
+    VolumeLimits,
+    attached_volumes,
+)
 from pumice.plugins._volume_restrictions import (
     DISK_CONFLICT,
     RWOP_CONFLICT,
@@ -92,7 +97,7 @@ class VolumeCheck:
     eligible: BoolVector | None = None
     states: ClaimStates | None = None
     zone: BoolVector | None = None
-    new: dict[str, str] | str | None = None
+    new: dict[str, Attach] | str | None = None
     rwop: tuple[str, ...] = ()
     plan: BindingPlan | None = None
 

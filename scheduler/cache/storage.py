@@ -2,11 +2,12 @@
 
 One store per kind, fed by its own informer (``handlers`` gives the ``Handler`` of each kind
 the cluster serves); objects are kept slimmed to what volume decisions read: a claim's
-access modes, request, class, volume name, selector, annotations (bind-completed,
-selected-node) and phase; a volume's capacity, modes, class, claimRef, node affinity, volume
-source, labels (zones) and phase; a class's provisioner, binding mode and allowed topologies;
-a CSINode's drivers with their limits; a CSIDriver's spec. ``view()`` is the read-only
-``StorageObjects`` sessions get on their snapshot, rebuilt only after a change.
+access modes, request, class, volume name, volume mode and attributes class, selector,
+annotations (bind-completed, selected-node) and phase; a volume's capacity, modes, class,
+claimRef, node affinity, volume source, labels (zones) and phase; a class's provisioner,
+binding mode and allowed topologies; a CSINode's drivers with their limits; a CSIDriver's
+spec. ``view()`` is the read-only ``StorageObjects`` sessions get on their snapshot, rebuilt
+only after a change.
 
 Like the scheduler's assume caches for volumes and claims, ``assume`` lays the daemon's own
 writes (a volume's claimRef, a claim's selected node) over the stores at once, before the API
@@ -47,6 +48,7 @@ _KEPT_CLAIM_SPEC = (
     "storageClassName",
     "volumeName",
     "volumeMode",
+    "volumeAttributesClassName",
     "selector",
     "dataSource",
     "dataSourceRef",

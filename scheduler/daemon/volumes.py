@@ -12,7 +12,9 @@ committer, before the pod's bind is handed over):
 2. the pod waits, following every claim and volume change the informers deliver, until each
    of its claims is bound (volume name and ``pv.kubernetes.io/bind-completed``); the pod's
    bind is then handed to the binder;
-3. it fails at once when what was written is undone — a claim's selected node removed (the
+3. every wait is looked at again each second (as kube-scheduler's PreBind polls): one whose
+   pod was deleted meanwhile ends there (the pod is forgotten, its gang's held pods bound);
+4. it fails at once when what was written is undone — a claim's selected node removed (the
    provisioner gave up: ``provisioning failed for PVC "NAME"``), a volume's claimRef reset
    (``ClaimRef got reset for pv "PV"``) — when a write is refused, or after ``timeout``
    seconds (``context deadline exceeded``). The pod is then forgotten and offered again after
@@ -53,6 +55,8 @@ log = logging.getLogger("pumice.daemon")
 DEFAULT_TIMEOUT = 600.0
 """Seconds a pod waits for its volumes (kube-scheduler's ``bindTimeoutSeconds``)."""
 TIMED_OUT = "context deadline exceeded"
+POLL = 1.0
+"""Seconds between two looks at every wait (kube-scheduler's PreBind polls every second)."""
 PREBIND = 'running PreBind plugin "VolumeBinding": '
 
 PodRef = tuple[str, str, str]
@@ -133,6 +137,7 @@ class VolumeBinder:
         self._gangs: dict[str, _Gang] = {}
         self._watching: dict[tuple[str, str], set[str]] = {}
         """(store, key) -> uids of the waits that follow that claim or volume."""
+        self._poller: asyncio.TimerHandle | None = None
         self.outcomes: dict[str, int] = {}
         cache.storage.on_change = self._changed
 
@@ -201,9 +206,24 @@ class VolumeBinder:
         loop = asyncio.get_running_loop()
         wait.timer = loop.call_later(self.timeout, self._fail, wait.uid, TIMED_OUT)
         wait.task = loop.create_task(self._write(wait))
+        self._arm()
         namespace, name, node = wait.pod
         claims = ", ".join(w.claim for w in wait.writes)
         log.info("%s/%s waits on %s for its volumes to be bound: %s", namespace, name, node, claims)
+
+    def _arm(self) -> None:
+        """Look at every wait again in ``POLL`` seconds (as kube-scheduler's PreBind polls):
+        a wait whose pod was deleted meanwhile ends there, not at its timeout."""
+        if self._poller is None and self._waits:
+            self._poller = asyncio.get_running_loop().call_later(POLL, self._poll)
+
+    def _poll(self) -> None:
+        self._poller = None
+        for uid in list(self._waits):
+            wait = self._waits.get(uid)
+            if wait is not None:
+                self._check(wait)
+        self._arm()
 
     def _watch(self, store: str, key: str, uid: str) -> None:
         self._watching.setdefault((store, key), set()).add(uid)
@@ -249,8 +269,16 @@ class VolumeBinder:
     def _check(self, wait: _Wait) -> None:
         stores = self.cache.storage.stores
         entry = self.cache.pods.get(wait.uid)
-        if entry is None or entry.state is not PodState.ASSUMED:
-            self._end(wait)  # the pod is gone, or was bound by someone else: nothing to bind
+        if entry is None or entry.state is not PodState.ASSUMED or not entry.on_pending_watch:
+            # the pod was deleted, or bound by someone else: nothing to bind. Left the pending
+            # watch while assumed (we did not bind it), it is forgotten in the cache, or it
+            # would stay counted on its node; the watch shows it again if it was bound.
+            self._end(wait)
+            self._forget(wait)
+            if entry is not None and entry.state is PodState.ASSUMED:
+                self.cache.forget(wait.uid)
+            namespace, name, _ = wait.pod
+            log.info("%s/%s no longer waits for its volumes: it is gone or bound", namespace, name)
             self._ended(wait.job, wait.uid)
             return
         done = True
@@ -328,10 +356,7 @@ class VolumeBinder:
             return
         self._end(wait)
         self._count("failed")
-        for write in wait.writes:
-            self.cache.storage.forget("claims", write.claim)
-            if write.volume is not None:
-                self.cache.storage.forget("volumes", write.volume)
+        self._forget(wait)
         message = PREBIND + (f"binding volumes: {why}" if prefix else why)
         namespace, name, node = wait.pod
         log.warning("%s/%s: %s", namespace, name, message)
@@ -346,11 +371,22 @@ class VolumeBinder:
             waiting = self._waits.get(other)
             if waiting is not None:
                 self._end(waiting)
+                self._forget(waiting)  # its writes may never have been made
                 w_ns, w_name, w_node = waiting.pod
                 self._give_up(uid=other, namespace=w_ns, name=w_name, node=w_node, message=others)
 
+    def _forget(self, wait: _Wait) -> None:
+        """Drop the wait's assumed writes (what was written stays, as the informers show)."""
+        for write in wait.writes:
+            self.cache.storage.forget("claims", write.claim)
+            if write.volume is not None:
+                self.cache.storage.forget("volumes", write.volume)
+
     def cancel(self) -> None:
         """Stop every wait (the daemon is ending); what was written stays."""
+        if self._poller is not None:
+            self._poller.cancel()
+            self._poller = None
         for wait in list(self._waits.values()):
             self._end(wait)
 

@@ -394,7 +394,10 @@ class ShapeCache:
         """``cands`` with ``extras`` (read-only vectors) in its best scores: the same object
         when they are the vectors already in, else recomputed in full (and kept)."""
         known, self._extras = cands.extras, extras
-        if len(extras) == len(known):
+        if len(extras) == 1 and len(known) == 1:  # the common case (nodeorder's taint score)
+            if extras[0] is known[0]:
+                return cands
+        elif len(extras) == len(known):
             for given, kept in zip(extras, known, strict=True):  # a loop: asked per task
                 if given is not kept:
                     break

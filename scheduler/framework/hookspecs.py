@@ -106,8 +106,8 @@ class PluginSpec:
         victims) are gone: ``node.tasks`` and the node's row then leave them out, and the
         victims evicted in this session have been through ``on_deallocate``. A plugin must
         therefore read the pods on a node from ``node.tasks`` (or from counts it keeps by
-        ``on_allocate`` / ``on_deallocate``) at the time of the call, not from a copy taken
-        earlier.
+        ``on_allocate`` / ``on_deallocate``, leaving out the Releasing pods ``node.tasks`` no
+        longer holds) at the time of the call, not from a copy taken earlier.
         """
 
     @hookspec

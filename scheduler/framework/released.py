@@ -10,8 +10,9 @@ anti-affinity kept it out, which may be among the victims.
 about one node while its Releasing tasks, and any others given, are taken off it
 (``NodeInfo.without``: ``node.tasks`` and the node's row read as if they had gone, and are
 restored exactly afterwards). Victims evicted through a statement have also been through the
-plugins' ``on_deallocate``, so a plugin that keeps its own count of pods per node or domain
-sees them gone too. The answer is evaluated afresh, never from the shape cache: it describes a
+plugins' ``on_deallocate``; a plugin that keeps counting them there (the pod-to-pod filters: a
+terminating pod still counts for InterPodAffinity) sees them gone by their absence from
+``node.tasks``. The answer is evaluated afresh, never from the shape cache: it describes a
 state the session does not hold.
 """
 

@@ -63,6 +63,8 @@ class OpKind(enum.Enum):
 
 _PENDING, _BINDING = TaskStatus.PENDING, TaskStatus.BINDING
 _ALLOCATE, _EVICT = OpKind.ALLOCATE, OpKind.EVICT
+_new_tuple = tuple.__new__
+"""An ``Operation`` made per placement without the named tuple's Python ``__new__`` frame."""
 
 
 class Operation(NamedTuple):
@@ -120,7 +122,8 @@ class Statement:
             job.update_task_status(task, _PENDING)
             task.node_name = None
             raise StatementError(f"{kind.value} of {task.key} vetoed: {exc}") from exc
-        self.operations.append(Operation(kind, task, node_name))
+        placed = (kind, task, node_name, "", _PENDING, None, "")  # the defaults, in order
+        self.operations.append(_new_tuple(Operation, placed))
 
     def evict(self, task: TaskInfo, reason: str) -> None:
         """Mark a bound or running task Releasing; its resources count as releasing."""

@@ -15,7 +15,8 @@ Refused, field by field (the first one a pod carries names the reason):
   (``pumice.plugins._volumes``).
 
 In-tree disks (``gcePersistentDisk``, ``awsElasticBlockStore``, ``rbd``, ``iscsi``,
-``azureDisk``, ``cinder``) are evaluated (disk conflicts, attach limits) and never refused.
+``azureDisk``, ``cinder``, ``portworxVolume``) are evaluated (disk conflicts, attach limits)
+and never refused.
 Volumes of other kinds (``emptyDir``, ``configMap``, ``secret``, ``hostPath``, ``projected``...)
 do not constrain where a pod may run and are not refused.
 """
@@ -39,6 +40,7 @@ IN_TREE_DISK_SOURCES = (
     "iscsi",
     "azureDisk",
     "cinder",
+    "portworxVolume",
 )
 """In-tree volume sources that attach a disk to the node: they constrain placement."""
 

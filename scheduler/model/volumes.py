@@ -15,8 +15,9 @@ controllers it talks to read a claim the same way. Pure functions, no I/O.
   a generic ephemeral volume the claim ``<pod name>-<volume name>`` that the ephemeral-volume
   controller creates for it.
 * A volume *fits* a claim when classes are equal, its capacity is at least the request, its
-  access modes include the claim's, the volume modes agree (none is ``Filesystem``) and the
-  claim's label selector matches the volume's labels.
+  access modes include the claim's, the volume modes agree (none is ``Filesystem``), so do
+  their ``volumeAttributesClassName`` (none is ""; kube 1.35's VolumeAttributesClass, GA in
+  1.34), and the claim's label selector matches the volume's labels.
 """
 
 from __future__ import annotations
@@ -139,6 +140,11 @@ def volume_mode(obj: ObjView) -> str:
     return str(spec_of(obj).get("volumeMode") or FILESYSTEM)
 
 
+def attributes_class(obj: ObjView) -> str:
+    """A claim's or volume's ``spec.volumeAttributesClassName`` ("" when none)."""
+    return str(spec_of(obj).get("volumeAttributesClassName") or "")
+
+
 def claim_ref_key(volume: ObjView) -> tuple[str, str] | None:
     """``(namespace, name)`` of the claim a volume's ``claimRef`` names, or None."""
     ref = spec_of(volume).get("claimRef")
@@ -185,6 +191,7 @@ def fits(volume: ObjView, claim: ObjView) -> bool:
         and capacity(volume) >= requested(claim)
         and access_modes(claim) <= access_modes(volume)
         and volume_mode(volume) == volume_mode(claim)
+        and attributes_class(volume) == attributes_class(claim)
         and selector_matches(spec_of(claim).get("selector"), meta(volume).get("labels") or {})
     )
 

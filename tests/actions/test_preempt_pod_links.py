@@ -19,6 +19,7 @@ import pytest
 
 from support.constraint_cases import (
     HOST,
+    NO_SCHEDULE,
     Capsys,
     exists,
     in_,
@@ -80,6 +81,25 @@ def assert_placements_hold(objects: list[Obj], result: dict[str, Any]) -> None:
 
 def _key(o: Obj) -> str:
     return f"{o['metadata']['namespace']}/{o['metadata']['name']}"
+
+
+def assert_placements_hold_while_the_evicted_terminate(
+    objects: list[Obj], result: dict[str, Any]
+) -> None:
+    """The placements of the eviction cycle keep every required constraint with the evicted
+    pods still on their nodes, terminating (``simulate`` deletes them only after the cycle):
+    the checker counts them for InterPodAffinity, not for PodTopologySpread."""
+    cycles = {e["cycle"] for e in result["evictions"]}
+    assert len(cycles) == 1, result["evictions"]
+    gone = set(evicted(result))
+    during = [_terminating(o) if o["kind"] == "Pod" and _key(o) in gone else o for o in objects]
+    early = [p for p in result["placements"] if p["cycle"] <= min(cycles)]
+    violations, _ = replay(during, early)
+    assert violations == [], "\n".join(map(str, violations))
+
+
+def _terminating(o: Obj) -> Obj:
+    return {**o, "metadata": {**o["metadata"], "deletionTimestamp": "2026-01-01T00:01:00Z"}}
 
 
 # -- preempt ----------------------------------------------------------------------------------
@@ -276,19 +296,13 @@ def test_without_preempt_the_blocked_pod_waits(tmp_path: Path, capsys: Capsys) -
     assert pending(result) == {"default/web": f"0/1 nodes are available: 1 {OWN_ANTI_AFFINITY}."}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap: a pod evicted in a session stops counting for InterPodAffinity at once, "
-    "while it still runs (terminating) until its grace period ends; kube-scheduler counts "
-    "terminating pods for InterPodAffinity, so a pod placed later in the same session may "
-    "break the evicted pod's required anti-affinity while it terminates",
-)
 def test_a_pod_evicted_in_the_session_still_counts_for_anti_affinity_while_it_terminates(
     tmp_path: Path, capsys: Capsys
 ) -> None:
     """n1 (2 cpu) holds v (low priority, anti-affinity to web) and x; preempt evicts v for p.
     In the same cycle backfill must not put the best-effort web pod on n1 while v terminates
-    there: v's anti-affinity holds until v is gone (the next cycle)."""
+    there: kube-scheduler counts a terminating pod for InterPodAffinity, so v's anti-affinity
+    holds until v is gone (the next cycle), and then w goes there."""
     web = pod("w", WEB)
     web["spec"]["containers"][0]["resources"] = {}
     objects = [
@@ -303,4 +317,38 @@ def test_a_pod_evicted_in_the_session_still_counts_for_anti_affinity_while_it_te
     assert evicted(result) == {"default/v": "default/p"}
     eviction_cycle = result["evictions"][0]["cycle"]
     placed_w = [p for p in result["placements"] if p["pod"] == "default/w"]
+    assert placed_w, result["placements"]
     assert all(p["cycle"] > eviction_cycle for p in placed_w), placed_w
+    assert placed(result)["default/w"] == "n1"
+    assert_placements_hold(objects, result)
+    assert_placements_hold_while_the_evicted_terminate(objects, result)
+
+
+def test_a_pod_evicted_in_the_session_no_longer_counts_for_spread(
+    tmp_path: Path, capsys: Capsys
+) -> None:
+    """The other half of kube-scheduler's rule: PodTopologySpread leaves terminating pods out.
+    n1 (2 cpu) holds v (app=s, low priority) and x; n2 is tainted, so the best-effort pod w
+    (app=s, hostname spread maxSkew 1 over app=s) can only go to n1, which its spread forbids
+    while v counts there (1 + 1 - 0 > 1: n2 is a domain, the taint policy being Ignore).
+    Preempt evicts v for p; in the same cycle backfill puts w on n1, v terminating."""
+    spread_s = [spread(1, HOST, sel(in_("app", "s")))]
+    w = pod("w", {"app": "s"}, spreads=spread_s)
+    w["spec"]["containers"][0]["resources"] = {}
+    tainted = sized("n2", {}, "2")
+    tainted["spec"] = {"taints": [NO_SCHEDULE]}
+    objects = [
+        *CLASSES,
+        sized("n1", {}, "2"),
+        tainted,
+        ranked(pod("v", {"app": "s"}, on="n1"), "low", cpu="1"),
+        ranked(pod("x", {"app": "x"}, on="n1"), "mid", cpu="1"),
+        ranked(pod("p", {"app": "p"}), "high", cpu="1"),
+        w,
+    ]
+    result = simulate(tmp_path, objects, capsys)
+    assert evicted(result) == {"default/v": "default/p"}
+    eviction_cycle = result["evictions"][0]["cycle"]
+    placed_w = [p for p in result["placements"] if p["pod"] == "default/w"]
+    assert [(p["node"], p["cycle"]) for p in placed_w] == [("n1", eviction_cycle)]
+    assert_placements_hold_while_the_evicted_terminate(objects, result)

@@ -8,7 +8,11 @@ through kubernetes_asyncio and kubectl.
 * a ReadWriteOncePod claim in use keeps a second pod out;
 * a CSI attach limit keeps the pod that would exceed it pending;
 * with 30 % of provisioning failing, every pod is bound once and every claim to one volume;
-* a gang binds only once all its placed pods' volumes are bound;
+* a gang binds only once all its placed pods' volumes are bound, and not at all while the
+  volumes of one of them fail;
+* a pod whose volumes take longer than ``scheduler.volumeBindTimeout`` is given up with
+  kube-scheduler's words and placed again on the node its claim was given;
+* a pod deleted while it waits stops waiting at once and leaves its node's room free;
 * dry-run on a cluster with claims writes nothing;
 * kill -9 between the annotation and the bind, then a restart: the pod keeps its node, is
   bound once, and the claim is provisioned once.
@@ -323,7 +327,7 @@ async def test_a_gang_binds_only_once_every_placed_pod_has_its_volumes(
 ) -> None:
     sim = await make_sim(provisioning_delay=1.0)
     members = gang("job", 2)
-    with_claims(members[1], "data")
+    with_claims(members[1], "data")  # job-0; members[0] is the PodGroup
     seed(
         sim,
         [
@@ -340,8 +344,146 @@ async def test_a_gang_binds_only_once_every_placed_pod_has_its_volumes(
     ledger.close()
     timeline.close()
     claim_bound = timeline.index("claim-bound", "data")
-    assert timeline.index("pod-bound", "job-0") > claim_bound  # job-0 has no volume of its own
-    assert timeline.index("pod-bound", "job-1") > claim_bound
+    assert timeline.index("pod-bound", "job-0") > claim_bound
+    assert timeline.index("pod-bound", "job-1") > claim_bound  # job-1 has no volume of its own
+
+
+async def test_a_gang_whose_volumes_fail_is_all_or_nothing(make_sim: Any, tmp_path: Path) -> None:
+    """job-0's claim is matched to a local volume (its binding succeeds), job-1's must be
+    provisioned and every attempt fails: job-0 is not bound while job-1's volumes fail;
+    once provisioning works both are bound, once each."""
+    sim = await make_sim(fail_provisioning=1.0)
+    members = gang("job", 2)
+    with_claims(members[1], "data-0")  # members[0] is the PodGroup
+    with_claims(members[2], "data-1")
+    seed(
+        sim,
+        [
+            node("n1"),
+            node("n2"),
+            storage_class("fast", mode="WaitForFirstConsumer"),
+            storage_class(
+                "local", provisioner="kubernetes.io/no-provisioner", mode="WaitForFirstConsumer"
+            ),
+            local_volume("local-n2", "n2"),
+            claim("data-0", "5Gi", "local", namespace="batch"),
+            claim("data-1", "1Gi", "fast", namespace="batch"),
+            *members,
+        ],
+    )
+    ledger = Ledger(sim)
+    gang_failed = "not bound: the volumes of batch/job-1, of the same gang, failed"
+
+    def job_0_given_up() -> bool:
+        return any(
+            r == "FailedScheduling" and m.startswith(gang_failed)
+            for r, m in events_about(sim, "job-0")
+        )
+
+    async with running_daemon(sim.kubeconfig, write_config(tmp_path)):
+        await wait_for(job_0_given_up, timeout=60)
+        assert any(
+            m.startswith(
+                'running PreBind plugin "VolumeBinding": binding volumes: '
+                'provisioning failed for PVC "data-1"'
+            )
+            for r, m in events_about(sim, "job-1")
+            if r == "FailedScheduling"
+        )
+        assert bound_to(sim, "data-0", "batch") == "local-n2"  # its own volume did bind
+        assert ledger.bound() == [], "a pod of the gang was bound while the other's failed"
+        sim.server.volumes.provisioner.configure({"failProvisioning": 0})
+        await wait_for(lambda: len(ledger.bound()) == 2, timeout=120)
+    ledger.close()
+    assert ledger.accepted_binds() == Counter({("batch", "job-0"): 1, ("batch", "job-1"): 1})
+    assert not ledger.rebinds()
+    placed = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in ledger.bound()}
+    assert placed["job-0"] == "n2"  # where its local volume is
+    assert bound_to(sim, "data-1", "batch") is not None
+    refs = Counter(
+        (v["spec"]["claimRef"]["namespace"], v["spec"]["claimRef"]["name"])
+        for v in sim.store.table("/persistentvolumes").values()
+        if (v["spec"].get("claimRef") or {}).get("name")
+    )
+    assert refs == Counter({("batch", "data-0"): 1, ("batch", "data-1"): 1})
+
+
+async def test_a_pod_whose_volumes_take_longer_than_the_timeout_is_offered_again(
+    make_sim: Any, tmp_path: Path
+) -> None:
+    """scheduler.volumeBindTimeout: the wait gives up with kube-scheduler's words; the
+    selected node written stays (the provisioner is working on it), so the pod is placed
+    there again, nothing is written twice, and it is bound once the volume is made."""
+    sim = await make_sim(provisioning_delay=6.0)
+    seed(
+        sim,
+        [
+            node("n1"),
+            node("n2"),
+            storage_class("fast", mode="WaitForFirstConsumer"),
+            claim("data", "1Gi", "fast", namespace="batch"),
+            with_claims(pod("slow"), "data"),
+        ],
+    )
+    ledger = Ledger(sim)
+    timed_out = 'running PreBind plugin "VolumeBinding": binding volumes: context deadline exceeded'
+    config = write_config(tmp_path, volumeBindTimeout="1s")
+    async with running_daemon(sim.kubeconfig, config) as daemon:
+        await wait_for(lambda: ("FailedScheduling", timed_out) in events_about(sim, "slow"), 60)
+        assert ledger.bound() == []
+        await wait_for(lambda: len(ledger.bound()) == 1, timeout=120)
+        _, text = await get(daemon, "/metrics")
+    ledger.close()
+    values = samples(text)
+    assert values[("pumice_volume_binds_total", (("outcome", "failed"),))] >= 1
+    assert values[("pumice_volume_binds_total", (("outcome", "bound"),))] == 1
+    selected = stored_claim(sim, "data", "batch")["metadata"]["annotations"][SELECTED_NODE]
+    assert ledger.bound()[0]["spec"]["nodeName"] == selected
+    assert ledger.accepted_binds() == Counter({("batch", "slow"): 1})
+    writes = [(w.verb, w.resource, w.name) for w in ledger.mutating() if "persistent" in w.resource]
+    assert writes == [("patch", "persistentvolumeclaims", "data")]  # the annotation, once
+    assert sim.server.volumes.provisioner.provisioned == 1
+
+
+async def test_a_pod_deleted_while_it_waits_for_its_volumes_stops_waiting_and_frees_its_node(
+    make_sim: Any, tmp_path: Path
+) -> None:
+    """Its wait ends within seconds, not at the 600 s timeout, and its node's room is not
+    held for it: a pod that needs that room is bound there."""
+    sim = await make_sim(provisioning_delay=60.0)
+    seed(
+        sim,
+        [
+            node("n1", cpu="4"),
+            storage_class("fast", mode="WaitForFirstConsumer"),
+            claim("data", "1Gi", "fast", namespace="batch"),
+            with_claims(pod("doomed", cpu="3"), "data"),
+        ],
+    )
+    ledger = Ledger(sim)
+    async with running_daemon(sim.kubeconfig, write_config(tmp_path)) as daemon:
+
+        async def waiting() -> float:
+            _, text = await get(daemon, "/metrics")
+            return samples(text)[("pumice_pods_waiting_for_volumes", ())]
+
+        await wait_for(lambda: selected_node_of(sim, "data") == "n1", timeout=60)
+        assert await waiting() == 1
+        async with await sim.client() as api:
+            core = k8s_client.CoreV1Api(api)
+            await core.delete_namespaced_pod("doomed", "batch", grace_period_seconds=0)
+            await core.create_namespaced_pod("batch", pod("next", cpu="3"))
+        await wait_for(lambda: len(ledger.bound()) == 1, timeout=30)
+        assert await waiting() == 0
+    ledger.close()
+    assert [(p["metadata"]["name"], p["spec"]["nodeName"]) for p in ledger.bound()] == [
+        ("next", "n1")
+    ]
+
+
+def selected_node_of(sim: Any, name: str) -> str:
+    notes = stored_claim(sim, name, "batch")["metadata"].get("annotations") or {}
+    return str(notes.get(SELECTED_NODE) or "")
 
 
 async def test_dry_run_on_a_cluster_with_claims_writes_nothing(

@@ -19,6 +19,10 @@ Differences, because the whole scheduler runs here:
 * 'ephemeral volume not owned' is an internal error in the plugin alone; the whole scheduler's
   VolumeBinding PreFilter says the same words first, as the pod's own reason;
 * the case with the ephemeral-volume gate off is not re-expressed.
+
+The table turns migration of the in-tree EBS plugin on for every case with a CSINode (its
+``storage.alpha.kubernetes.io/migrated-plugins`` annotation); ``OUR_CASES`` show a node
+without it, and Portworx.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from support.volume_cases import (
     volume,
     vparams,
     vpod,
+    with_predicates,
 )
 
 SOURCE = "nodevolumelimits/csi_test.go: TestCSILimits"
@@ -127,15 +132,18 @@ def limits_case(
     message: str = EXCEEDED,
     extra: Sequence[Obj] = (),
     config: str | None = None,
+    migrated: Sequence[str] = (EBS_IN_TREE,),
+    source: str = SOURCE,
 ) -> VolumeCase:
     objects: list[Obj] = [node(NODE, {"kubernetes.io/hostname": NODE}), *listers(drivers)]
+    # ``migrated``: as the table does for every case with a CSINode, the in-tree EBS plugin
     if limit_source == "csinode":
-        objects.append(csinode(NODE, dict.fromkeys(drivers, limit)))
+        objects.append(csinode(NODE, dict.fromkeys(drivers, limit), migrated))
     elif limit_source == "csinode-with-no-limit":
-        objects.append(csinode(NODE, dict.fromkeys(drivers)))
+        objects.append(csinode(NODE, dict.fromkeys(drivers), migrated))
     kwargs = {"config": config} if config is not None else {}
     return VolumeCase(
-        source=f"{SOURCE}: '{name}'",
+        source=f"{source}: '{name}'",
         objects=[*objects, *extra, *existing],
         incoming=incoming,
         feasible=frozenset({NODE}) if ok else frozenset(),
@@ -418,7 +426,79 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", vparams(CASES))
+MIGRATION = "nodevolumelimits/utils.go: isCSIMigrationOn"
+PORTWORX = "pxd.portworx.com"
+
+
+def portworx(volume_id: str) -> list[Obj]:
+    return [{"name": "px", "portworxVolume": {"volumeID": volume_id}}]
+
+
+OUR_CASES = [
+    limits_case(
+        "doesn't when node volume limit <= pods CSI volume, with NodeVolumeLimitsEnable false",
+        pod_of("p", *EBS_ONE),
+        [RUNNING, existing_two("a")],
+        [EBS],
+        2,
+        ok=True,
+        config=with_predicates(**{"predicate.NodeVolumeLimitsEnable": False}),
+        source="predicates (Volcano): 'predicate.NodeVolumeLimitsEnable'",
+    ),
+    limits_case(
+        "an in-tree volume counts only where the CSINode lists its plugin as migrated",
+        pod_of("p", *IN_TREE_ONE),
+        [in_tree_two()],
+        [EBS_IN_TREE, EBS],
+        2,
+        ok=True,
+        migrated=(),
+        source=MIGRATION,
+    ),
+    limits_case(
+        "an inline in-tree volume likewise",
+        vpod("p", INLINE),
+        [in_tree_two()],
+        [EBS_IN_TREE, EBS],
+        2,
+        ok=True,
+        migrated=("kubernetes.io/gce-pd",),
+        source=MIGRATION,
+    ),
+    limits_case(
+        "a claim of an in-tree provisioner likewise",
+        pod_of("p", "csi-4"),
+        [in_tree_two()],
+        [EBS_IN_TREE, EBS],
+        2,
+        ok=True,
+        migrated=(),
+        source=MIGRATION,
+    ),
+    limits_case(
+        "inline Portworx volumes count under pxd.portworx.com (migration GA since 1.33)",
+        vpod("p", portworx("px-2")),
+        [vpod("px-user", portworx("px-1"), on=NODE)],
+        [PORTWORX],
+        1,
+        ok=False,
+        migrated=("kubernetes.io/portworx-volume",),
+        source=MIGRATION,
+    ),
+    limits_case(
+        "the same Portworx volume counts once",
+        vpod("p", portworx("px-1")),
+        [vpod("px-user", portworx("px-1"), on=NODE)],
+        [PORTWORX],
+        1,
+        ok=True,
+        migrated=("kubernetes.io/portworx-volume",),
+        source=MIGRATION,
+    ),
+]
+
+
+@pytest.mark.parametrize("case", vparams([*CASES, *OUR_CASES]))
 def test_node_volume_limits(tmp_path: Path, capsys: Capsys, case: VolumeCase) -> None:
     check_volume_case(tmp_path, capsys, case)
 

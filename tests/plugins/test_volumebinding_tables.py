@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from support.constraint_cases import FILTER_CONFIG, fit_error_head
+from support.manifests import pending, simulate
 from support.volume_cases import (
     Capsys,
     VolumeCase,
@@ -76,6 +78,13 @@ def hostname_pv(
 ) -> dict[str, object]:
     ref = ("default", claim) if claim else None
     return volume(name, cls, size=size, affinity={"kubernetes.io/hostname": [node]}, claim_ref=ref)
+
+
+def with_attributes_class(obj: dict[str, object], name: str) -> dict[str, object]:
+    spec = obj["spec"]
+    assert isinstance(spec, dict)
+    spec["volumeAttributesClassName"] = name
+    return obj
 
 
 NODE_A = [host("node-a")]
@@ -278,6 +287,41 @@ def our_cases() -> list[VolumeCase]:
             volumes={"default/c": {"n2": "pre"}},
         ),
         VolumeCase(
+            source=f"{where}: findMatchingVolumes: 'claims are matched smallest request first'",
+            objects=[
+                host("node-a"),
+                *CLASSES,
+                claim("big", "wait-sc", size="2Gi"),
+                claim("small", "wait-sc", size="1Gi"),
+                hostname_pv("pv-2", "2Gi", "node-a"),
+                hostname_pv("pv-3", "3Gi", "node-a"),
+            ],
+            # in the pod's order "big" would take pv-2 and leave pv-3 to "small"
+            incoming=vpod("p", [pvc("v0", "big"), pvc("v1", "small")]),
+            feasible=frozenset({"node-a"}),
+            volumes={"default/small": {"node-a": "pv-2"}, "default/big": {"node-a": "pv-3"}},
+        ),
+        VolumeCase(
+            source=f"{where}: FindMatchingVolume: 'the volume attributes classes must agree'",
+            objects=[
+                host("node-a"),
+                host("node-b"),
+                *CLASSES,
+                with_attributes_class(claim("gold", "wait-sc"), "gold"),
+                hostname_pv("plain", "1Gi", "node-a"),
+                with_attributes_class(hostname_pv("golden", "5Gi", "node-b"), "gold"),
+            ],
+            incoming=vpod("p", [pvc("v", "gold")]),
+            feasible=frozenset({"node-b"}),
+            volumes={"default/gold": {"node-b": "golden"}},
+        ),
+        VolumeCase(
+            source=f"{PREFILTER}: podHasPVCs: 'a claim being deleted'",
+            objects=[*nodes, *CLASSES, claim("c", "wait-sc", deleting=True)],
+            incoming=vpod("p", [pvc("v", "c")]),
+            message='0/2 nodes are available: persistentvolumeclaim "c" is being deleted.',
+        ),
+        VolumeCase(
             source=f"{PREFILTER}: 'bound local volumes narrow the nodes'",
             objects=[
                 host("node-a"),
@@ -312,3 +356,28 @@ def our_cases() -> list[VolumeCase]:
 @pytest.mark.parametrize("case", vparams([*CASES, *our_cases()]))
 def test_volume_binding(tmp_path: Path, capsys: Capsys, case: VolumeCase) -> None:
     check_volume_case(tmp_path, capsys, case)
+
+
+def test_one_volume_is_given_to_one_claim_in_a_session(tmp_path: Path, capsys: Capsys) -> None:
+    """binder.go AssumePodVolumes: a volume chosen for one pod's claim is taken for the pods
+    after it (kube-scheduler assumes it in its PV cache; here the session's own choices
+    count): two pods, each with its own claim, and one local volume that fits either."""
+    pods = [vpod(name, [pvc("v", f"data-{name}")]) for name in ("first", "second")]
+    objects = [
+        host("node-a"),
+        host("node-b"),
+        *CLASSES,
+        claim("data-first", "wait-sc"),
+        claim("data-second", "wait-sc"),
+        hostname_pv("only", "1Gi", "node-a"),
+        *pods,
+    ]
+    result = simulate(tmp_path, objects, capsys, config=FILTER_CONFIG)
+    placed = {p["pod"]: p["node"] for p in result["placements"]}
+    assert list(placed.values()) == ["node-a"], placed
+    winner = next(iter(placed)).split("/")[1]
+    loser = "second" if winner == "first" else "first"
+    assert result["volumes"] == {f"default/data-{winner}": {"node": "node-a", "volume": "only"}}
+    assert fit_error_head(pending(result)[f"default/{loser}"]) == (
+        "0/2 nodes are available: 2 node(s) didn't find available persistent volumes to bind."
+    )

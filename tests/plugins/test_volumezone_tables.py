@@ -82,10 +82,11 @@ def zone_case(
     labels: dict[str, str],
     ok: bool,
     message: str = CONFLICT,
+    where: str = SOURCE,
 ) -> VolumeCase:
     incoming = vpod("pod-1", [pvc("v", pvc_name)] if pvc_name else [])
     return VolumeCase(
-        source=f"{SOURCE}: {test}: '{name}'",
+        source=f"{where}: {test}: '{name}'",
         objects=[node("host1", labels), *storage(volumes)],
         incoming=incoming,
         feasible=frozenset({"host1"}) if ok else frozenset(),
@@ -132,13 +133,14 @@ CASES = [
     multi("zone label matched", "pvc-stable-2", {ZONE: "us-west1-a", **USELESS}, True),
     multi("zone label doesn't match", "pvc-stable-1", {ZONE: "us-west1-b", **USELESS}, False),
     zone_case(
-        "volume_zone.go PreFilter",
+        "PreFilter",
         "a claim naming a volume that does not exist",
         SINGLE_VOLUMES,
         "pvc-4",
         {},
         False,
         '0/1 nodes are available: persistentvolume "vol-not-exist" not found.',
+        where="volumezone/volume_zone.go",
     ),
 ]
 

@@ -144,18 +144,26 @@ def volume(
     return out
 
 
-def csinode(name: str, limits: Mapping[str, int | None]) -> Obj:
-    """A CSINode: each driver with its attach limit (None: the driver reports none)."""
+MIGRATED_PLUGINS = "storage.alpha.kubernetes.io/migrated-plugins"
+"""The CSINode annotation (written by the kubelet) listing the in-tree plugins migrated to CSI."""
+
+
+def csinode(name: str, limits: Mapping[str, int | None], migrated: Sequence[str] = ()) -> Obj:
+    """A CSINode: each driver with its attach limit (None: the driver reports none);
+    ``migrated``: the in-tree plugins its kubelet says are migrated to CSI."""
     drivers = []
     for driver, count in limits.items():
         entry: Obj = {"name": driver, "nodeID": name}
         if count is not None:
             entry["allocatable"] = {"count": count}
         drivers.append(entry)
+    metadata: Obj = {"name": name}
+    if migrated:
+        metadata["annotations"] = {MIGRATED_PLUGINS: ",".join(migrated)}
     return {
         "apiVersion": "storage.k8s.io/v1",
         "kind": "CSINode",
-        "metadata": {"name": name},
+        "metadata": metadata,
         "spec": {"drivers": drivers},
     }
 
