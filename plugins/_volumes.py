@@ -219,9 +219,9 @@ class VolumeFilters:
             raise ValueError(f"the volumes of {task.key} were chosen for {chosen.node}, not {node}")
         for claim, volume in chosen.claims:
             if volume:
-                writer.bind_volume(claim, volume)
+                writer.bind_volume(claim=claim, volume=volume)
             else:
-                writer.provision_volume(claim, node)
+                writer.provision_volume(claim=claim, node=node)
 
     def decided(self, task: TaskInfo) -> Decision | None:
         """The bindings chosen for a placed task (None: it needs none)."""

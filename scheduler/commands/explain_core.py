@@ -308,7 +308,7 @@ def run_cluster(
                 return result
         state.clock += config.scheduler.period
         for claim, volume, node in recorder.volume_writes:
-            state.bind_volume(claim, volume, node)
+            state.bind_volume(claim_key=claim, volume=volume, node=node)
         for task, node, _ in recorder.binds:
             state.bind(task, node)
         for task, _eviction in recorder.evictions:

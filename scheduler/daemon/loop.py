@@ -518,7 +518,7 @@ class Daemon:
         self.last = outcome
         self._decided(committer, outcome)
         if record is not None and self.recorder is not None:
-            self.recorder.finish(record, outcome.failed)
+            self.recorder.finish(record, failed=outcome.failed)
         self.metrics.observe_cycle(outcome)
         assert self.reporter is not None
         if not outcome.failed:

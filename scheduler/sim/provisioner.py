@@ -60,7 +60,7 @@ def claim_key(claim: Obj) -> Key:
 
 
 def record_event(
-    registry: Registry, claim: Obj, kind: str, reason: str, message: str, source: str
+    registry: Registry, claim: Obj, *, kind: str, reason: str, message: str, source: str
 ) -> None:
     """An event about ``claim``, as a controller's recorder writes it."""
     m = meta(claim)
@@ -160,17 +160,17 @@ class Provisioner:
             return
         self._record(
             claim,
-            "Normal",
-            "Provisioning",
-            f'External provisioner is provisioning volume for claim "{key[0]}/{key[1]}"',
-            str(sc.get("provisioner")),
+            kind="Normal",
+            reason="Provisioning",
+            message=f'External provisioner is provisioning volume for claim "{key[0]}/{key[1]}"',
+            source=str(sc.get("provisioner")),
         )
         uid = str(meta(claim).get("uid"))
         loop = asyncio.get_running_loop()
         self._attempts[key] = loop.call_later(self.provisioning_delay, self._finish, key, uid, node)
 
-    def _record(self, claim: Obj, kind: str, reason: str, message: str, source: str) -> None:
-        record_event(self.registry, claim, kind, reason, message, source)
+    def _record(self, claim: Obj, *, kind: str, reason: str, message: str, source: str) -> None:
+        record_event(self.registry, claim, kind=kind, reason=reason, message=message, source=source)
 
     def _finish(self, key: Key, uid: str, node: str) -> None:
         self._attempts.pop(key, None)
@@ -199,10 +199,10 @@ class Provisioner:
         self.provisioned += 1
         self._record(
             claim,
-            "Normal",
-            "ProvisioningSucceeded",
-            f"Successfully provisioned volume {name}",
-            str(sc.get("provisioner")),
+            kind="Normal",
+            reason="ProvisioningSucceeded",
+            message=f"Successfully provisioned volume {name}",
+            source=str(sc.get("provisioner")),
         )
 
     def _affinity(self, sc: Obj, node: str) -> tuple[Obj | None, str | None]:
@@ -221,10 +221,10 @@ class Provisioner:
     def _failed(self, claim: Obj, sc: Obj, node: str, why: str) -> None:
         self._record(
             claim,
-            "Warning",
-            "ProvisioningFailed",
-            f'failed to provision volume with StorageClass "{meta(sc)["name"]}": {why}',
-            str(sc.get("provisioner")),
+            kind="Warning",
+            reason="ProvisioningFailed",
+            message=f'failed to provision volume with StorageClass "{meta(sc)["name"]}": {why}',
+            source=str(sc.get("provisioner")),
         )
         key = (str(meta(claim).get("namespace")), str(meta(claim)["name"]))
         if node:
