@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from pumice.framework.committer import PreBindWriter
 from pumice.framework.explain import describe_choice
+from pumice.framework.statement import StatementError
 from pumice.model import TaskInfo
 
 if TYPE_CHECKING:
@@ -105,7 +106,7 @@ class LoopCommitter:
 
     def send_write(self, task: TaskInfo, *, claim: str, volume: str | None, node: str) -> None:
         if self._on_volume is None:
-            raise RuntimeError("this committer binds no volumes")
+            raise StatementError("this committer binds no volumes")
         write = partial(
             self._on_volume, uid=task.uid, job=task.job, claim=claim, volume=volume, node=node
         )

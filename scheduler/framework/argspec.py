@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeGuard
 
+from pumice.errors import PumiceError
 from pumice.framework.arguments import as_bool
 from pumice.framework.config import ConfigError
 
@@ -41,6 +42,7 @@ __all__ = [
     "ArgumentKind",
     "ArgumentProblem",
     "ArgumentSpec",
+    "ArgumentSpecError",
     "argument_error",
     "as_bool",
     "check_arguments",
@@ -68,6 +70,11 @@ WILDCARD = ".*"
 """A declared name ending in this covers every key under its prefix (``binpack.resources.*``)."""
 
 
+class ArgumentSpecError(PumiceError, ValueError):
+    """A plugin's or action's argument declaration that cannot be right: an unknown kind, a
+    default its own checks refuse (a bug in the plugin, found when its module is loaded)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ArgumentSpec:
     """One declared argument: its name (or ``prefix.*``), kind, default, and allowed values.
@@ -86,9 +93,11 @@ class ArgumentSpec:
 
     def __post_init__(self) -> None:
         if self.kind not in _EXPECTED:
-            raise ValueError(f"argument {self.name!r}: unknown kind {self.kind!r}")
+            raise ArgumentSpecError(f"argument {self.name!r}: unknown kind {self.kind!r}")
         if self.default is not None and self.problem(self.default) is not None:
-            raise ValueError(f"argument {self.name!r}: default {self.default!r} is not allowed")
+            raise ArgumentSpecError(
+                f"argument {self.name!r}: default {self.default!r} is not allowed"
+            )
 
     def covers(self, key: str) -> bool:
         """Does this declaration cover the argument ``key``?"""

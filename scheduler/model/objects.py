@@ -14,6 +14,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any
 
+from pumice.errors import PumiceError
 from pumice.model.podterms import PodLinks, pod_links
 from pumice.model.requests import non_zero_request, pod_requests
 from pumice.model.resource import Resource
@@ -42,6 +43,10 @@ DEFAULT_QUEUE = "default"
 
 _new_object = object.__new__
 _NO_LABELS: Mapping[str, str] = MappingProxyType({})
+
+
+class JobTaskError(PumiceError, KeyError):
+    """A job asked to change a task that is not one of its own."""
 
 
 class _Derived:
@@ -466,7 +471,7 @@ class JobInfo:
         and every commit of one)."""
         uid = task.uid
         if uid not in self.tasks:
-            raise KeyError(f"task {task.key} is not in job {self.uid}")
+            raise JobTaskError(f"task {task.key} is not in job {self.uid}")
         old = task.status
         index = self.task_status_index
         if _and(old, _ALLOCATED) and _and(status, _ALLOCATED):

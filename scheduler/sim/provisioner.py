@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pumice.sim import volumematch as vm
-from pumice.sim.errors import bad_request
+from pumice.sim.errors import SimSettingsError, bad_request
 from pumice.sim.objects import Key, Obj, get_path, meta, now_rfc3339, with_meta
 from pumice.sim.registry import Registry
 from pumice.sim.resources import (
@@ -51,7 +51,9 @@ class VolumeConfig:
 
 def check_fraction(value: float) -> float:
     if not 0.0 <= value <= 1.0:  # NaN too
-        raise ValueError(f"the fraction of failed provisionings must be within [0, 1], not {value}")
+        raise SimSettingsError(
+            f"the fraction of failed provisionings must be within [0, 1], not {value}"
+        )
     return value
 
 
@@ -104,7 +106,7 @@ class Provisioner:
         """Hand a claim back to the PV controller (its volume exists, or a retry is due)."""
         self.fail_provisioning = check_fraction(config.fail_provisioning)
         if not config.provisioning_delay >= 0:
-            raise ValueError("the provisioning delay must not be negative")
+            raise SimSettingsError("the provisioning delay must not be negative")
         self.provisioning_delay = config.provisioning_delay
         self._rng = random.Random(config.seed)
         self._attempts: dict[Key, asyncio.TimerHandle] = {}
@@ -133,7 +135,7 @@ class Provisioner:
             delay = float(body.get("provisioningDelay", self.provisioning_delay))
             check_fraction(fraction)
             if not delay >= 0:
-                raise ValueError(f"the provisioning delay must not be negative, not {delay}")
+                raise SimSettingsError(f"the provisioning delay must not be negative, not {delay}")
         except (TypeError, ValueError) as exc:
             raise bad_request(f"invalid volume fault configuration: {exc}") from None
         self.fail_provisioning, self.provisioning_delay = fraction, delay
