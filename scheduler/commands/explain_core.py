@@ -132,7 +132,6 @@ class _TargetPlaced(BaseException):
     committer's error for a failed bind) stops it."""
 
 
-@dataclass
 class _PacedRecorder(CycleRecorder):
     """``pumice simulate``'s committer, pausing at every decision when a pace is given; with
     ``waiting`` (a verifying run), it ends the session once every one of them is bound:

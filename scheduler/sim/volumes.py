@@ -348,15 +348,8 @@ class VolumeControllers:
         provisioner = str(sc.get("provisioner") or "")
         if self.provisioner.busy(key):
             return
-        waiting = _waiting(provisioner)
         if provisioner == vm.NO_PROVISIONER:
-            self._once(
-                claim,
-                kind="Normal",
-                reason="ExternalProvisioning",
-                message=waiting,
-                source=PV_CONTROLLER,
-            )
+            self._tell_waiting(claim, provisioner)
             return
         notes = vm.annotations_of(claim)
         if notes.get(vm.STORAGE_PROVISIONER) != provisioner:
@@ -367,14 +360,18 @@ class VolumeControllers:
             }
             self._commit(CLAIMS, claim, with_meta(claim, annotations=notes))
             claim = self.store.get(CLAIMS, key) or claim
+        self._tell_waiting(claim, provisioner)
+        self.provisioner.provision(claim, sc, node)
+
+    def _tell_waiting(self, claim: Obj, provisioner: str) -> None:
+        message = _waiting(provisioner)
         self._once(
             claim,
             kind="Normal",
             reason="ExternalProvisioning",
-            message=waiting,
+            message=message,
             source=PV_CONTROLLER,
         )
-        self.provisioner.provision(claim, sc, node)
 
 
 def _has_ephemeral(pod: Obj) -> bool:
