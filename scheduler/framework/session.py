@@ -55,9 +55,8 @@ from pumice.framework.placement import Scoring, choose_node, node_scores, pick_b
 from pumice.framework.results import Feasibility, JobInvalid, Vote
 from pumice.framework.statement import Statement
 from pumice.framework.view import SessionView
-from pumice.model.objects import JobInfo, QueueInfo, TaskInfo
+from pumice.model.objects import JobInfo, QueueInfo, TaskInfo, pod_name_index
 from pumice.model.snapshot import ClusterSnapshot
-from pumice.model.tasks import pod_name_index
 from pumice.warnonce import warn_once
 
 log = logging.getLogger("pumice.session")

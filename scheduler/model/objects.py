@@ -21,10 +21,17 @@ from pumice.model.status import (
     VALID_STATUSES,
     TaskStatus,
 )
-from pumice.model.tasks import TaskInfo, parse_timestamp
+from pumice.model.tasks import TaskInfo, parse_timestamp, pod_name_index
 from pumice.plain import reads_object
 
-__all__ = ["DEFAULT_QUEUE", "JobInfo", "JobTaskError", "QueueInfo", "TaskInfo"]
+__all__ = [
+    "DEFAULT_QUEUE",
+    "JobInfo",
+    "JobTaskError",
+    "QueueInfo",
+    "TaskInfo",
+    "pod_name_index",
+]
 
 _ALLOCATED = int(ALLOCATED_STATUSES)
 _READY = int(READY_STATUSES)
