@@ -1,19 +1,23 @@
-"""kube-scheduler's PodTopologySpread score table, re-expressed as ``pumice simulate`` scenarios.
+"""kube-scheduler's PodTopologySpread score tables, re-expressed as ``pumice simulate`` scenarios.
 
 Source (kubernetes/kubernetes): ``pkg/scheduler/framework/plugins/podtopologyspread/
-scoring_test.go``, TestPodTopologySpreadScore; each case's id names the file, the test function
-and the case. The whole scheduler runs with every nodeorder scorer at weight 0 but
+scoring_test.go``, TestPodTopologySpreadScore, TestPreScoreSkip and TestPreScoreStateEmptyNodes;
+each case's id names the file, the test function and the case. The last two check PreScore's
+outcome (a skip; the state it computes) rather than scores: a case here states the scores
+that outcome implies (a skipped plugin adds 0 everywhere; with no pod anywhere every count is
+0, so every node carrying the constraints' keys scores alike and a node lacking one, which
+PreScore ignores, scores 0). The whole scheduler runs with every nodeorder scorer at weight 0 but
 ``podtopologyspread.weight`` 1, so a node's total is kube-scheduler's normalised score;
 ``check_score_values`` compares every node's, ``check_score_winner`` checks that the pod goes to
 the best node when there is one. The table's "failed nodes" (filtered out before scoring) carry
 a taint the pod does not tolerate.
 
 The inclusion-policy rows score a node that another filter would reject (the unit table runs
-the spread plugin alone): node-c lacks the pod's node selector, or carries a taint it does not
-tolerate. Here that filter is switched off with its predicates flag
-(``predicate.NodeAffinityEnable`` / ``predicate.TaintTolerationEnable``), so node-c is scored as
-in the table, while ``nodeAffinityPolicy`` / ``nodeTaintsPolicy`` still decide whether its pods
-count.
+the spread plugin alone): node-c (node-x in TestPreScoreStateEmptyNodes) lacks the pod's node
+selector, or carries a taint it does not tolerate. Here that filter is switched off with its
+predicates flag (``predicate.NodeAffinityEnable`` / ``predicate.TaintTolerationEnable``), so
+that node is scored as in the table, while ``nodeAffinityPolicy`` / ``nodeTaintsPolicy`` still
+decide whether its pods count.
 
 Not re-expressed, and why:
 
@@ -21,7 +25,14 @@ Not re-expressed, and why:
   kube-scheduler's system defaults through a Service; pumice applies no default constraints and
   watches no Services (README, pod-to-pod constraints);
 * "matchLabelKeys ignored when feature gate disabled": MatchLabelKeysInPodTopologySpread is on
-  (and locked) in the Kubernetes pumice follows, and pumice has no such switch.
+  (and locked) in the Kubernetes pumice follows, and pumice has no such switch;
+* TestPreScoreSkip "default constraints and a replicaset that doesn't match" and
+  TestPreScoreStateEmptyNodes "system default constraints and a replicaset", "default
+  constraints and a replicaset", "default constraints and a replicaset, but pod has
+  constraints": they configure the plugin's default constraints and select pods through a
+  ReplicaSet; pumice applies no default constraints and watches no ReplicaSets. (In the last,
+  the pod's own DoNotSchedule zone constraint would also filter out the table's one node, which
+  has no zone label, so the whole scheduler never scores it.)
 """
 
 from __future__ import annotations
@@ -47,6 +58,7 @@ from support.constraint_cases import (
 from support.spread_rows import (
     BAR,
     FOO,
+    Obj,
     foo,
     hosts,
     p,
@@ -330,7 +342,108 @@ SCORE_CASES = [
     ),
 ]
 
-UNIQUE_WINNER = [c for c in SCORE_CASES if len(c.winners()) == 1]
+
+def zoned_abx(*, taint_x: bool = False) -> list[Obj]:
+    """TestPreScoreStateEmptyNodes' cluster: node-a, node-b in zone1 (labelled foo), node-x in
+    zone2 (``taint_x``: with a taint the pod does not tolerate)."""
+    return [
+        node("node-a", {"zone": "zone1", HOST: "node-a", "foo": ""}),
+        node("node-b", {"zone": "zone1", HOST: "node-b", "foo": ""}),
+        node("node-x", {"zone": "zone2", HOST: "node-x"}, taints=[NO_SCHEDULE] if taint_x else ()),
+    ]
+
+
+ZONED_ABX = zoned_abx()
+ALL_EQUAL = {"node-a": 100, "node-b": 100, "node-x": 100}
+EMPTY_NOTE = (
+    "the table checks PreScore's state; with no pod anywhere every count in it is 0, so it "
+    "implies the same score on every node that carries the constraints' keys"
+)
+
+
+def empty(
+    name: str, nodes: list[Obj], incoming: Obj, scores: dict[str, int], **kw: str
+) -> ScoreCase:
+    return score(name, nodes, [], incoming, scores, test="TestPreScoreStateEmptyNodes", **kw)
+
+
+PRESCORE_CASES = [
+    score(
+        "the pod doesn't have soft topology spread Constraints",
+        hosts("node-a", "node-b"),
+        [],
+        pod("p", {}),
+        {"node-a": 0, "node-b": 0},
+        test="TestPreScoreSkip",
+        note="PreScore skips the plugin: the spread score adds nothing on any node",
+    ),
+    empty(
+        "normal case",
+        ZONED_ABX,
+        p(soft(1, "zone", FOO), soft(1, HOST, FOO)),
+        ALL_EQUAL,
+        note=EMPTY_NOTE,
+    ),
+    empty("null selector", ZONED_ABX, p(soft(1, "zone", None)), ALL_EQUAL, note=EMPTY_NOTE),
+    empty(
+        "node-x doesn't have label zone",
+        [*ZONED_ABX[:2], node("node-x", {HOST: "node-x"})],
+        p(soft(1, "zone", FOO), soft(1, HOST, BAR)),
+        {"node-a": 100, "node-b": 100, "node-x": 0},
+        note="node-x lacks zone: PreScore ignores it (IgnoredNodes), so it scores 0",
+    ),
+    empty(
+        "NodeAffinityPolicy honored with labelSelectors",
+        ZONED_ABX,
+        p(soft(1, "zone", BAR), node_selector={"foo": ""}),
+        ALL_EQUAL,
+        config=NODE_AFFINITY_OFF,
+        note=f"{EMPTY_NOTE}; NodeAffinity's filter off, so node-x (no foo label) is scored",
+    ),
+    empty(
+        "NodeAffinityPolicy ignored with labelSelectors",
+        ZONED_ABX,
+        p(soft(1, "zone", BAR, affinity_policy="Ignore"), node_selector={"foo": ""}),
+        ALL_EQUAL,
+        config=NODE_AFFINITY_OFF,
+        note=f"{EMPTY_NOTE}; NodeAffinity's filter off, so node-x (no foo label) is scored",
+    ),
+    empty(
+        "NodeAffinityPolicy honored with nodeAffinity",
+        ZONED_ABX,
+        p(soft(1, "zone", BAR), node_affinity=node_in("foo", "")),
+        ALL_EQUAL,
+        config=NODE_AFFINITY_OFF,
+        note=f"{EMPTY_NOTE}; NodeAffinity's filter off, so node-x (no foo label) is scored",
+    ),
+    empty(
+        "NodeAffinityPolicy ignored with nodeAffinity",
+        ZONED_ABX,
+        p(soft(1, "zone", BAR, affinity_policy="Ignore"), node_affinity=node_in("foo", "")),
+        ALL_EQUAL,
+        config=NODE_AFFINITY_OFF,
+        note=f"{EMPTY_NOTE}; NodeAffinity's filter off, so node-x (no foo label) is scored",
+    ),
+    empty(
+        "NodeTaintsPolicy honored",
+        zoned_abx(taint_x=True),
+        p(soft(1, "zone", BAR, taints_policy="Honor")),
+        ALL_EQUAL,
+        config=TAINTS_OFF,
+        note=f"{EMPTY_NOTE}; TaintToleration's filter off, so the tainted node-x is scored",
+    ),
+    empty(
+        "NodeTaintsPolicy ignored",
+        zoned_abx(taint_x=True),
+        p(soft(1, "zone", BAR)),
+        ALL_EQUAL,
+        config=TAINTS_OFF,
+        note=f"{EMPTY_NOTE}; TaintToleration's filter off, so the tainted node-x is scored",
+    ),
+]
+
+ALL_CASES = SCORE_CASES + PRESCORE_CASES
+UNIQUE_WINNER = [c for c in ALL_CASES if len(c.winners()) == 1]
 SPREAD_ONLY = score_config(podtopologyspread=1)
 
 
@@ -339,6 +452,6 @@ def test_score_winner(case: ScoreCase, tmp_path: Path, capsys: Capsys) -> None:
     check_score_winner(tmp_path, capsys, case, SPREAD_ONLY)
 
 
-@pytest.mark.parametrize("case", params(SCORE_CASES))
+@pytest.mark.parametrize("case", params(ALL_CASES))
 def test_score_values(case: ScoreCase, tmp_path: Path, capsys: Capsys) -> None:
     check_score_values(tmp_path, capsys, case, SPREAD_ONLY)

@@ -126,3 +126,29 @@ async def test_spread_constraints_keep_their_match_label_keys_as_written(
     await core.create_namespaced_pod("default", body)
     stored = (await read(core, "web"))["spec"]["topologySpreadConstraints"]
     assert stored == [constraint]
+
+
+async def test_integration_pod_affinity_match_label_key_enablement(sim: Any, api: Any) -> None:
+    """kubernetes/kubernetes test/integration/scheduler/filters/filters_test.go:
+    TestPodAffinityMatchLabelKeyEnablement, with MatchLabelKeysInPodAffinity on (its first and
+    third creates): the stored selector has ``bar In [a]`` appended, and keeps it when read
+    again after later creates. Its create with the gate off is not re-expressed: the gate is on
+    by default in the version the sim answers as, and the sim has no switch for it."""
+    core = k8s_client.CoreV1Api(api)
+    term = keyed(["bar"], [], selector={"matchExpressions": [exists("foo")]})
+    term["topologyKey"] = "node"
+    spec_affinity = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    labels = {"foo": "", "bar": "a"}
+    expected = {
+        "matchExpressions": [exists("foo"), {"key": "bar", "operator": "In", "values": ["a"]}]
+    }
+
+    def selector_of(stored: Obj) -> Obj:
+        terms = stored["spec"]["affinity"]["podAffinity"]
+        return dict(terms["requiredDuringSchedulingIgnoredDuringExecution"][0]["labelSelector"])
+
+    await core.create_namespaced_pod("default", pod("p1", labels=labels, affinity=spec_affinity))
+    assert selector_of(await read(core, "p1")) == expected
+    await core.create_namespaced_pod("default", pod("p3", labels=labels, affinity=spec_affinity))
+    assert selector_of(await read(core, "p3")) == expected
+    assert selector_of(await read(core, "p1")) == expected

@@ -117,9 +117,10 @@ def score(
     *,
     config: str | None = None,
     note: str = "",
+    test: str = "TestPodTopologySpreadScore",
 ) -> ScoreCase:
     return ScoreCase(
-        source=f"{SCORING}: TestPodTopologySpreadScore: '{name}'",
+        source=f"{SCORING}: {test}: '{name}'",
         nodes=nodes,
         existing=existing,
         incoming=incoming,
