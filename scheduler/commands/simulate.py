@@ -202,7 +202,7 @@ def simulate(
         state.clock += config.scheduler.period
         for claim, volume, node in recorder.volume_writes:
             report.volumes.setdefault(claim, VolumeBinding(node, volume))
-            state.bind_volume(claim, volume, node)
+            state.bind_volume(claim_key=claim, volume=volume, node=node)
         for task, node, action in recorder.binds:
             state.bind(task, node)
             report.placements.append(Placement(task.key, node, action, cycle, scores.get(task.uid)))
