@@ -131,9 +131,11 @@ def read_request(queue: str, value: Any) -> QueueRequest:
     resource: Resource | None = None
     if value.get("resource") is not None:
         raw = value["resource"]
+        if not isinstance(raw, Mapping):
+            return QueueRequest(
+                queue, policy, error="bad arguments: resource: expected a resource list"
+            )
         try:
-            if not isinstance(raw, Mapping):
-                raise ValueError("expected a resource list")
             resource = Resource.from_k8s(dict(raw))
         except ValueError as exc:
             return QueueRequest(queue, policy, error=f"bad arguments: resource: {exc}")

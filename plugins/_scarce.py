@@ -174,7 +174,7 @@ class Proportional:
         ).items():
             if not is_number(value):
                 raise argument_error(
-                    plugin, f"{key}.{rate_key}", f"must be a number, got {value!r}"
+                    plugin, key=f"{key}.{rate_key}", message=f"must be a number, got {value!r}"
                 )
             given[rate_key] = float(value)
         rates = tuple(

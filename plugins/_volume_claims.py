@@ -31,6 +31,7 @@ from typing import Any
 
 from pumice import TaskInfo
 from pumice.volumes import (
+    IN_TREE_DISK_SOURCES,
     LOST,
     READ_WRITE_ONCE_POD,
     ClaimUse,
@@ -47,16 +48,9 @@ from pumice.volumes import (
     spec_of,
 )
 
-IN_TREE_DISKS = (
-    "gcePersistentDisk",
-    "awsElasticBlockStore",
-    "rbd",
-    "iscsi",
-    "azureDisk",
-    "cinder",
-    "portworxVolume",
-)
-"""In-tree volume sources that attach a disk to the node (conflicts, attach limits)."""
+IN_TREE_DISKS = IN_TREE_DISK_SOURCES
+"""In-tree volume sources that attach a disk to the node (conflicts, attach limits): the
+core's list, which keeps a pod that uses one pending where no plugin evaluates them."""
 
 UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
 

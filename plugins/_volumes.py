@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from pumice import NodeTable, PreBindWriter, SessionView, TaskInfo, TaskStatus
+from pumice import NodeTable, PreBindWriter, SessionView, StatementError, TaskInfo, TaskStatus
 from pumice.plugins._interpod import DirtyLog
 from pumice.plugins._volume_binding import (
     BIND_CONFLICT,
@@ -190,7 +190,7 @@ class VolumeFilters:
                 result = self._plan(check)
                 row = self.view.table.row(task.node_name)
                 if not result.ok[row]:
-                    raise ValueError(
+                    raise StatementError(
                         f"the volumes of {task.key} cannot be bound on {task.node_name}: "
                         f"{result.reasons[row]}"
                     )
@@ -221,12 +221,14 @@ class VolumeFilters:
         if chosen is None:
             return
         if chosen.node != node:
-            raise ValueError(f"the volumes of {task.key} were chosen for {chosen.node}, not {node}")
+            raise StatementError(
+                f"the volumes of {task.key} were chosen for {chosen.node}, not {node}"
+            )
         for claim, volume in chosen.claims:
             if volume:
-                writer.bind_volume(claim, volume)
+                writer.bind_volume(claim=claim, volume=volume)
             else:
-                writer.provision_volume(claim, node)
+                writer.provision_volume(claim=claim, node=node)
 
     def decided(self, task: TaskInfo) -> Decision | None:
         """The bindings chosen for a placed task (None: it needs none)."""

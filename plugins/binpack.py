@@ -131,7 +131,12 @@ class BinpackPlugin(Plugin):
         if SHAPE in arguments:
             self.shape = Shape.parse(arguments[SHAPE], arguments.get(SHAPE_RESOURCES))
         elif SHAPE_RESOURCES in arguments:
-            config_warning(log, "binpack", SHAPE_RESOURCES, f"only used with {SHAPE!r}; ignored")
+            config_warning(
+                log,
+                plugin="binpack",
+                key=SHAPE_RESOURCES,
+                message=f"only used with {SHAPE!r}; ignored",
+            )
         weights: dict[str, int] = {}
         for name in arguments.get_str(RESOURCES, "").split(","):
             name = name.strip()
@@ -365,7 +370,7 @@ def requested_to_capacity_ratio(
 
 
 def _error(key: str, message: str) -> Exception:
-    return argument_error("binpack", key, message)
+    return argument_error("binpack", key=key, message=message)
 
 
 def _bounded_int(point: Mapping[str, Any], key: str, field: str, top: int) -> int:

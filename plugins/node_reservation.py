@@ -120,7 +120,7 @@ class NodeReservationPlugin(Plugin):
         super().__init__(arguments)
         self.settings = ReservationArguments(arguments)
         for key, problem in self.settings.problems:
-            config_warning(log, "node-reservation", key, problem)
+            config_warning(log, plugin="node-reservation", key=key, message=problem)
         self.locks: dict[str, Lock] = {}
         """Queue name -> its lock this session."""
         self.refusals: dict[str, str] = {}

@@ -263,7 +263,12 @@ class NodeOrderPlugin(Plugin):
         )
         for key in NOT_IMPLEMENTED:
             if arguments.get_int(key, 0) != 0:
-                config_warning(log, "nodeorder", key, "set but not implemented in pumice; ignored")
+                config_warning(
+                    log,
+                    plugin="nodeorder",
+                    key=key,
+                    message="set but not implemented in pumice; ignored",
+                )
         self._terms: NodeTerms | None = None
         self._row_functions: dict[tuple[float, ...], tuple[NodeTable, int, RowScore]] = {}
         """Per distinct scored request: the row function for the one-row path."""

@@ -65,9 +65,9 @@ class OvercommitPlugin(Plugin):
         if factor < 1.0:
             config_warning(
                 log,
-                "overcommit",
-                FACTOR,
-                f"{factor:g} is below 1; using {DEFAULT_FACTOR:g} (as Volcano does)",
+                plugin="overcommit",
+                key=FACTOR,
+                message=f"{factor:g} is below 1; using {DEFAULT_FACTOR:g} (as Volcano does)",
             )
             factor = DEFAULT_FACTOR
         self.factor = factor

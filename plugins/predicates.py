@@ -200,7 +200,12 @@ class PredicatesPlugin(Plugin):
         )
         for key in NOT_IMPLEMENTED:
             if arguments.get_bool(key, False):
-                config_warning(log, "predicates", key, "set but not implemented in pumice; ignored")
+                config_warning(
+                    log,
+                    plugin="predicates",
+                    key=key,
+                    message="set but not implemented in pumice; ignored",
+                )
         self._terms: NodeTerms | None = None
         self._static: dict[tuple[Tolerations, Selector | None], list[str]] = {}
         self._static_for: tuple[NodeTerms, int] | None = None

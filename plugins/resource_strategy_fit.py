@@ -153,18 +153,22 @@ def parse_strategies(value: object) -> tuple[Strategies, list[str]]:
     for key, spec in entries.items():
         where = f"{RESOURCES}.{key}"
         if not key.strip():
-            raise argument_error(NAME, where, "a resource name must not be empty")
+            raise argument_error(NAME, key=where, message="a resource name must not be empty")
         problem = pattern_problem(key)
         if problem is not None:
             dropped.append(key)
-            config_warning(log, NAME, where, f"pattern {key!r} dropped: {problem}")
+            config_warning(
+                log, plugin=NAME, key=where, message=f"pattern {key!r} dropped: {problem}"
+            )
             continue
         fields = check_mapping(NAME, where, spec)
         check_known_keys(NAME, where, fields, ("type", "weight"))
         kind = fields.get("type", LEAST_ALLOCATED)
         if kind not in TYPES:
             raise argument_error(
-                NAME, f"{where}.type", f"must be one of {', '.join(TYPES)}, got {kind!r}"
+                NAME,
+                key=f"{where}.type",
+                message=f"must be one of {', '.join(TYPES)}, got {kind!r}",
             )
         w = check_weight(NAME, f"{where}.weight", fields.get("weight"), 1) or 1
         out[key] = Strategy(most=kind == MOST_ALLOCATED, weight=w)

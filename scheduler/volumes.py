@@ -11,6 +11,7 @@ there, so a plugin and the controllers it talks to agree on what a claim says.
 """
 
 from pumice.model.storage import NO_STORAGE, StorageObjects
+from pumice.model.unevaluated import IN_TREE_DISK_SOURCES
 from pumice.model.volumes import (
     AVAILABLE,
     BIND_COMPLETED,
@@ -47,6 +48,7 @@ from pumice.plain import ObjView
 __all__ = [
     "AVAILABLE",
     "BIND_COMPLETED",
+    "IN_TREE_DISK_SOURCES",
     "LOST",
     "NO_STORAGE",
     "READ_WRITE_ONCE_POD",

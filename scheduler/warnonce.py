@@ -50,7 +50,7 @@ def forget_warnings() -> None:
         _seen.clear()
 
 
-def config_warning(logger: logging.Logger, plugin: str, key: str, message: str) -> None:
+def config_warning(logger: logging.Logger, *, plugin: str, key: str, message: str) -> None:
     """A warning about argument ``key`` of ``plugin``: collected while the config is checked
     (and then never logged), else logged once as ``plugin P: KEY: message`` (see the module
     docstring)."""

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import pytest
 
 import pumice.errors
 from pumice.commands.cluster_input import LiveError
 from pumice.durations import DurationError
 from pumice.errors import PumiceError
-from pumice.framework.config import AddressError, ConfigError
+from pumice.framework.argspec import ArgumentSpecError
+from pumice.framework.arguments import ArgumentNameError
+from pumice.framework.config import AddressError, ConfigError, FlagError
 from pumice.framework.configfile import parse_config
 from pumice.framework.configparse import split_host_port
 from pumice.framework.host import PluginConflictError, PluginError, PluginLoadError
@@ -16,18 +21,24 @@ from pumice.framework.session import PluginContractError, SessionError
 from pumice.framework.statement import StatementError
 from pumice.framework.yamlsource import YamlSourceError
 from pumice.kube.errors import KubeError
+from pumice.kube.lease import LeaseTimingError
 from pumice.manifests import ManifestError
 from pumice.model import JobInfo, QueueInfo, TaskInfo
 from pumice.model.node import NodeAccountingError
+from pumice.model.objects import JobTaskError
 from pumice.model.quantity import QuantityError, parse_quantity
 from pumice.model.resource import Resource, ResourceError, ResourceUnderflow
 from pumice.model.snapshot import SnapshotError
+from pumice.model.table import NodeTableError
 from pumice.plain import ObjectError
 from pumice.sim.cli import BadInput
 from pumice.sim.defaults import TemplateError
-from pumice.sim.errors import ApiError
+from pumice.sim.errors import ApiError, SimSettingsError
 from pumice.sim.objects import BadTime, parse_time
 from pumice.sim.quantities import BadQuantity
+from pumice.sim.store import StoreKeyError
+
+ROOT = Path(__file__).resolve().parent.parent
 
 ROOTED = [
     ConfigError,
@@ -109,3 +120,42 @@ def test_the_sims_time_parser_refuses_with_a_bad_time() -> None:
     with pytest.raises(BadTime, match="bad time 'yesterday'"):
         parse_time("yesterday")
     assert parse_time("1970-01-01T00:01:00Z") == 60.0
+
+
+BUILTINS = {"ValueError", "KeyError", "TypeError", "RuntimeError", "LookupError", "Exception"}
+"""Raised bare, these cross module boundaries unnamed: each has a PumiceError subclass instead
+(``AttributeError`` for a read-only object, ``NotImplementedError`` and ``AssertionError`` for
+a bug, are Python's own protocol and stay)."""
+
+
+def test_no_module_raises_a_bare_builtin_error() -> None:
+    bare: list[str] = []
+    for folder in ("scheduler", "plugins", "actions"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if isinstance(node, ast.Raise) and node.exc is not None:
+                    raised = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+                    if isinstance(raised, ast.Name) and raised.id in BUILTINS:
+                        bare.append(f"{path.relative_to(ROOT)}:{node.lineno} {raised.id}")
+    assert bare == []
+
+
+@pytest.mark.parametrize(
+    ("cls", "builtin"),
+    [
+        (NodeTableError, ValueError),
+        (JobTaskError, KeyError),
+        (FlagError, ValueError),
+        (ArgumentNameError, TypeError),
+        (ArgumentSpecError, ValueError),
+        (LeaseTimingError, ValueError),
+        (SimSettingsError, ValueError),
+        (StoreKeyError, KeyError),
+    ],
+    ids=lambda c: c.__name__,
+)
+def test_errors_that_replaced_bare_ones_keep_their_builtin(
+    cls: type[Exception], builtin: type[Exception]
+) -> None:
+    assert issubclass(cls, PumiceError) and issubclass(cls, builtin)
+    assert pumice.errors.__doc__ is not None and f" {cls.__name__} " in pumice.errors.__doc__

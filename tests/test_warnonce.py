@@ -62,15 +62,23 @@ def test_a_config_warning_is_collected_while_checking_and_then_never_logged(
     forget_warnings()
     log = logging.getLogger("pumice.test.config")
     with caplog.at_level(logging.WARNING), collect_config_warnings() as collected:
-        config_warning(log, "demo", "x.weight", "set but not implemented; ignored")
+        config_warning(
+            log, plugin="demo", key="x.weight", message="set but not implemented; ignored"
+        )
     assert collected == [("x.weight", "set but not implemented; ignored")]
     assert caplog.records == []
     with caplog.at_level(logging.WARNING):
         # the sessions that build the plugin afterwards: already said, by the loader
-        config_warning(log, "demo", "x.weight", "set but not implemented; ignored")
+        config_warning(
+            log, plugin="demo", key="x.weight", message="set but not implemented; ignored"
+        )
         # a warning the loader never saw is logged once, naming the plugin and key
-        config_warning(log, "demo", "y.weight", "set but not implemented; ignored")
-        config_warning(log, "demo", "y.weight", "set but not implemented; ignored")
+        config_warning(
+            log, plugin="demo", key="y.weight", message="set but not implemented; ignored"
+        )
+        config_warning(
+            log, plugin="demo", key="y.weight", message="set but not implemented; ignored"
+        )
     assert [r.getMessage() for r in caplog.records] == [
         "plugin demo: y.weight: set but not implemented; ignored"
     ]

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pumice.model import Resource, TaskInfo
-from pumice.model.objects import pod_priority
 from pumice.model.status import TaskStatus, status_of_pod
+from pumice.model.tasks import pod_priority
 from pumice.plain import Obj, ObjectError
 
 log = logging.getLogger("pumice.cache")

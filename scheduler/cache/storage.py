@@ -65,7 +65,51 @@ def _meta(obj: Obj) -> Obj:
     return out
 
 
+_TOP = frozenset({"metadata", "spec", "status"})
+_KEPT_META_SET = frozenset(_KEPT_META)
+_KEPT_CLAIM_SPEC_SET = frozenset(_KEPT_CLAIM_SPEC)
+_KEPT_CLAIM_STATUS = frozenset({"phase", "accessModes", "capacity"})
+_PHASE_ONLY = frozenset({"phase"})
+
+
+def _slim_meta(obj: Obj) -> bool:
+    m = obj.get("metadata")
+    if not isinstance(m, dict) or not m.keys() <= _KEPT_META_SET:
+        return False
+    notes = m.get("annotations")
+    return not notes or not any(k in notes for k in _DROPPED_ANNOTATIONS)
+
+
+def _is_slim_claim(claim: Obj) -> bool:
+    """Would ``slim_claim`` keep every field of ``claim`` as it is? (Slimming it again would
+    make an equal copy: the store then keeps the informer's object itself.)"""
+    spec, status = claim.get("spec"), claim.get("status")
+    return (
+        claim.keys() == _TOP
+        and _slim_meta(claim)
+        and isinstance(spec, dict)
+        and spec.keys() <= _KEPT_CLAIM_SPEC_SET
+        and isinstance(status, dict)
+        and status.keys() <= _KEPT_CLAIM_STATUS
+    )
+
+
+def _is_slim_volume(volume: Obj) -> bool:
+    """As ``_is_slim_claim``, for ``slim_volume``."""
+    spec, status = volume.get("spec"), volume.get("status")
+    return (
+        volume.keys() == _TOP
+        and _slim_meta(volume)
+        and isinstance(spec, dict)
+        and "mountOptions" not in spec
+        and isinstance(status, dict)
+        and (not status or (status.keys() == _PHASE_ONLY and bool(status["phase"])))
+    )
+
+
 def slim_claim(claim: Obj) -> Obj:
+    if _is_slim_claim(claim):
+        return claim  # slimmed by its informer already: one copy, shared by both stores
     spec = claim.get("spec") or {}
     status = claim.get("status") or {}
     return {
@@ -76,6 +120,8 @@ def slim_claim(claim: Obj) -> Obj:
 
 
 def slim_volume(volume: Obj) -> Obj:
+    if _is_slim_volume(volume):
+        return volume  # slimmed by its informer already: one copy, shared by both stores
     spec = {k: v for k, v in (volume.get("spec") or {}).items() if k != "mountOptions"}
     phase = (volume.get("status") or {}).get("phase")
     return {"metadata": _meta(volume), "spec": spec, "status": {"phase": phase} if phase else {}}

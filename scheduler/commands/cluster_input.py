@@ -21,7 +21,6 @@ serves them.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -232,6 +231,8 @@ def read_objects(args: argparse.Namespace) -> list[Obj]:
         for note in given.notes:
             print(note, file=sys.stderr)
         return given.objects
+    import asyncio  # the live form only: asyncio and ssl would slow every command's start
+
     try:
         return asyncio.run(list_cluster(args.kubeconfig, args.context))
     except Exception as exc:  # KubeConfigError, KubeError

@@ -62,7 +62,7 @@ def parse_target(args: argparse.Namespace) -> Target:
     if not slash:
         namespace, name = "default", namespace
     if not namespace or not name or "/" in name:
-        raise ValueError(f"--{kind.lower()}: expected NS/NAME, got {text!r}")
+        raise ConfigError(f"expected NS/NAME, got {text!r}", source=f"--{kind.lower()}")
     return Target(kind, namespace, name)
 
 

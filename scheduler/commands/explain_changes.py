@@ -130,7 +130,7 @@ def apply_change(objects: list[Obj], change: Obj, target: Target) -> list[Obj]:
                 index += 1
             out.append(clone_node(like, f"{change['like']}-{index}"))
     else:
-        raise ValueError(f"unknown change kind {kind!r}")
+        raise AssertionError(f"unknown change kind {kind!r}")  # explain_search makes them all
     return out
 
 
@@ -180,4 +180,4 @@ def describe_change(change: Obj, sharing: int = 1) -> str:
         return f"evict {len(change['pods'])} pod(s): {', '.join(change['pods'])}"
     if kind == "add-node":
         return f"add {change['count']} node(s) like {change['like']}"
-    raise ValueError(f"unknown change kind {kind!r}")
+    raise AssertionError(f"unknown change kind {kind!r}")  # explain_search makes them all

@@ -132,7 +132,6 @@ class _TargetPlaced(BaseException):
     committer's error for a failed bind) stops it."""
 
 
-@dataclass
 class _PacedRecorder(CycleRecorder):
     """``pumice simulate``'s committer, pausing at every decision when a pace is given; with
     ``waiting`` (a verifying run), it ends the session once every one of them is bound:
@@ -308,7 +307,7 @@ def run_cluster(
                 return result
         state.clock += config.scheduler.period
         for claim, volume, node in recorder.volume_writes:
-            state.bind_volume(claim, volume, node)
+            state.bind_volume(claim_key=claim, volume=volume, node=node)
         for task, node, _ in recorder.binds:
             state.bind(task, node)
         for task, _eviction in recorder.evictions:

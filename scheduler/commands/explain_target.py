@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from pumice.model.objects import pod_name_index
+from pumice.model.tasks import pod_name_index
 from pumice.plain import Obj
 
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"

@@ -21,8 +21,11 @@ Exit codes: 0, or 2 with one line for a bad flag, configuration or manifest
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import os
 import sys
+from collections.abc import Callable, Iterator
 
 import orjson
 
@@ -87,16 +90,19 @@ def run(args: argparse.Namespace) -> int:
         print(str(exc), file=sys.stderr)
         return 2
     name = args.scheduler_name or config.scheduler.scheduler_name
-    try:
-        given = read_cluster(list(args.cluster), lambda obj: obj.get("kind") in CACHE_KINDS)
-    except ManifestError as exc:
-        print(str(exc), file=sys.stderr)
-        return 2
-    for note in given.notes:
-        print(note, file=sys.stderr)
-    state = SimulatedCluster(name, config.scheduler.default_queue)
-    state.add(api_defaults(obj) for obj in given.objects)
-    report = simulate(state, config, host, cycles=args.cycles, explain=args.explain)
+    with collector_paused() as loaded:
+        try:
+            given = read_cluster(list(args.cluster), lambda obj: obj.get("kind") in CACHE_KINDS)
+        except ManifestError as exc:
+            print(str(exc), file=sys.stderr)
+            return 2
+        for note in given.notes:
+            print(note, file=sys.stderr)
+        state = SimulatedCluster(name, config.scheduler.default_queue)
+        state.add(api_defaults(obj) for obj in given.objects)
+        del given
+        loaded()
+        report = simulate(state, config, host, cycles=args.cycles, explain=args.explain)
     if report.contract_errors:
         for error in report.contract_errors:
             print(f"pumice simulate: {error}", file=sys.stderr)
@@ -111,6 +117,25 @@ def run(args: argparse.Namespace) -> int:
     except BrokenPipeError:  # piped into head: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[Callable[[], None]]:
+    """No automatic garbage collection while the files are read and fed to the cache, and the
+    cluster frozen out of the collector once they are (call what this gives then), as the
+    daemon's ``collector`` does around its initial lists: the objects read live as long as the
+    command and hold no reference cycles, and every automatic full pass over them (one each
+    time the heap grew by a quarter) found nothing to free — a fifth of the command's CPU time
+    on 5,000 nodes and 10,000 pods. What the cycles leave behind is collected between them
+    (``simulate``); the collector is put back as it was at the end."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield gc.freeze
+    finally:
+        gc.unfreeze()
+        if enabled:
+            gc.enable()
 
 
 class CycleRecorder(RecordingCommitter):
@@ -172,10 +197,12 @@ def simulate(
             scores = dict(session.placement_scores) if explain else {}
         finally:
             session.dispose()
+            if not gc.isenabled():
+                gc.collect(1)  # the cycle's garbage (a snapshot holds cycles), not the cluster
         state.clock += config.scheduler.period
         for claim, volume, node in recorder.volume_writes:
             report.volumes.setdefault(claim, VolumeBinding(node, volume))
-            state.bind_volume(claim, volume, node)
+            state.bind_volume(claim_key=claim, volume=volume, node=node)
         for task, node, action in recorder.binds:
             state.bind(task, node)
             report.placements.append(Placement(task.key, node, action, cycle, scores.get(task.uid)))

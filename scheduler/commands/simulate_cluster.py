@@ -185,7 +185,7 @@ class SimulatedCluster:
         self.cache.assigned_pods.on_add(new)
         self.cache.pending_pods.on_delete(old)
 
-    def bind_volume(self, claim_key: str, volume: str | None, node: str) -> None:
+    def bind_volume(self, *, claim_key: str, volume: str | None, node: str) -> None:
         """A volume write before a bind, answered as the volume controllers would: the
         volume ``volume`` pre-bound to the claim, or (None) one provisioned on ``node``; then
         both bound."""

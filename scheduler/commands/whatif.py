@@ -59,7 +59,7 @@ from pumice.framework.committer import RecordingCommitter
 from pumice.framework.config import SchedulerConfig
 from pumice.framework.host import PluginHost
 from pumice.framework.session import Session
-from pumice.model.objects import GROUP_NAME_ANNOTATION
+from pumice.model.tasks import GROUP_NAME_ANNOTATION
 from pumice.plain import Obj
 
 EPSILON = 1e-9

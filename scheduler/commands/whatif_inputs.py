@@ -51,7 +51,7 @@ from pumice.durations import DurationError, parse_duration
 from pumice.errors import PumiceError
 from pumice.manifests import ManifestError, load_manifests
 from pumice.model import QuantityError, Resource, parse_quantity
-from pumice.model.objects import GROUP_NAME_ANNOTATION, parse_timestamp
+from pumice.model.tasks import GROUP_NAME_ANNOTATION, parse_timestamp
 from pumice.plain import Obj
 
 COMPLETE_AFTER = "pumice.sim/complete-after"

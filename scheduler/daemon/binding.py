@@ -109,7 +109,9 @@ class BackgroundWork:
             if self.volumes is not None:
                 self.volumes.dropped(uid)
             return
-        if self.volumes is not None and self.volumes.holds(uid, namespace, name, node):
+        if self.volumes is not None and self.volumes.holds(
+            uid=uid, namespace=namespace, name=name, node=node
+        ):
             return
         self.send_bind(uid=uid, namespace=namespace, name=name, node=node)
 

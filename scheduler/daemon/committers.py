@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
 from pumice.framework.committer import PreBindWriter
 from pumice.framework.explain import describe_choice
+from pumice.framework.statement import StatementError
 from pumice.model import TaskInfo
 
 if TYPE_CHECKING:
@@ -43,8 +43,13 @@ class NominateSink(Protocol):
     def __call__(self, uid: str, *, node: str) -> None: ...
 
 
-VolumeSink = Callable[[str, str, str, "str | None", str], None]
-"""(uid, job, claim, volume or None to provision, node)"""
+class VolumeSink(Protocol):
+    """A volume write for the pod ``uid`` of ``job``: ``volume`` bound to ``claim``, or (None)
+    one provisioned for it where ``node`` reaches it."""
+
+    def __call__(
+        self, *, uid: str, job: str, claim: str, volume: str | None, node: str
+    ) -> None: ...
 
 
 class _LoopWrites:
@@ -54,11 +59,13 @@ class _LoopWrites:
         self._committer = committer
         self._task = task
 
-    def bind_volume(self, claim: str, volume: str) -> None:
-        self._committer.send_write(self._task, claim, volume, self._task.node_name or "")
+    def bind_volume(self, *, claim: str, volume: str) -> None:
+        self._committer.send_write(
+            self._task, claim=claim, volume=volume, node=self._task.node_name or ""
+        )
 
-    def provision_volume(self, claim: str, node: str) -> None:
-        self._committer.send_write(self._task, claim, None, node)
+    def provision_volume(self, *, claim: str, node: str) -> None:
+        self._committer.send_write(self._task, claim=claim, volume=None, node=node)
 
 
 class _LoggedWrites:
@@ -68,10 +75,10 @@ class _LoggedWrites:
         self._task = task
         self._node = node
 
-    def bind_volume(self, claim: str, volume: str) -> None:
+    def bind_volume(self, *, claim: str, volume: str) -> None:
         log.info("dry-run: bind volume %s to claim %s (for %s)", volume, claim, self._task.key)
 
-    def provision_volume(self, claim: str, node: str) -> None:
+    def provision_volume(self, *, claim: str, node: str) -> None:
         log.info("dry-run: select node %s for claim %s (for %s)", node, claim, self._task.key)
 
 
@@ -97,10 +104,13 @@ class LoopCommitter:
     def pre_bind(self, task: TaskInfo, node: str) -> PreBindWriter:
         return _LoopWrites(self, task)
 
-    def send_write(self, task: TaskInfo, claim: str, volume: str | None, node: str) -> None:
+    def send_write(self, task: TaskInfo, *, claim: str, volume: str | None, node: str) -> None:
         if self._on_volume is None:
-            raise RuntimeError("this committer binds no volumes")
-        self._loop.call_soon_threadsafe(self._on_volume, task.uid, task.job, claim, volume, node)
+            raise StatementError("this committer binds no volumes")
+        write = partial(
+            self._on_volume, uid=task.uid, job=task.job, claim=claim, volume=volume, node=node
+        )
+        self._loop.call_soon_threadsafe(write)
 
     def bind(self, task: TaskInfo, node: str) -> None:
         self.binds += 1

@@ -3,7 +3,7 @@
 ::
 
     connect ─► informers (nodes first, then pods, PodGroups, Queues, PriorityClasses, and
-               the storage kinds the cluster serves)
+               the storage kinds the cluster serves: ``informers``)
             ─► wait until every initial list is in the cache; freeze it (``collector``)
             ─► loop: snapshot (event-loop thread) ─► session (worker thread) ─► commits
                      handed back to the loop: assume + bind in the background
@@ -28,13 +28,12 @@ from functools import partial
 import structlog
 
 from pumice.cache import ClusterCache, PodState
-from pumice.cache.storage import describe as describe_storage
-from pumice.cache.storage import slimmer as storage_slimmer
 from pumice.daemon.advice import Advisor, Suggester
 from pumice.daemon.binding import BackgroundWork, BoundCallback
 from pumice.daemon.collector import CollectorPolicy
 from pumice.daemon.committers import DryRunCommitter, LoopCommitter
 from pumice.daemon.health import HealthServer
+from pumice.daemon.informers import start_informers, storage_served, volcano_served
 from pumice.daemon.leadership import Leadership, default_identity
 from pumice.daemon.metrics import DaemonMetrics
 from pumice.daemon.notify import Notifier, run_watchdog
@@ -42,29 +41,12 @@ from pumice.daemon.outcome import CycleOutcome, collect
 from pumice.daemon.recorder import ANSWER_TIMEOUT, STOP_WAIT, LiveCycle, Recorder, tee
 from pumice.daemon.reload import ConfigReloader, Loader
 from pumice.daemon.reporting import Reporter
-from pumice.daemon.storage import storage_served
 from pumice.daemon.volumes import VolumeBinder
 from pumice.framework.action import run_actions
 from pumice.framework.config import RecordSettings, SchedulerConfig
 from pumice.framework.host import PluginHost
 from pumice.framework.session import Session
-from pumice.kube import (
-    NAMESPACES,
-    NODES,
-    PODGROUPS,
-    PODS,
-    PRIORITYCLASSES,
-    QUEUES,
-    Binder,
-    Evictor,
-    Informer,
-    Kind,
-    Kube,
-    KubeSettings,
-    StatusWriter,
-    connect,
-    served,
-)
+from pumice.kube import Binder, Evictor, Informer, Kind, Kube, KubeSettings, StatusWriter, connect
 from pumice.kube.nomination import nominate
 from pumice.model import ClusterSnapshot
 
@@ -266,13 +248,7 @@ class Daemon:
         await run_watchdog(self.notifier, alive)
 
     async def _make_cache(self, kube: Kube) -> ClusterCache:
-        volcano = await served(kube, PODGROUPS) and await served(kube, QUEUES)
-        if not volcano:
-            log.warning(
-                "Volcano's PodGroup and Queue resources are not served: every pod is a job of "
-                "its own in the queue %r",
-                self.options.config.scheduler.default_queue,
-            )
+        volcano = await volcano_served(kube, self.options.config.scheduler.default_queue)
         # With the flight recorder on, every input of the cache is journaled (recorder.py).
         make = self.recorder.cache if self.recorder is not None else ClusterCache
         self.cache = make(
@@ -285,82 +261,10 @@ class Daemon:
         return self.cache
 
     async def _start_informers(self, kube: Kube, cache: ClusterCache) -> list[asyncio.Task[None]]:
-        ours = f"spec.schedulerName={self.scheduler_name},spec.nodeName="
-        live = "status.phase!=Succeeded,status.phase!=Failed"
-        specs = [
-            (NODES, cache.nodes, "nodes", None),
-            (PODS, cache.pending_pods, "pending-pods", f"{ours},{live}"),
-            # finished pods too: a PodGroup counts its completed members (Volcano's phases)
-            (PODS, cache.assigned_pods, "assigned-pods", "spec.nodeName!="),
-            (PRIORITYCLASSES, cache.priority_classes, "priorityclasses", None),
-            (NAMESPACES, cache.namespaces, "namespaces", None),  # for namespaceSelector
-        ]
-        if cache.volcano:
-            # Queues before PodGroups, PodGroups before pods would be ideal; the cache copes
-            # with any order, so they simply start together after the nodes.
-            specs.insert(1, (QUEUES, cache.queues, "queues", None))
-            specs.insert(2, (PODGROUPS, cache.podgroups_handler, "podgroups", None))
-        slimmers = {}
-        for kind, store in self._storage_kinds:
-            specs.append((kind, cache.storage.handler(store), kind.plural, None))
-            # their informers store them slimmed too: not a second, whole copy of each
-            slimmers[kind.plural] = storage_slimmer(store)
-        runners = []
-        for i, (kind, handler, name, selector) in enumerate(specs):
-            informer = Informer(
-                kube,
-                kind,
-                handler,
-                name=name,
-                field_selector=selector,
-                transform=cache.slim_pod if kind is PODS else slimmers.get(name),
-            )
-            self.informers.append(informer)
-            runners.append(asyncio.get_running_loop().create_task(informer.run(), name=name))
-            # Nodes first: pods then land on nodes the cache already knows.
-            if i == 0 and not await self._wait_synced([informer], runners):
-                return runners
-        if not await self._wait_synced(self.informers, runners):
-            return runners
-        log.info(
-            "cache synced: %d nodes, %d pods, %d podgroups, %d queues",
-            len(cache.state.nodes),
-            len(cache.pods),
-            len(cache.podgroups),
-            len(cache.state.queues),
-        )
-        if cache.storage.served:
-            log.info("storage synced: %s", describe_storage(cache.storage))
-        return runners
-
-    async def _wait_synced(
-        self, informers: list[Informer], runners: list[asyncio.Task[None]]
-    ) -> bool:
-        """Wait for every initial list; an informer that dies first is an error, not a hang.
-        False when told to stop first (a list refused for good must not make SIGTERM wait)."""
-        waits = [asyncio.ensure_future(i.synced.wait()) for i in informers]
         stop = self.options.stop or asyncio.Event()
-        stopping = asyncio.ensure_future(stop.wait())
-        try:
-            pending = set(waits)
-            while pending:
-                await asyncio.wait(
-                    pending | {stopping} | {r for r in runners if not r.done()},
-                    return_when=asyncio.FIRST_COMPLETED,
-                )
-                if stopping.done():
-                    return False
-                for runner in runners:
-                    if runner.done() and not runner.cancelled():
-                        error = runner.exception()
-                        if error is not None:
-                            raise error
-                pending = {w for w in waits if not w.done()}
-            return True
-        finally:
-            stopping.cancel()
-            for w in waits:
-                w.cancel()
+        return await start_informers(
+            kube, cache, self.scheduler_name, self._storage_kinds, into=self.informers, stop=stop
+        )
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -518,7 +422,7 @@ class Daemon:
         self.last = outcome
         self._decided(committer, outcome)
         if record is not None and self.recorder is not None:
-            self.recorder.finish(record, outcome.failed)
+            self.recorder.finish(record, failed=outcome.failed)
         self.metrics.observe_cycle(outcome)
         assert self.reporter is not None
         if not outcome.failed:

@@ -139,7 +139,7 @@ class Recorder:
         self._open = record
         return record
 
-    def finish(self, record: LiveCycle, failed: bool = False) -> None:
+    def finish(self, record: LiveCycle, *, failed: bool = False) -> None:
         """The session is over (``failed``: it raised): its decisions, if any."""
         if record is self._open:
             self._open = None

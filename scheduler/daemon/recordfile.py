@@ -158,7 +158,7 @@ def encode_config(config: SchedulerConfig) -> bytes:
     return _pickled(config)
 
 
-def encode_payload(cycle: int, base: int | None, payload: Payload) -> bytes:
+def encode_payload(payload: Payload, *, cycle: int, base: int | None) -> bytes:
     """The whole file (CPU-bound: the recorder's own process writes them)."""
     header = {"format": FORMAT, "pumice": __version__, "cycle": cycle, "base": base}
     body = zlib.compress(_pickled(payload), LEVEL)
@@ -176,7 +176,7 @@ def encode(record: CycleRecord) -> bytes:
         "failed": record.failed,
     }
     payload = Payload(meta, encode_config(record.config), snapshot=record.snapshot)
-    return encode_payload(record.cycle, None, payload)
+    return encode_payload(payload, cycle=record.cycle, base=None)
 
 
 # -- reading -------------------------------------------------------------------------------

@@ -85,7 +85,7 @@ class Kept:
 class Ring:
     """The recordings of every run in a directory, oldest first, within the two bounds."""
 
-    def __init__(self, directory: Path, keep_cycles: int, max_bytes: int) -> None:
+    def __init__(self, directory: Path, *, keep_cycles: int, max_bytes: int) -> None:
         self.directory = directory
         self.keep_cycles = keep_cycles
         self.max_bytes = max_bytes
@@ -142,7 +142,7 @@ class Ring:
                 chain_kept = False
         return chain_kept
 
-    def write(self, cycle: int, data: bytes, full: bool) -> None:
+    def write(self, cycle: int, data: bytes, *, full: bool) -> None:
         path = self.run / file_name(cycle)
         partial = path.with_name(path.name + PARTIAL)
         partial.write_bytes(data)
@@ -292,7 +292,7 @@ class Writer:
             and group_bytes < ring.max_bytes // GROUP_SHARE
         ):
             journal = b"".join(self.pending)
-            delta = encode_payload(cycle, self.base, Payload(meta, self.config, journal))
+            delta = encode_payload(Payload(meta, self.config, journal), cycle=cycle, base=self.base)
             if len(delta) >= self.full_size:
                 delta = None  # so much changed that a fresh full file pays
         if delta is not None and len(delta) <= ring.max_bytes and ring.make_room(len(delta)):
@@ -301,12 +301,14 @@ class Writer:
         full: bytes | None = None
         if self.genesis:  # the journal from the cache's creation: nothing to pickle
             journal = b"".join(self.pending)
-            full = encode_payload(cycle, None, Payload(meta, self.config, journal))
+            full = encode_payload(Payload(meta, self.config, journal), cycle=cycle, base=None)
             if len(full) > ring.max_bytes:
                 full = None
         if full is None:
             self._catch_up()
-            full = encode_payload(cycle, None, Payload(meta, self.config, replica=self.replica))
+            full = encode_payload(
+                Payload(meta, self.config, replica=self.replica), cycle=cycle, base=None
+            )
         if len(full) > ring.max_bytes:
             self.dropped += 1
             self.chained = self.genesis = False
@@ -322,7 +324,7 @@ class Writer:
         self._written(cycle, full, full=True)
 
     def _written(self, cycle: int, data: bytes, full: bool) -> None:
-        self.ring.write(cycle, data, full)
+        self.ring.write(cycle, data, full=full)
         self.written += 1
         self.chained = True
         self.genesis = False
@@ -392,7 +394,7 @@ def main(argv: list[str]) -> int:
     out = sys.stdout.buffer
     directory, keep, max_bytes = Path(argv[0]), int(argv[1]), int(argv[2])
     try:
-        ring = Ring(directory, keep, max_bytes)
+        ring = Ring(directory, keep_cycles=keep, max_bytes=max_bytes)
     except OSError as exc:
         out.write(orjson.dumps({"log": "error", "message": f"recorder: {directory}: {exc}"}))
         out.write(b"\n")

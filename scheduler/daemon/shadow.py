@@ -48,6 +48,7 @@ from pumice.daemon.committers import DryRunCommitter, LoopCommitter
 from pumice.daemon.loop import Daemon, DaemonOptions
 from pumice.daemon.outcome import CycleOutcome
 from pumice.daemon.shadowbook import OUTCOMES, Live, ShadowBook
+from pumice.framework.committer import RecordingCommitter
 from pumice.kube import Kube
 from pumice.model import TaskInfo
 
@@ -63,24 +64,31 @@ class ShadowOptions:
 
 
 class ShadowCommitter(DryRunCommitter):
-    """Records the session's binds for the books (worker thread); carries nothing out."""
+    """Keeps the session's decisions for the books (worker thread), in the one decision
+    recorder (``RecordingCommitter``); carries nothing out."""
 
     def __init__(self, seen: dict[str, str]) -> None:
         super().__init__()
         self.seen = seen
         """The pending pods the session was given (uid -> ``namespace/name``)."""
-        self.placed: dict[str, str] = {}
+        self.kept = RecordingCommitter(quiet=True)
+
+    @property
+    def placed(self) -> dict[str, str]:
         """uid -> the node the session would bind it to."""
+        return {d.task.uid: d.node for d in self.kept.of_kind("bind")}
 
     def bind(self, task: TaskInfo, node: str) -> None:
         self.binds += 1
-        self.placed[task.uid] = node
+        self.kept.bind(task, node)
 
     def evict(self, task: TaskInfo, reason: str) -> None:
         self.evictions += 1
+        self.kept.evict(task, reason)
         log.debug("shadow: would evict %s from %s (%s)", task.key, task.node_name, reason)
 
     def nominate(self, task: TaskInfo, node: str) -> None:
+        self.kept.nominate(task, node)
         log.debug("shadow: would nominate %s for %s", task.key, node)
 
 

@@ -151,13 +151,13 @@ class VolumeBinder:
 
     # -- from the committer -----------------------------------------------------------------
 
-    def expect(self, uid: str, job: str, claim: str, volume: str | None, node: str) -> None:
+    def expect(self, *, uid: str, job: str, claim: str, volume: str | None, node: str) -> None:
         """A write asked for the pod ``uid`` of ``job``, before its bind is handed over."""
         entry = self._expected.setdefault(uid, (job, []))
         entry[1].append(VolumeWrite(claim, volume, node))
         self._gangs.setdefault(job, _Gang()).waiting.add(uid)
 
-    def holds(self, uid: str, namespace: str, name: str, node: str) -> bool:
+    def holds(self, *, uid: str, namespace: str, name: str, node: str) -> bool:
         """The pod (assumed on ``node``) is bound later: when its volumes are (it had writes)
         or its gang's are. False: bind it now."""
         expected = self._expected.pop(uid, None)
@@ -246,7 +246,7 @@ class VolumeBinder:
                 if volume is None:
                     raise _Failed(f'persistentvolume "{write.volume}" not found')
                 if not refers_to(volume, claim) and not is_bound(claim):
-                    await claim_volume(self.kube, volume, claim)
+                    await claim_volume(self.kube, volume=volume, claim=claim)
         except _Failed as exc:
             self._fail(wait.uid, str(exc))
             return

@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeGuard
 
+from pumice.errors import PumiceError
 from pumice.framework.arguments import as_bool
 from pumice.framework.config import ConfigError
 
@@ -41,6 +42,7 @@ __all__ = [
     "ArgumentKind",
     "ArgumentProblem",
     "ArgumentSpec",
+    "ArgumentSpecError",
     "argument_error",
     "as_bool",
     "check_arguments",
@@ -68,6 +70,11 @@ WILDCARD = ".*"
 """A declared name ending in this covers every key under its prefix (``binpack.resources.*``)."""
 
 
+class ArgumentSpecError(PumiceError, ValueError):
+    """A plugin's or action's argument declaration that cannot be right: an unknown kind, a
+    default its own checks refuse (a bug in the plugin, found when its module is loaded)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ArgumentSpec:
     """One declared argument: its name (or ``prefix.*``), kind, default, and allowed values.
@@ -86,9 +93,11 @@ class ArgumentSpec:
 
     def __post_init__(self) -> None:
         if self.kind not in _EXPECTED:
-            raise ValueError(f"argument {self.name!r}: unknown kind {self.kind!r}")
+            raise ArgumentSpecError(f"argument {self.name!r}: unknown kind {self.kind!r}")
         if self.default is not None and self.problem(self.default) is not None:
-            raise ValueError(f"argument {self.name!r}: default {self.default!r} is not allowed")
+            raise ArgumentSpecError(
+                f"argument {self.name!r}: default {self.default!r} is not allowed"
+            )
 
     def covers(self, key: str) -> bool:
         """Does this declaration cover the argument ``key``?"""
@@ -208,7 +217,7 @@ def is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def argument_error(owner: str, key: str, message: str) -> ConfigError:
+def argument_error(owner: str, *, key: str, message: str) -> ConfigError:
     """A config error about argument ``key`` of plugin ``owner``; its source names the plugin
     until the config loader relocates it to the file and line."""
     return ConfigError(message, source=f"plugin {owner!r} arguments", key=key)
@@ -219,9 +228,9 @@ def check_weight(owner: str, key: str, value: object, default: int) -> int:
     if value is None:
         return default
     if not is_int(value):
-        raise argument_error(owner, key, f"must be an integer, got {value!r}")
+        raise argument_error(owner, key=key, message=f"must be an integer, got {value!r}")
     if value < 0:
-        raise argument_error(owner, key, f"must not be negative, got {value}")
+        raise argument_error(owner, key=key, message=f"must not be negative, got {value}")
     return value
 
 
@@ -230,7 +239,9 @@ def check_mapping(owner: str, key: str, value: object) -> Mapping[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise argument_error(owner, key, f"must be a mapping, got {type(value).__name__}")
+        raise argument_error(
+            owner, key=key, message=f"must be a mapping, got {type(value).__name__}"
+        )
     return value
 
 
@@ -239,7 +250,9 @@ def check_known_keys(owner: str, key: str, value: Mapping[str, Any], known: Sequ
     unknown = sorted(set(value) - set(known))
     if unknown:
         where = f"{key}.{unknown[0]}" if key else unknown[0]
-        raise argument_error(owner, where, f"unknown key; expected one of {', '.join(known)}")
+        raise argument_error(
+            owner, key=where, message=f"unknown key; expected one of {', '.join(known)}"
+        )
 
 
 def check_resource_names(owner: str, key: str, value: object) -> tuple[str, ...]:
@@ -253,7 +266,9 @@ def check_resource_names(owner: str, key: str, value: object) -> tuple[str, ...]
         parts = [p.strip() for p in value]
     else:
         raise argument_error(
-            owner, key, f"must be a comma-separated string of resource names, got {value!r}"
+            owner,
+            key=key,
+            message=f"must be a comma-separated string of resource names, got {value!r}",
         )
     return tuple(dict.fromkeys(p for p in parts if p))
 
@@ -264,5 +279,5 @@ def check_flag(owner: str, key: str, value: object, default: bool) -> bool:
         return default
     flag = as_bool(value)
     if flag is None:
-        raise argument_error(owner, key, f"must be true or false, got {value!r}")
+        raise argument_error(owner, key=key, message=f"must be true or false, got {value!r}")
     return flag

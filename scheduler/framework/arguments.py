@@ -24,6 +24,8 @@ import types
 from collections.abc import Iterator, Mapping
 from typing import Any, TypeVar
 
+from pumice.errors import PumiceError
+
 log = logging.getLogger("pumice.config")
 
 _T = TypeVar("_T")
@@ -51,6 +53,10 @@ def freeze(value: Any) -> Any:
     return value
 
 
+class ArgumentNameError(PumiceError, TypeError):
+    """Arguments keyed by something other than a string (YAML's ``1: x``, say)."""
+
+
 class Arguments(Mapping[str, Any]):
     """A read-only mapping of argument name (e.g. ``binpack.weight``) to its raw YAML value.
 
@@ -67,7 +73,7 @@ class Arguments(Mapping[str, Any]):
         data = data or {}
         for key in data:
             if not isinstance(key, str):
-                raise TypeError(f"argument names must be strings, got {key!r}")
+                raise ArgumentNameError(f"argument names must be strings, got {key!r}")
         object.__setattr__(self, "_data", freeze(data))
         object.__setattr__(self, "_context", context)
 

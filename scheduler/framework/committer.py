@@ -46,11 +46,11 @@ class PreBindWriter(Protocol):
     its predecessor wrote). Claims are named ``namespace/name``.
     """
 
-    def bind_volume(self, claim: str, volume: str) -> None:
+    def bind_volume(self, *, claim: str, volume: str) -> None:
         """Bind the PersistentVolume ``volume`` to ``claim``: its ``spec.claimRef`` names the
         claim (kube-scheduler's static binding; the PV controller completes it)."""
 
-    def provision_volume(self, claim: str, node: str) -> None:
+    def provision_volume(self, *, claim: str, node: str) -> None:
         """Have a volume provisioned for ``claim`` where ``node`` can reach it: the claim's
         ``volume.kubernetes.io/selected-node`` annotation (the provisioner then creates and
         binds the volume)."""
@@ -59,10 +59,10 @@ class PreBindWriter(Protocol):
 class IgnoredWrites:
     """The pre-bind writer of committers that bind nothing for real."""
 
-    def bind_volume(self, claim: str, volume: str) -> None:
+    def bind_volume(self, *, claim: str, volume: str) -> None:
         return None
 
-    def provision_volume(self, claim: str, node: str) -> None:
+    def provision_volume(self, *, claim: str, node: str) -> None:
         return None
 
 
@@ -88,12 +88,12 @@ class _KeptWrites:
         self.node = node
         self.inner = inner
 
-    def bind_volume(self, claim: str, volume: str) -> None:
-        self.inner.bind_volume(claim, volume)
+    def bind_volume(self, *, claim: str, volume: str) -> None:
+        self.inner.bind_volume(claim=claim, volume=volume)
         self.into.append(VolumeWrite(claim, volume, self.node))
 
-    def provision_volume(self, claim: str, node: str) -> None:
-        self.inner.provision_volume(claim, node)
+    def provision_volume(self, *, claim: str, node: str) -> None:
+        self.inner.provision_volume(claim=claim, node=node)
         self.into.append(VolumeWrite(claim, None, node))
 
 

@@ -147,6 +147,10 @@ def _default_flags() -> Mapping[str, bool]:
     return DEFAULT_FLAGS
 
 
+class FlagError(PumiceError, ValueError):
+    """A plugin option names an extension-point flag there is none of."""
+
+
 @dataclass(frozen=True, slots=True)
 class PluginOption:
     """One plugin in a tier: its name, arguments and per-extension-point flags.
@@ -162,7 +166,7 @@ class PluginOption:
     def __post_init__(self) -> None:
         unknown = sorted(set(self.flags) - set(FLAGS))
         if unknown:
-            raise ValueError(f"unknown flags {unknown}; known: {', '.join(FLAGS)}")
+            raise FlagError(f"unknown flags {unknown}; known: {', '.join(FLAGS)}")
         object.__setattr__(self, "flags", types.MappingProxyType({**DEFAULT_FLAGS, **self.flags}))
         arguments: Mapping[str, Any] = self.arguments
         if not isinstance(arguments, Arguments):
@@ -180,11 +184,12 @@ class PluginOption:
         return f"PluginOption({', '.join(parts)})"
 
     def enabled(self, flag: str) -> bool:
-        """Is this plugin's ``flag`` extension point switched on? (ValueError if no such flag.)"""
+        """Is this plugin's ``flag`` extension point switched on? (``FlagError``, a
+        ValueError, if there is no such flag.)"""
         try:
             return self.flags[flag]
         except KeyError:
-            raise ValueError(f"unknown flag {flag!r}; known: {', '.join(FLAGS)}") from None
+            raise FlagError(f"unknown flag {flag!r}; known: {', '.join(FLAGS)}") from None
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,8 @@ import numpy.typing as npt
 
 from pumice.errors import PumiceError
 from pumice.framework.base import Plugin
+from pumice.framework.results import Vote
+from pumice.model.objects import TaskInfo
 
 Hook = Callable[..., Any]
 
@@ -144,3 +146,59 @@ def first_message(hooks: list[tuple[str, Hook]], *args: Any) -> str | None:
             raise PluginContractError(f"plugin {name} returned {message!r}, not a message")
         return message
     return None
+
+
+def tier_vote(hook_name: str, tiers: Sequence[list[tuple[str, Hook]]], job: Any) -> bool:
+    """Volcano's vote over tiers (``job_pipelined``, ``job_enqueueable``): any REJECT says no;
+    a PERMIT ends the walk at the end of its tier; all abstaining says yes."""
+    for tier in tiers:
+        permitted = False
+        for name, hook in tier:
+            vote = hook(job)
+            if vote not in (Vote.REJECT, Vote.ABSTAIN, Vote.PERMIT):
+                raise PluginContractError(f"plugin {name} {hook_name} returned {vote!r}")
+            if vote == Vote.REJECT:
+                return False
+            permitted = permitted or vote == Vote.PERMIT
+        if permitted:
+            return True
+    return True
+
+
+def tier_victims(
+    guards: Sequence[tuple[str, Hook]],
+    tiers: Sequence[list[tuple[str, Hook]]],
+    initiator: TaskInfo,
+    candidates: Sequence[TaskInfo],
+) -> list[TaskInfo]:
+    """Victims among ``candidates`` (``preemptable`` / ``reclaimable``): the protecting plugins
+    (``guards``) remove what they leave out first; then the first tier with a non-empty
+    answer wins, its plugins' answers intersected."""
+    for _, guard in guards:
+        kept = guard(initiator, candidates)
+        if kept is None:
+            continue
+        keep = {t.uid for t in kept}
+        candidates = [t for t in candidates if t.uid in keep]
+        if not candidates:
+            return []
+    for tier in tiers:
+        victims: list[TaskInfo] | None = None
+        for _, hook in tier:
+            answer = hook(initiator, candidates)
+            if answer is None:
+                continue
+            if not answer:
+                victims = None
+                break
+            if victims is None:
+                victims = list(answer)
+            else:
+                keep = {t.uid for t in answer}
+                victims = [t for t in victims if t.uid in keep]
+                if not victims:
+                    victims = None
+                    break
+        if victims:
+            return victims
+    return []

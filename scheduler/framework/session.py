@@ -47,12 +47,14 @@ from pumice.framework.hookcalls import (
     is_row_local,
     read_only,
     row_maker,
+    tier_victims,
+    tier_vote,
     timed,
     vector_answer,
 )
 from pumice.framework.hookspecs import HOOK_FLAGS, PluginSpec
 from pumice.framework.placement import Scoring, choose_node, node_scores, pick_best, score_parts
-from pumice.framework.results import Feasibility, JobInvalid, Vote
+from pumice.framework.results import Feasibility, JobInvalid
 from pumice.framework.statement import Statement
 from pumice.framework.view import SessionView
 from pumice.model.objects import JobInfo, QueueInfo, TaskInfo, pod_name_index
@@ -410,18 +412,7 @@ class Session:
         return self._vote("job_enqueueable", job)
 
     def _vote(self, hook_name: str, job: JobInfo) -> bool:
-        for tier in self._tiers[hook_name]:
-            permitted = False
-            for name, hook in tier:
-                vote = hook(job)
-                if vote not in (Vote.REJECT, Vote.ABSTAIN, Vote.PERMIT):
-                    raise PluginContractError(f"plugin {name} {hook_name} returned {vote!r}")
-                if vote == Vote.REJECT:
-                    return False
-                permitted = permitted or vote == Vote.PERMIT
-            if permitted:
-                return True
-        return True
+        return tier_vote(hook_name, self._tiers[hook_name], job)
 
     def job_starving(self, job: JobInfo) -> bool:
         for tier in self._tiers["job_starving"]:
@@ -453,34 +444,7 @@ class Session:
     def _victims(
         self, hook_name: str, initiator: TaskInfo, candidates: Sequence[TaskInfo]
     ) -> list[TaskInfo]:
-        for _, guard in self._guards[hook_name]:
-            kept = guard(initiator, candidates)
-            if kept is None:
-                continue
-            keep = {t.uid for t in kept}
-            candidates = [t for t in candidates if t.uid in keep]
-            if not candidates:
-                return []
-        for tier in self._tiers[hook_name]:
-            victims: list[TaskInfo] | None = None
-            for _, hook in tier:
-                answer = hook(initiator, candidates)
-                if answer is None:
-                    continue
-                if not answer:
-                    victims = None
-                    break
-                if victims is None:
-                    victims = list(answer)
-                else:
-                    keep = {t.uid for t in answer}
-                    victims = [t for t in victims if t.uid in keep]
-                    if not victims:
-                        victims = None
-                        break
-            if victims:
-                return victims
-        return []
+        return tier_victims(self._guards[hook_name], self._tiers[hook_name], initiator, candidates)
 
     # -- events -----------------------------------------------------------------------------
 

@@ -32,6 +32,7 @@ import logging
 import time
 from collections.abc import Callable
 
+from pumice.errors import PumiceError
 from pumice.kube.client import Kube
 from pumice.kube.errors import Conflict, KubeError, NotFound
 from pumice.kube.events import EventRecorder, micro_time
@@ -41,6 +42,10 @@ from pumice.plain import Obj
 log = logging.getLogger("pumice.kube.lease")
 
 Callback = Callable[[], None]
+
+
+class LeaseTimingError(PumiceError, ValueError):
+    """Lease timings that cannot work: they must fall as duration > renew deadline > retry."""
 
 
 class LeaderElector:
@@ -61,7 +66,7 @@ class LeaderElector:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if not lease_duration > renew_deadline > retry_period > 0:
-            raise ValueError(
+            raise LeaseTimingError(
                 "leader election needs leaseDuration > renewDeadline > retryPeriod > 0, not "
                 f"{lease_duration} / {renew_deadline} / {retry_period}"
             )

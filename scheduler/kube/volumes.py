@@ -45,7 +45,7 @@ def claim_reference(claim: ObjView) -> dict[str, Any]:
     return ref
 
 
-async def claim_volume(kube: Kube, volume: ObjView, claim: ObjView) -> None:
+async def claim_volume(kube: Kube, *, volume: ObjView, claim: ObjView) -> None:
     """Pre-bind ``volume`` to ``claim`` (kube's static binding)."""
     m = _meta(volume)
     metadata: dict[str, Any] = {"annotations": {BOUND_BY_CONTROLLER: "yes"}}

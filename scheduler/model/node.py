@@ -35,6 +35,7 @@ from pumice.model.table import (
     FIT_TOLERANCE,
     ColumnTable,
     FloatVector,
+    NodeTableError,
     RequestCells,
 )
 
@@ -107,7 +108,7 @@ def add_new_nodes(table: NodeTable, nodes: Sequence[NodeFields]) -> list[NodeInf
     table of its own first was most of what 5,000 nodes cost."""
     names = [f.name for f in nodes]
     if len(set(names)) != len(names) or any(name in table for name in names):
-        raise ValueError("a node is named twice, or is already in the table")
+        raise NodeTableError("a node is named twice, or is already in the table")
     if not nodes:
         return []
     table.ensure_dims(k for f in nodes for k, v in f.allocatable.items() if v > 0)

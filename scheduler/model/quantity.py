@@ -1,4 +1,5 @@
-"""Kubernetes quantities: exact parsing, and conversion to pumice's canonical units.
+"""Kubernetes quantities: exact parsing, conversion to pumice's canonical units, and back to
+text for people (``format_amount``).
 
 A quantity is written ``[sign] number [suffix]`` where the number is ``123``, ``1.5``, ``5.`` or
 ``.5`` and the suffix is one of
@@ -44,8 +45,11 @@ __all__ = [
     "QuantityError",
     "canonical_amount",
     "canonical_from_fraction",
+    "format_amount",
     "is_byte_resource",
+    "is_whole",
     "parse_quantity",
+    "plain_quantity",
 ]
 
 MAX_EXPONENT = 1000
@@ -186,3 +190,42 @@ def canonical_amount(resource_name: str, value: str | int | float) -> float:
 @functools.lru_cache(maxsize=8192)
 def _canonical_text(resource_name: str, text: str) -> float:
     return canonical_from_fraction(resource_name, _parse_text(text))
+
+
+# -- formatting ---------------------------------------------------------------------------------
+
+
+def is_whole(value: float) -> bool:
+    """No fractional part."""
+    return value == math.floor(value)
+
+
+def plain_quantity(value: float) -> str:
+    """A number as a Kubernetes quantity without suffix: ``"3"``, ``"0.5"``, ``"1.5e-07"``."""
+    if is_whole(value):
+        return str(int(value))
+    nearest = round(value)
+    if abs(value - nearest) <= 1e-9 * max(1.0, abs(value)):
+        return str(int(nearest))  # float noise from scaling, e.g. 0.7 * 1000
+    return float.__repr__(value)
+
+
+_SUFFIXES = tuple((f"{p}i", 1024 ** (n + 1)) for n, p in reversed(list(enumerate("KMGTPE"))))
+_SUFFIXES += tuple((p, 1000 ** (n + 1)) for n, p in reversed(list(enumerate("kMGTPE"))))
+
+
+def format_amount(name: str, value: float) -> str:
+    """An amount of ``name`` for people: cpu ``2`` or ``500m``, memory ``1Gi`` / ``1G`` / bytes,
+    counts ``2`` or ``500m``."""
+    if name == "cpu":
+        return (
+            plain_quantity(value / 1000) if is_whole(value / 1000) else plain_quantity(value) + "m"
+        )
+    if is_byte_resource(name):
+        if value >= 1024 and is_whole(value):
+            whole = int(value)
+            for suffix, size in _SUFFIXES:
+                if whole % size == 0:
+                    return f"{whole // size}{suffix}"
+        return plain_quantity(value)
+    return plain_quantity(value) if is_whole(value) else plain_quantity(value * 1000) + "m"

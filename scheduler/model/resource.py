@@ -50,7 +50,14 @@ from collections.abc import ItemsView, Mapping
 from typing import Any, ClassVar, Literal, NoReturn
 
 from pumice.errors import PumiceError
-from pumice.model.quantity import QuantityError, canonical_amount, is_byte_resource
+from pumice.model.quantity import (
+    QuantityError,
+    canonical_amount,
+    format_amount,
+    is_byte_resource,
+    is_whole,
+    plain_quantity,
+)
 
 __all__ = [
     "ABSOLUTE_TOLERANCE",
@@ -205,11 +212,11 @@ class Resource:
         out: dict[str, str] = {}
         for name, value in self._values.items():
             if name == "cpu":
-                out[name] = _plain(value) + "m"
-            elif is_byte_resource(name) or _is_whole(value):
-                out[name] = _plain(value)
+                out[name] = plain_quantity(value) + "m"
+            elif is_byte_resource(name) or is_whole(value):
+                out[name] = plain_quantity(value)
             else:
-                out[name] = _plain(value * 1000) + "m"
+                out[name] = plain_quantity(value * 1000) + "m"
         return out
 
     def is_empty(self) -> bool:
@@ -471,42 +478,6 @@ def _wrap(values: dict[str, float]) -> Resource:
 
 
 _ZERO = Resource()
-
-
-# -- formatting ---------------------------------------------------------------------------------
-
-
-def _is_whole(value: float) -> bool:
-    return value == math.floor(value)
-
-
-def _plain(value: float) -> str:
-    """A number as a Kubernetes quantity without suffix: ``"3"``, ``"0.5"``, ``"1.5e-07"``."""
-    if _is_whole(value):
-        return str(int(value))
-    nearest = round(value)
-    if abs(value - nearest) <= 1e-9 * max(1.0, abs(value)):
-        return str(int(nearest))  # float noise from scaling, e.g. 0.7 * 1000
-    return float.__repr__(value)
-
-
-_SUFFIXES = tuple((f"{p}i", 1024 ** (n + 1)) for n, p in reversed(list(enumerate("KMGTPE"))))
-_SUFFIXES += tuple((p, 1000 ** (n + 1)) for n, p in reversed(list(enumerate("kMGTPE"))))
-
-
-def format_amount(name: str, value: float) -> str:
-    """An amount of ``name`` for people: cpu ``2`` or ``500m``, memory ``1Gi`` / ``1G`` / bytes,
-    counts ``2`` or ``500m``."""
-    if name == "cpu":
-        return _plain(value / 1000) if _is_whole(value / 1000) else _plain(value) + "m"
-    if is_byte_resource(name):
-        if value >= 1024 and _is_whole(value):
-            whole = int(value)
-            for suffix, size in _SUFFIXES:
-                if whole % size == 0:
-                    return f"{whole // size}{suffix}"
-        return _plain(value)
-    return _plain(value) if _is_whole(value) else _plain(value * 1000) + "m"
 
 
 def resource_list(resource: Resource) -> dict[str, str]:

@@ -14,6 +14,7 @@ from typing import Any, Generic, Protocol, Self, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from pumice.errors import PumiceError
 from pumice.model.resource import Resource
 
 FloatMatrix = npt.NDArray[np.float64]
@@ -24,6 +25,10 @@ RequestCells = tuple[tuple[int, float], ...]
 
 FIT_TOLERANCE = 1e-6
 """Slack allowed when checking that a request fits idle resources (canonical units)."""
+
+
+class NodeTableError(PumiceError, ValueError):
+    """A node the table cannot take: one of that name is in it already."""
 
 
 class TableRow(Protocol):
@@ -293,7 +298,7 @@ class ColumnTable(Generic[RowT]):
     def add(self, node: RowT) -> None:
         """Move ``node``, with its current accounting, into this table."""
         if node.name in self._row_of:
-            raise ValueError(f"node {node.name!r} is already in the table")
+            raise NodeTableError(f"node {node.name!r} is already in the table")
         old, old_row = node.table, node.row
         self._copy_row_in(node, old, old_row)
         old._drop_row(node.name)

@@ -31,7 +31,14 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from pumice.sim.errors import ApiError, bad_request, method_not_allowed, no_such_path, not_found
+from pumice.sim.errors import (
+    ApiError,
+    SimSettingsError,
+    bad_request,
+    method_not_allowed,
+    no_such_path,
+    not_found,
+)
 from pumice.sim.objects import Obj, now_rfc3339
 from pumice.sim.rbac import (
     ANONYMOUS,
@@ -98,7 +105,9 @@ class AccessControl:
 
     def __init__(self, registry: Registry, mode: str = "none") -> None:
         if mode not in MODES:
-            raise ValueError(f"authorization mode {mode!r}: expected one of {', '.join(MODES)}")
+            raise SimSettingsError(
+                f"authorization mode {mode!r}: expected one of {', '.join(MODES)}"
+            )
         self.registry = registry
         self.mode = mode
         self.authorizer = RbacAuthorizer(registry.store) if mode == "rbac" else None

@@ -4,6 +4,7 @@ Exception hierarchy::
 
     ApiError (PumiceError)   one HTTP error response: code + Status body (+ extra headers)
       (built by the helpers below; handlers raise, the router turns it into a response)
+    SimSettingsError (PumiceError, ValueError)   a setting the server cannot run with
 
 Every helper reproduces the reason, message and ``details`` the real API server sends, because
 kubectl prints the message and clients branch on ``reason`` and ``code``.
@@ -15,6 +16,11 @@ from typing import Any
 
 from pumice.errors import PumiceError
 from pumice.sim.objects import Obj
+
+
+class SimSettingsError(PumiceError, ValueError):
+    """A setting the simulated server cannot run with (a fraction outside [0, 1], a negative
+    delay, an unknown authorization mode): refused when the server or a rule is set up."""
 
 
 class ApiError(PumiceError):

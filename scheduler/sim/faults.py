@@ -26,7 +26,7 @@ import random
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
-from pumice.sim.errors import ApiError, bad_request, injected
+from pumice.sim.errors import ApiError, SimSettingsError, bad_request, injected
 from pumice.sim.objects import Obj
 
 
@@ -60,11 +60,11 @@ class ErrorRule:
 
 def _checked(rule: ErrorRule) -> ErrorRule:
     if not isinstance(rule.code, int) or not 400 <= rule.code <= 599:
-        raise ValueError(f"code must be an HTTP error code, not {rule.code!r}")
+        raise SimSettingsError(f"code must be an HTTP error code, not {rule.code!r}")
     if not 0.0 <= float(rule.fraction) <= 1.0:
-        raise ValueError(f"fraction must be within [0, 1], not {rule.fraction!r}")
+        raise SimSettingsError(f"fraction must be within [0, 1], not {rule.fraction!r}")
     if rule.count is not None and rule.count < 0:
-        raise ValueError(f"count must not be negative, not {rule.count!r}")
+        raise SimSettingsError(f"count must not be negative, not {rule.count!r}")
     return rule
 
 
@@ -109,7 +109,7 @@ class Faults:
 
     def set_latency(self, seconds: float) -> None:
         if seconds < 0:
-            raise ValueError("latency must not be negative")
+            raise SimSettingsError("latency must not be negative")
         self.latency = seconds
 
     def close_watches(self) -> int:

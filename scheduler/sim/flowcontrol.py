@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from aiohttp import web
 
-from pumice.sim.errors import ApiError, injected
+from pumice.sim.errors import ApiError, SimSettingsError, injected
 
 FLOW_SCHEMA_HEADER = "X-Kubernetes-PF-FlowSchema-UID"
 PRIORITY_LEVEL_HEADER = "X-Kubernetes-PF-PriorityLevel-UID"
@@ -56,7 +56,7 @@ class FlowControl:
     def shed_above(self, rate: float | None, burst: int | None = None) -> None:
         """Answer 429 to requests beyond ``rate`` per second (``burst`` at once); None: never."""
         if rate is not None and not rate > 0:
-            raise ValueError(f"rate must be positive, not {rate!r}")
+            raise SimSettingsError(f"rate must be positive, not {rate!r}")
         self._rate = float(rate or 0.0)
         self._burst = float(max(1, burst if burst is not None else int(self._rate) or 1))
         self._tokens = self._burst

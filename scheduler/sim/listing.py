@@ -9,15 +9,20 @@ it — the table, the resourceVersion and the selector. The next pages find thei
 bisection. A remembered listing stays right for as long as it is kept: stored objects are
 never mutated, and the resourceVersion pins the state it was taken from. Only a few are kept
 (the newest ones), and the caller still answers 410 for versions older than the history.
+The continue token itself is the API server's (``encode_continue``, ``decode_continue``).
 """
 
 from __future__ import annotations
 
+import base64
 from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+import orjson
+
+from pumice.sim.errors import ApiError
 from pumice.sim.objects import Key, Obj
 from pumice.sim.selectors import Selector
 
@@ -75,3 +80,28 @@ class Listings:
         self._recent.move_to_end(key)
         while len(self._recent) > self.kept:
             self._recent.popitem(last=False)
+
+
+def encode_continue(rv: int, key: Key) -> str:
+    """The continue token of a page that ended at ``key``, listed at ``rv`` (the API server's
+    form: base64 of its JSON)."""
+    raw = orjson.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": f"{key[0]}/{key[1]}\x00"})
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_continue(token: str) -> tuple[int, Key]:
+    """The resourceVersion and the last key of the page a continue token ended; 400 if the
+    token is not one."""
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        data = orjson.loads(raw)
+        rv = int(data["rv"])
+        ns, _, name = str(data["start"]).rstrip("\x00").partition("/")
+    except (ValueError, KeyError, TypeError, orjson.JSONDecodeError):
+        raise ApiError(
+            400,
+            "BadRequest",
+            "continue key is not valid: incorrect encoded start resourceVersion "
+            "(version meta.k8s.io/v1)",
+        ) from None
+    return rv, (ns, name)

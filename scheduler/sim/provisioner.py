@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pumice.sim import volumematch as vm
-from pumice.sim.errors import bad_request
+from pumice.sim.errors import SimSettingsError, bad_request
 from pumice.sim.objects import Key, Obj, get_path, meta, now_rfc3339, with_meta
 from pumice.sim.registry import Registry
 from pumice.sim.resources import (
@@ -51,7 +51,9 @@ class VolumeConfig:
 
 def check_fraction(value: float) -> float:
     if not 0.0 <= value <= 1.0:  # NaN too
-        raise ValueError(f"the fraction of failed provisionings must be within [0, 1], not {value}")
+        raise SimSettingsError(
+            f"the fraction of failed provisionings must be within [0, 1], not {value}"
+        )
     return value
 
 
@@ -60,7 +62,7 @@ def claim_key(claim: Obj) -> Key:
 
 
 def record_event(
-    registry: Registry, claim: Obj, kind: str, reason: str, message: str, source: str
+    registry: Registry, claim: Obj, *, kind: str, reason: str, message: str, source: str
 ) -> None:
     """An event about ``claim``, as a controller's recorder writes it."""
     m = meta(claim)
@@ -104,7 +106,7 @@ class Provisioner:
         """Hand a claim back to the PV controller (its volume exists, or a retry is due)."""
         self.fail_provisioning = check_fraction(config.fail_provisioning)
         if not config.provisioning_delay >= 0:
-            raise ValueError("the provisioning delay must not be negative")
+            raise SimSettingsError("the provisioning delay must not be negative")
         self.provisioning_delay = config.provisioning_delay
         self._rng = random.Random(config.seed)
         self._attempts: dict[Key, asyncio.TimerHandle] = {}
@@ -133,7 +135,7 @@ class Provisioner:
             delay = float(body.get("provisioningDelay", self.provisioning_delay))
             check_fraction(fraction)
             if not delay >= 0:
-                raise ValueError(f"the provisioning delay must not be negative, not {delay}")
+                raise SimSettingsError(f"the provisioning delay must not be negative, not {delay}")
         except (TypeError, ValueError) as exc:
             raise bad_request(f"invalid volume fault configuration: {exc}") from None
         self.fail_provisioning, self.provisioning_delay = fraction, delay
@@ -160,17 +162,17 @@ class Provisioner:
             return
         self._record(
             claim,
-            "Normal",
-            "Provisioning",
-            f'External provisioner is provisioning volume for claim "{key[0]}/{key[1]}"',
-            str(sc.get("provisioner")),
+            kind="Normal",
+            reason="Provisioning",
+            message=f'External provisioner is provisioning volume for claim "{key[0]}/{key[1]}"',
+            source=str(sc.get("provisioner")),
         )
         uid = str(meta(claim).get("uid"))
         loop = asyncio.get_running_loop()
         self._attempts[key] = loop.call_later(self.provisioning_delay, self._finish, key, uid, node)
 
-    def _record(self, claim: Obj, kind: str, reason: str, message: str, source: str) -> None:
-        record_event(self.registry, claim, kind, reason, message, source)
+    def _record(self, claim: Obj, *, kind: str, reason: str, message: str, source: str) -> None:
+        record_event(self.registry, claim, kind=kind, reason=reason, message=message, source=source)
 
     def _finish(self, key: Key, uid: str, node: str) -> None:
         self._attempts.pop(key, None)
@@ -199,10 +201,10 @@ class Provisioner:
         self.provisioned += 1
         self._record(
             claim,
-            "Normal",
-            "ProvisioningSucceeded",
-            f"Successfully provisioned volume {name}",
-            str(sc.get("provisioner")),
+            kind="Normal",
+            reason="ProvisioningSucceeded",
+            message=f"Successfully provisioned volume {name}",
+            source=str(sc.get("provisioner")),
         )
 
     def _affinity(self, sc: Obj, node: str) -> tuple[Obj | None, str | None]:
@@ -221,10 +223,10 @@ class Provisioner:
     def _failed(self, claim: Obj, sc: Obj, node: str, why: str) -> None:
         self._record(
             claim,
-            "Warning",
-            "ProvisioningFailed",
-            f'failed to provision volume with StorageClass "{meta(sc)["name"]}": {why}',
-            str(sc.get("provisioner")),
+            kind="Warning",
+            reason="ProvisioningFailed",
+            message=f'failed to provision volume with StorageClass "{meta(sc)["name"]}": {why}',
+            source=str(sc.get("provisioner")),
         )
         key = (str(meta(claim).get("namespace")), str(meta(claim)["name"]))
         if node:

@@ -12,16 +12,12 @@ Pod-specific verbs (binding, eviction, graceful deletion) live in ``pumice.sim.p
 
 from __future__ import annotations
 
-import base64
 import random
 from collections.abc import Iterable
 from typing import Any
 
-import orjson
-
 from pumice.sim.admission import Admission, generated_name
 from pumice.sim.errors import (
-    ApiError,
     already_exists,
     bad_request,
     forbidden,
@@ -33,7 +29,7 @@ from pumice.sim.errors import (
     stale,
     uid_precondition,
 )
-from pumice.sim.listing import Listing, Listings, listing
+from pumice.sim.listing import Listing, Listings, decode_continue, encode_continue, listing
 from pumice.sim.managedfields import stamp_create, stamp_update
 from pumice.sim.objects import Key, Obj, meta, new_uid, now_rfc3339, with_meta
 from pumice.sim.patch import apply_patch
@@ -139,7 +135,7 @@ class Registry:
         store = self.store
         start: Key | None = None
         if token:
-            at, start = _decode_continue(token)
+            at, start = decode_continue(token)
             if at < store.floor(rtype.table):
                 raise gone(CONTINUE_TOO_OLD)
         elif rv_match == "Exact" or (limit and rv not in ("", "0") and not rv_match):
@@ -169,7 +165,7 @@ class Registry:
         list_meta: Obj = {"resourceVersion": str(at)}
         if remaining and last is not None:
             self.listings.keep(rtype.table, at, selector, found)
-            list_meta["continue"] = _encode_continue(at, last)
+            list_meta["continue"] = encode_continue(at, last)
             if not selector.labels and not selector.fields:
                 list_meta["remainingItemCount"] = remaining
         return items, list_meta
@@ -490,24 +486,3 @@ def _parse_rv(text: str) -> int:
     if value < 0:
         raise bad_request(f"invalid resource version: {text!r}")
     return value
-
-
-def _encode_continue(rv: int, key: Key) -> str:
-    raw = orjson.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": f"{key[0]}/{key[1]}\x00"})
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def _decode_continue(token: str) -> tuple[int, Key]:
-    try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        data = orjson.loads(raw)
-        rv = int(data["rv"])
-        ns, _, name = str(data["start"]).rstrip("\x00").partition("/")
-    except (ValueError, KeyError, TypeError, orjson.JSONDecodeError):
-        raise ApiError(
-            400,
-            "BadRequest",
-            "continue key is not valid: incorrect encoded start resourceVersion "
-            "(version meta.k8s.io/v1)",
-        ) from None
-    return rv, (ns, name)

@@ -19,6 +19,7 @@ from typing import Protocol
 
 import orjson
 
+from pumice.errors import PumiceError
 from pumice.sim.errors import too_old
 from pumice.sim.objects import Key, Obj, with_rv
 
@@ -58,12 +59,16 @@ class Change:
         return cached
 
 
+class StoreKeyError(PumiceError, KeyError):
+    """A delete of an object the store does not hold (the registry checks first: a bug)."""
+
+
 def _would_commit(table: str, key: Key, obj: Obj | None, prev: Obj | None) -> Change:
     """The change a dry run answers with: no new resourceVersion (a would-be object keeps
     the version it had; a would-be new one has none), nothing stored or announced."""
     if obj is None:
         if prev is None:
-            raise KeyError(key)
+            raise StoreKeyError(key)
         return Change(0, DELETED, table, key, prev, prev)
     if prev is None:
         m = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "resourceVersion"}
@@ -162,7 +167,7 @@ class Store:
         rv = self.rv
         if obj is None:
             if prev is None:
-                raise KeyError(key)
+                raise StoreKeyError(key)
             del tab[key]
             change = Change(rv, DELETED, table, key, with_rv(prev, rv), prev)
         else:

@@ -159,14 +159,14 @@ class VolumeControllers:
                 table, (str(meta(new).get("namespace") or ""), meta(new)["name"]), new
             )
 
-    def record(self, claim: Obj, kind: str, reason: str, message: str, source: str) -> None:
-        record_event(self.registry, claim, kind, reason, message, source)
+    def record(self, claim: Obj, *, kind: str, reason: str, message: str, source: str) -> None:
+        record_event(self.registry, claim, kind=kind, reason=reason, message=message, source=source)
 
-    def _once(self, claim: Obj, kind: str, reason: str, message: str, source: str) -> None:
+    def _once(self, claim: Obj, *, kind: str, reason: str, message: str, source: str) -> None:
         mark = (str(meta(claim).get("uid")), reason)
         if mark not in self._told:
             self._told.add(mark)
-            self.record(claim, kind, reason, message, source)
+            self.record(claim, kind=kind, reason=reason, message=message, source=source)
 
     def _set_claim_phase(self, claim: Obj, phase: str) -> None:
         if get_path(claim, "status", "phase") != phase:
@@ -215,10 +215,12 @@ class VolumeControllers:
                     self._set_claim_phase(claim, "Lost")
                     self._once(
                         claim,
-                        "Warning",
-                        "ClaimLost",
-                        "Bound claim has lost its PersistentVolume. Data on the volume is lost!",
-                        PV_CONTROLLER,
+                        kind="Warning",
+                        reason="ClaimLost",
+                        message=(
+                            "Bound claim has lost its PersistentVolume. Data on the volume is lost!"
+                        ),
+                        source=PV_CONTROLLER,
                     )
                 elif vm.refers_to(volume, claim):  # done: phases right, nothing else touched
                     self._set_volume_phase(volume, "Bound")
@@ -231,10 +233,10 @@ class VolumeControllers:
             else:
                 self._once(
                     claim,
-                    "Warning",
-                    "FailedBinding",
-                    f'volume "{volume_name}" already bound to a different claim.',
-                    PV_CONTROLLER,
+                    kind="Warning",
+                    reason="FailedBinding",
+                    message=f'volume "{volume_name}" already bound to a different claim.',
+                    source=PV_CONTROLLER,
                 )
             return
         prebound = self._index.prebound.get(key)
@@ -258,28 +260,30 @@ class VolumeControllers:
         if delayed and not node:
             self._once(
                 claim,
-                "Normal",
-                "WaitForFirstConsumer",
-                "waiting for first consumer to be created before binding",
-                PV_CONTROLLER,
+                kind="Normal",
+                reason="WaitForFirstConsumer",
+                message="waiting for first consumer to be created before binding",
+                source=PV_CONTROLLER,
             )
             return
         if not class_name:
             self._once(
                 claim,
-                "Normal",
-                "FailedBinding",
-                "no persistent volumes available for this claim and no storage class is set",
-                PV_CONTROLLER,
+                kind="Normal",
+                reason="FailedBinding",
+                message=(
+                    "no persistent volumes available for this claim and no storage class is set"
+                ),
+                source=PV_CONTROLLER,
             )
             return
         if sc is None:
             self._once(
                 claim,
-                "Warning",
-                "ProvisioningFailed",
-                f'storageclass.storage.k8s.io "{class_name}" not found',
-                PV_CONTROLLER,
+                kind="Warning",
+                reason="ProvisioningFailed",
+                message=f'storageclass.storage.k8s.io "{class_name}" not found',
+                source=PV_CONTROLLER,
             )
             return
         self._start_provisioning(claim, sc, node)
@@ -344,9 +348,8 @@ class VolumeControllers:
         provisioner = str(sc.get("provisioner") or "")
         if self.provisioner.busy(key):
             return
-        waiting = _waiting(provisioner)
         if provisioner == vm.NO_PROVISIONER:
-            self._once(claim, "Normal", "ExternalProvisioning", waiting, PV_CONTROLLER)
+            self._tell_waiting(claim, provisioner)
             return
         notes = vm.annotations_of(claim)
         if notes.get(vm.STORAGE_PROVISIONER) != provisioner:
@@ -357,8 +360,18 @@ class VolumeControllers:
             }
             self._commit(CLAIMS, claim, with_meta(claim, annotations=notes))
             claim = self.store.get(CLAIMS, key) or claim
-        self._once(claim, "Normal", "ExternalProvisioning", waiting, PV_CONTROLLER)
+        self._tell_waiting(claim, provisioner)
         self.provisioner.provision(claim, sc, node)
+
+    def _tell_waiting(self, claim: Obj, provisioner: str) -> None:
+        message = _waiting(provisioner)
+        self._once(
+            claim,
+            kind="Normal",
+            reason="ExternalProvisioning",
+            message=message,
+            source=PV_CONTROLLER,
+        )
 
 
 def _has_ephemeral(pod: Obj) -> bool:

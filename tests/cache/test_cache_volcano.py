@@ -7,7 +7,7 @@ from typing import Any
 
 from pumice.cache import ClusterCache
 from pumice.model import TaskStatus
-from pumice.model.objects import lone_pod_job
+from pumice.model.tasks import lone_pod_job
 
 Obj = dict[str, Any]
 

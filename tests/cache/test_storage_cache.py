@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from pumice.cache import ClusterCache, PodState
-from pumice.cache.storage import KINDS
+from pumice.cache.storage import KINDS, slimmer
 from pumice.model import NO_STORAGE, ClusterSnapshot
 
 Obj = dict[str, Any]
@@ -92,6 +92,31 @@ def test_each_kind_is_kept_by_its_key_slimmed() -> None:
         "provisioner": "csi.example.com",
     }
     assert cache.storage.csinodes["n1"]["spec"] == {"drivers": [{"name": "d"}]}
+
+
+def test_what_the_informer_slimmed_is_kept_as_it_is_not_copied_again() -> None:
+    cache = ClusterCache()
+    claims, volumes = cache.storage.handler("claims"), cache.storage.handler("volumes")
+    slim_claim, slim_volume = slimmer("claims"), slimmer("volumes")
+    # what the daemon's informers store (their transform) is what the handlers are given
+    listed_claim = slim_claim(claim("data", volume="pv1", phase="Bound"))
+    listed_volume = slim_volume(volume("pv1"))
+    claims.on_add(listed_claim)
+    volumes.on_add(listed_volume)
+    # one object for the informer's store and the cache's: not a second copy of each
+    assert cache.storage.claims["batch/data"] is listed_claim
+    assert cache.storage.volumes["pv1"] is listed_volume
+    # slimming twice keeps what slimming once keeps
+    assert slim_claim(listed_claim) == slim_claim(claim("data", volume="pv1", phase="Bound"))
+    assert slim_volume(listed_volume) == slim_volume(volume("pv1"))
+    # an object slimming would change is slimmed, as before
+    raw = claim("other")
+    claims.on_add(raw)
+    assert cache.storage.claims["batch/other"] is not raw
+    assert "managedFields" not in cache.storage.claims["batch/other"]["metadata"]
+    no_phase = {**slim_volume(volume("pv2")), "status": {"phase": ""}}
+    volumes.on_add(no_phase)
+    assert cache.storage.volumes["pv2"]["status"] == {}
 
 
 def test_updates_and_deletes_follow_the_objects() -> None:

@@ -95,7 +95,7 @@ def run_cycles(
         except Exception:
             failed = True
         session.close()
-        recorder.finish(record, failed)
+        recorder.finish(record, failed=failed)
         recorder.flush()
         assert isinstance(committer, RecordingCommitter)
         for decision in committer.of_kind("bind"):
@@ -332,7 +332,7 @@ def test_a_journal_missing_a_line_is_caught_by_the_snapshots_fingerprint(
     lines = payload.journal.splitlines(keepends=True)
     assume = next(i for i, line in enumerate(lines) if line.startswith(b'["call","assume"'))
     payload.journal = b"".join(lines[:assume] + lines[assume + 1 :])
-    path.write_bytes(encode_payload(2, 1, payload))
+    path.write_bytes(encode_payload(payload, cycle=2, base=1))
     err = one_line_exit_2(capsys, recording, path)
     assert "does not rebuild the snapshot cycle 2 was decided on" in err
 

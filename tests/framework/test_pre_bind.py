@@ -18,7 +18,7 @@ from support.builders import add_job, cluster, make_plugin, open_session
 def writer_plugin(name: str, log: list[Any]) -> Any:
     def pre_bind(self: Any, task: Any, node: str, writer: Any) -> None:
         log.append((name, task.name, node))
-        writer.provision_volume(f"default/{task.name}-data", node)
+        writer.provision_volume(claim=f"default/{task.name}-data", node=node)
 
     return make_plugin(name, pre_bind=pre_bind)
 
@@ -80,7 +80,7 @@ def test_a_committer_without_a_writer_gives_one_that_ignores() -> None:
 
     def keep(self: Any, task: Any, node: str, writer: Any) -> None:
         seen.append(writer)
-        writer.bind_volume("default/data", "pv-1")
+        writer.bind_volume(claim="default/data", volume="pv-1")
 
     class BindOnly:
         def bind(self, task: Any, node: str) -> None:

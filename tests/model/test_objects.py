@@ -166,6 +166,47 @@ def test_task_copy_copies_every_slot_and_shares_what_was_derived() -> None:
     assert twin.terms is not task.terms and task.shape is shape
 
 
+def test_from_pod_sets_every_slot_as_the_constructor_does() -> None:
+    pod = {
+        "metadata": {
+            "name": "p",
+            "namespace": "ml",
+            "uid": "u-1",
+            "labels": {"volcano.sh/task-spec": "worker"},
+            "annotations": {"scheduling.k8s.io/group-name": "g", "volcano.sh/preemptable": "false"},
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+        },
+        "spec": {
+            "nodeName": "n1",
+            "priority": 7,
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+        },
+        "status": {"phase": "Running"},
+    }
+    task = TaskInfo.from_pod(pod)
+    built = TaskInfo(
+        uid="u-1",
+        name="p",
+        namespace="ml",
+        job="ml/g",
+        resreq=Resource({"cpu": 1000}),
+        role="worker",
+        priority=7,
+        preemptable=False,
+        status=TaskStatus.RUNNING,
+        node_name="n1",
+        creation_timestamp=1767225600.0,
+        pod=pod,
+    )
+    for slot in TaskInfo.__slots__:
+        if slot == "_derived":
+            assert task._derived is not None and built._derived is not None
+            assert (task._derived.pod, task._derived.resreq) == (pod, built.resreq)
+        else:
+            assert getattr(task, slot) == getattr(built, slot), slot
+    assert task.init_resreq is task.resreq
+
+
 @given(st.lists(st.tuples(st.integers(0, 4), st.sampled_from(list(TaskStatus))), max_size=40))
 def test_ready_task_num_follows_every_status_change(moves: list[tuple[int, TaskStatus]]) -> None:
     job = JobInfo(uid="ns/j", name="j", min_available=2)
@@ -196,3 +237,13 @@ def test_job_clone_carries_every_slot_and_copies_the_tasks() -> None:
     assert all(twin.tasks[u] is not job.tasks[u] for u in job.tasks)
     for status, bucket in job.task_status_index.items():
         assert {u: twin.tasks[u] for u in bucket} == twin.task_status_index[status]
+
+
+def test_task_labels_are_text_and_kept_as_sent_when_they_are() -> None:
+    sent = {"app": "web", "tier": "1"}
+    task = TaskInfo.from_pod({"metadata": {"name": "p", "labels": sent}, "spec": {}})
+    assert task.labels is sent  # the API server's strings: no copy
+    # a manifest read as YAML may say ``zone: 1`` or ``1: x``; a task's labels are text
+    odd = TaskInfo.from_pod({"metadata": {"name": "q", "labels": {"zone": 1, 2: "x"}}, "spec": {}})
+    assert odd.labels == {"zone": "1", "2": "x"}
+    assert TaskInfo.from_pod({"metadata": {"name": "r"}, "spec": {}}).labels == {}

@@ -77,5 +77,12 @@ def test_canonical_keeps_the_value_and_is_idempotent(
     value, _ = decode_quantity(text)
     stored = canonical(text)
     assert decode_quantity(stored)[0] == value
-    assert canonical(stored) == stored
+    # A binary amount that is a whole number of bytes but no multiple of 1024 is written
+    # without a suffix ('4458828.125Ki' -> '4565840000'), and a number without a suffix reads
+    # back as decimal ('4565840k'), as the API server's resource.Quantity does: the value is
+    # kept every time, and the text is fixed from the second write on.
+    again = canonical(stored)
+    assert decode_quantity(again)[0] == value
+    assert canonical(again) == again
+    assert again == stored or (stored.isdigit() and suffix.endswith("i"))
     assert value >= Fraction(0)
