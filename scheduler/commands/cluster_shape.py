@@ -217,7 +217,7 @@ def compile_shape(shape: Shape) -> Check:
         return _boolean
     if shape is str:
         return _text
-    raise ValueError(f"not a shape: {shape!r}")
+    raise AssertionError(f"not a shape: {shape!r}")  # a bug in the shape tables above
 
 
 def _mapping(value: Any) -> Found | None:
