@@ -392,6 +392,8 @@ class Daemon:
         # back (their callbacks carry this context) — says which cycle it belongs to.
         structlog.contextvars.bind_contextvars(cycle=self.cycles + 1)
         self.in_cycle = True
+        if self.work is not None and self.work.volumes is not None:
+            self.work.volumes.new_cycle()  # the last session's binds have all been handed over
         try:
             return await self._cycle(cache)
         finally:

@@ -24,7 +24,10 @@ committer, before the pod's bind is handed over):
 
 A gang binds only once every pod of it that was placed has its volumes bound: while one of a
 job's pods waits for its volumes, the job's other pods (with volumes or not) are held, and
-bound together when the last wait ends; one failure gives every held pod of the job up.
+bound together when the last wait ends; one failure gives every held pod of the job up, and
+every pod of the job whose bind is handed over later in the same cycle too (a session's commits
+reach the loop one by one, and a write can fail between two of them); ``new_cycle`` forgets
+the failed jobs before the next session.
 """
 
 from __future__ import annotations
@@ -138,6 +141,9 @@ class VolumeBinder:
         self._watching: dict[tuple[str, str], set[str]] = {}
         """(store, key) -> uids of the waits that follow that claim or volume."""
         self._poller: asyncio.TimerHandle | None = None
+        self._failed: dict[str, str] = {}
+        """Job -> why, for the jobs whose volumes failed in this cycle: their pods handed over
+        afterwards are given up, never bound without the rest of their gang."""
         self.outcomes: dict[str, int] = {}
         cache.storage.on_change = self._changed
 
@@ -155,7 +161,12 @@ class VolumeBinder:
         """A write asked for the pod ``uid`` of ``job``, before its bind is handed over."""
         entry = self._expected.setdefault(uid, (job, []))
         entry[1].append(VolumeWrite(claim, volume, node))
-        self._gangs.setdefault(job, _Gang()).waiting.add(uid)
+        if job not in self._failed:
+            self._gangs.setdefault(job, _Gang()).waiting.add(uid)
+
+    def new_cycle(self) -> None:
+        """A session is about to start: every bind of the last one has been handed over."""
+        self._failed.clear()
 
     def holds(self, *, uid: str, namespace: str, name: str, node: str) -> bool:
         """The pod (assumed on ``node``) is bound later: when its volumes are (it had writes)
@@ -163,6 +174,11 @@ class VolumeBinder:
         expected = self._expected.pop(uid, None)
         task = self.cache.state.task(uid)
         job = expected[0] if expected is not None else (task.job if task is not None else "")
+        failed = self._failed.get(job)
+        if failed is not None:  # its gang failed while its bind was on the way
+            log.warning("%s/%s: %s", namespace, name, failed)
+            self._give_up(uid=uid, namespace=namespace, name=name, node=node, message=failed)
+            return True
         gang = self._gangs.get(job)
         if expected is not None:
             wait = _Wait(uid, job, (namespace, name, node), expected[1])
@@ -361,10 +377,11 @@ class VolumeBinder:
         namespace, name, node = wait.pod
         log.warning("%s/%s: %s", namespace, name, message)
         self._give_up(uid=uid, namespace=namespace, name=name, node=node, message=message)
+        others = f"not bound: the volumes of {namespace}/{name}, of the same gang, failed: {why}"
+        self._failed[wait.job] = others
         gang = self._gangs.pop(wait.job, None)
         if gang is None:
             return
-        others = f"not bound: the volumes of {namespace}/{name}, of the same gang, failed: {why}"
         for other, (o_ns, o_name, o_node) in gang.held.items():
             self._give_up(uid=other, namespace=o_ns, name=o_name, node=o_node, message=others)
         for other in gang.waiting - {uid}:
