@@ -353,7 +353,9 @@ class GreedyBinder:
         meta = pod["metadata"]
         node = self.names[self.cursor]
         task = asyncio.get_running_loop().create_task(
-            self.binder.bind(meta["namespace"], meta["name"], meta["uid"], node)
+            self.binder.bind(
+                namespace=meta["namespace"], name=meta["name"], uid=meta["uid"], node=node
+            )
         )
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
