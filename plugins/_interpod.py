@@ -27,7 +27,8 @@ import numpy as np
 import numpy.typing as npt
 
 from pumice import AffinityTerm, NodeTable, PodLinks
-from pumice.plugins._podindex import DomainCounter, Ident, Listener, OwnerKey, PodIndex
+from pumice.plugins._podcounts import DomainCounter, Ident, Listener
+from pumice.plugins._podindex import OwnerKey, PodIndex
 
 BoolVector = npt.NDArray[np.bool_]
 IntVector = npt.NDArray[np.int64]

@@ -24,7 +24,8 @@ import numpy.typing as npt
 from pumice import NodeTable, PodLinks, SessionView, TaskInfo
 from pumice.plugins._interpod import AffinityFilter, DirtyLog, TermIndex
 from pumice.plugins._k8s_terms import NodeTerms
-from pumice.plugins._podindex import Ident, Leaving, OwnerKey, PodIndex, ident_of, shared_index
+from pumice.plugins._podcounts import Ident, ident_of
+from pumice.plugins._podindex import Leaving, OwnerKey, PodIndex, shared_index
 from pumice.plugins._spread import EligibilityCache, SpreadFilter
 
 BoolVector = npt.NDArray[np.bool_]

@@ -30,16 +30,8 @@ import numpy.typing as npt
 from pumice import NodeTable, PodLinks, PodTerms, SessionView, SpreadConstraint, TaskInfo
 from pumice.plugins._interpod import TermIndex
 from pumice.plugins._k8s_terms import NodeTerms
-from pumice.plugins._podindex import (
-    DomainCounter,
-    Domains,
-    Ident,
-    OwnerKey,
-    PodIndex,
-    RowCounter,
-    ident_of,
-    shared_index,
-)
+from pumice.plugins._podcounts import DomainCounter, Domains, Ident, RowCounter, ident_of
+from pumice.plugins._podindex import OwnerKey, PodIndex, shared_index
 
 BoolVector = npt.NDArray[np.bool_]
 FloatVector = npt.NDArray[np.float64]

@@ -31,7 +31,8 @@ import numpy.typing as npt
 
 from pumice import SpreadConstraint, selector_matches
 from pumice.plugins._interpod import DirtyLog
-from pumice.plugins._podindex import Domains, Ident, Listener, PodIndex
+from pumice.plugins._podcounts import Domains, Ident, Listener
+from pumice.plugins._podindex import PodIndex
 
 BoolVector = npt.NDArray[np.bool_]
 IntVector = npt.NDArray[np.int64]
