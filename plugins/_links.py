@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from pumice import NodeTable, PodLinks, SessionView, TaskInfo
+from pumice import NodeTable, PodLinks, PodTerms, SessionView, TaskInfo
 from pumice.plugins._interpod import AffinityFilter, DirtyLog, TermIndex
 from pumice.plugins._k8s_terms import NodeTerms
 from pumice.plugins._podcounts import Ident, ident_of
@@ -54,6 +54,8 @@ class PodLinkFilters:
         self.index: PodIndex | None = None
         self._states: dict[Hashable, _ShapeState] = {}
         self._of_task: dict[str, _ShapeState] = {}
+        self._by_ids: dict[tuple[int, int, int], tuple[Ident, PodLinks, PodTerms, _ShapeState]] = {}
+        """(ids of identity, constraints, terms) -> them and their state (``_state``)."""
         self._key_of: dict[tuple[int, int], tuple[Ident, PodLinks, Hashable]] = {}
         """(id of identity, id of constraints) -> them and their shape key."""
         self._distinct: dict[Hashable, Hashable] = {}
@@ -140,9 +142,14 @@ class PodLinkFilters:
         state = self._of_task.get(task.uid)
         if state is not None:
             return state
-        ident = ident_of(task)
-        links = task.links
-        key = (ident, links, task.terms)
+        ident, links, pod = ident_of(task), task.links, task.terms
+        # by the identity of the three (interned) objects: hashing the terms costs more
+        by_ids = (id(ident), id(links), id(pod))
+        found = self._by_ids.get(by_ids)
+        if found is not None and found[0] is ident and found[1] is links and found[2] is pod:
+            self._of_task[task.uid] = found[3]
+            return found[3]
+        key = (ident, links, pod)
         state = self._states.get(key)
         if state is None:
             index = self._index()
@@ -150,7 +157,6 @@ class PodLinkFilters:
             spread = None
             hard = links.hard_spread
             if self.spread and hard:
-                pod = task.terms
                 selector = terms.selector(pod.selector) if pod.selector is not None else None
                 tainted = terms.untolerated(pod.tolerations)[0]
                 spread = SpreadFilter(index, ident, hard, selector, tainted, log, self._eligibility)
@@ -161,6 +167,7 @@ class PodLinkFilters:
                 if not affinity.active:
                     affinity = None
             state = self._states[key] = _ShapeState(log, spread, affinity)
+        self._by_ids[by_ids] = (ident, links, pod, state)
         self._of_task[task.uid] = state
         return state
 

@@ -85,6 +85,7 @@ class Domains:
         """The rows of one domain."""
         if self._rows is None:
             order = np.argsort(self.codes, kind="stable")
+            order.flags.writeable = False  # each domain's rows are a view of it: read-only
             bounds = np.searchsorted(self.codes[order], np.arange(self.count + 1))
             self._rows = [order[bounds[c] : bounds[c + 1]] for c in range(self.count)]
         return self._rows[code]

@@ -135,6 +135,10 @@ class PodIndex:
         self._of_ident: dict[Ident, list[tuple[Selects, Counter]]] = {}
         """Identity -> the match counters (not owner counters) that select it."""
         self._owner_counters: dict[OwnerKey, list[DomainCounter]] = {}
+        self._owned: dict[
+            int, tuple[tuple[OwnerKey, ...], list[tuple[dict[int, int], list[DomainCounter]]]]
+        ] = {}
+        """id of an interned ``owner_keys`` answer -> it and its ``_owned_by`` slots."""
         self._watch: dict[tuple[str, str] | None, list[tuple[Selects, Counter]]] = {}
         """Every match counter, for identities not seen yet (pods placed later), filed under
         one ``(key, value)`` a selected identity must carry (None: no such pair)."""
@@ -281,9 +285,10 @@ class PodIndex:
         status = task.status
         if _and(status, _COMPLETED) or status == _PENDING:
             return
-        if task.node_name not in self.table:
-            return
-        row = self.table.row(task.node_name)
+        try:
+            row = self.table.row(task.node_name)
+        except KeyError:
+            return  # a node not in the table
         ident = ident_of(task)
         placed = _Placed(row, ident, owner_keys(task), not _terminating(task))
         self._placed[task.uid] = placed
@@ -373,13 +378,31 @@ class PodIndex:
         for _, counter in self._counters_of(ident):
             if spread or counter.__class__ is DomainCounter:  # a terminating pod: no spread
                 counter.add(row, delta)
-        for owned in placed.owns:
-            _bump(self._owners_rows.setdefault(owned, {}), row, delta)
-            for owner in self._owner_counters.get(owned, ()):
-                owner.add(row, delta)
+        if placed.owns:
+            for owned_rows, owners in self._owned_by(placed.owns):
+                _bump(owned_rows, row, delta)
+                for owner in owners:
+                    owner.add(row, delta)
+
+    def _owned_by(
+        self, owns: tuple[OwnerKey, ...]
+    ) -> list[tuple[dict[int, int], list[DomainCounter]]]:
+        """Per term of ``owns``: its pods per row and its owner counters (the lists
+        ``domain_counter`` adds to), found by the identity of the interned ``owns``, so a
+        placement hashes no term."""
+        found = self._owned.get(id(owns))
+        if found is None or found[0] is not owns:
+            slots = [
+                (self._owners_rows.setdefault(o, {}), self._owner_counters.setdefault(o, []))
+                for o in owns
+            ]
+            found = self._owned[id(owns)] = (owns, slots)
+        return found[1]
 
 
-_owner_keys: dict[PodLinks, tuple[OwnerKey, ...]] = {}
+_owner_keys: dict[int, tuple[PodLinks, tuple[OwnerKey, ...]]] = {}
+"""id of a pod's (interned) constraints -> them and their owner keys: one answer object per
+distinct constraints, found without hashing the terms."""
 
 
 def owner_keys(task: TaskInfo) -> tuple[OwnerKey, ...]:
@@ -387,17 +410,18 @@ def owner_keys(task: TaskInfo) -> tuple[OwnerKey, ...]:
     links = task.links
     if links.empty:
         return ()
-    known = _owner_keys.get(links)
-    if known is not None:
-        return known
+    known = _owner_keys.get(id(links))
+    if known is not None and known[0] is links:
+        return known[1]
     if len(_owner_keys) >= 1 << 14:
         _owner_keys.clear()
     keys: list[OwnerKey] = [("anti", t, 0) for t in links.anti_affinity]
     keys += [("affinity", t, 0) for t in links.affinity]
     keys += [("preferred", t, w) for w, t in links.preferred_affinity]
     keys += [("preferred-anti", t, w) for w, t in links.preferred_anti_affinity]
-    known = _owner_keys[links] = tuple(keys)
-    return known
+    owned = tuple(keys)
+    _owner_keys[id(links)] = (links, owned)
+    return owned
 
 
 def _on_nodes(table: NodeTable) -> Iterable[TaskInfo]:

@@ -75,6 +75,9 @@ class PodLinkScores:
         self._by_terms: dict[
             tuple[int, int, int], tuple[Ident, PodLinks, PodTerms, _ScoreState]
         ] = {}
+        self._of_task: dict[str, _ScoreState] = {}
+        """Task uid -> its state: asked twice per task (``applies``, then ``score``), found
+        with one lookup (a task's labels and constraints do not change in a session)."""
 
     def open(self, session: SessionView) -> None:
         if not (self.affinity_weight or self.spread_weight):
@@ -118,8 +121,15 @@ class PodLinkScores:
 
     def _state(self, task: TaskInfo, terms: NodeTerms) -> _ScoreState:
         """The state of the task's identity and constraints (and node terms, for a
-        ScheduleAnyway spread, which reads them), found by the identity of those interned
-        objects, checked on a hit: nothing hashed per task."""
+        ScheduleAnyway spread, which reads them), once per task."""
+        state = self._of_task.get(task.uid)
+        if state is None:
+            state = self._of_task[task.uid] = self._find_state(task, terms)
+        return state
+
+    def _find_state(self, task: TaskInfo, terms: NodeTerms) -> _ScoreState:
+        """``_state`` for a task not asked about yet: shared by the tasks of one identity and
+        constraints, found by the identity of those interned objects, checked on a hit."""
         ident, links = ident_of(task), task.links
         key = (id(ident), id(links))
         found = self._states.get(key)

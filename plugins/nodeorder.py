@@ -383,7 +383,8 @@ class NodeOrderPlugin(Plugin):
         candidate nodes as kube-scheduler normalises them over the nodes that passed
         filtering."""
         # a task no pod-to-pod score concerns gets the label scores alone, as without them
-        links_active = self.links.applies(task, self.node_terms(nodes))
+        links = self.links
+        links_active = links.active and links.applies(task, self.node_terms(nodes))
         if not links_active:
             known = self._flat_by_shape.get(task.shape)
             if known is not None and known[0] is nodes and known[1] == nodes.epoch:
@@ -393,14 +394,14 @@ class NodeOrderPlugin(Plugin):
             if labels is not None and labels is self._flat:
                 self._flat_by_shape[task.shape] = (nodes, nodes.epoch, labels)
             return labels
-        links = self.links.score(task, nodes, self.node_terms(nodes), mask)
-        if links is None:
+        linked = links.score(task, nodes, self.node_terms(nodes), mask)
+        if linked is None:
             return labels
-        if isinstance(links, SparseScore):
+        if isinstance(linked, SparseScore):
             if labels is None or labels is self._flat:
-                return self._sparse_answer(links, labels, len(nodes))
-            links = links.dense(len(nodes))
-        return links if labels is None else labels + links
+                return self._sparse_answer(linked, labels, len(nodes))
+            linked = linked.dense(len(nodes))
+        return linked if labels is None else labels + linked
 
     def _sparse_answer(self, links: SparseScore, flat: FloatVector | None, n: int) -> FloatVector:
         """``flat + links`` (``flat`` the constant label scores, or none) as a read-only vector,

@@ -58,10 +58,40 @@ class Candidates:
         return views[0] if now else views[1]
 
     def rescore(self, total: FloatVector | None, extras: tuple[FloatVector, ...]) -> None:
-        """Set both best-score vectors in full from the row-local ``total`` and ``extras``."""
-        summed = total_plus(total, extras, len(self.future))
-        self.best_future, self.best_now = _best(self.future, self.now, summed)
+        """Set both best-score vectors from the row-local ``total`` and ``extras``: only on
+        the rows where the new extras differ from the ones in (a per-task score that moved
+        on a few nodes, as a pod-to-pod affinity score does), else in full. ``total`` must
+        be the total the vectors were last made with (the candidates are current)."""
+        rows = self._differing_rows(extras)
+        if rows is None:
+            summed = total_plus(total, extras, len(self.future))
+            self.best_future, self.best_now = _best(self.future, self.now, summed)
+        elif len(rows):
+            # the same sums in the same order as ``total_plus``, on those rows alone
+            part = np.zeros(len(rows)) if total is None else total[rows]
+            for extra in extras:
+                part = part + extra[rows]
+            self.best_future[rows] = np.where(self.future[rows], part, -np.inf)
+            self.best_now[rows] = np.where(self.now[rows], part, -np.inf)
         self.extras = extras
+
+    def _differing_rows(self, extras: tuple[FloatVector, ...]) -> IntVector | None:
+        """The rows where ``extras`` differ from the extras in, ascending; None when they
+        differ on too many rows (or in number) for a partial rescore to pay."""
+        known = self.extras
+        if len(known) != len(extras):
+            return None
+        differ: BoolVector | None = None
+        for old, new in zip(known, extras, strict=True):
+            if old is not new:
+                if len(old) != len(new):
+                    return None
+                changed = old != new
+                differ = changed if differ is None else differ | changed
+        if differ is None:
+            return NO_ROWS
+        rows = np.flatnonzero(differ)
+        return None if len(rows) * FULL_REFRESH_FRACTION > len(self.future) else rows
 
     def feasibility(self) -> Feasibility:
         """What the predicates said: the mask and, on demand, each node's first reason."""
@@ -73,6 +103,8 @@ class Candidates:
 
 def total_plus(total: FloatVector | None, extras: Sequence[FloatVector], n: int) -> FloatVector:
     """The row-local total plus each extra, in order (as ``Session.node_scores`` adds)."""
+    if total is not None and len(extras) == 1:
+        return total + extras[0]  # the common case: one pass, the same sums
     summed = np.zeros(n) if total is None else total.copy()
     for extra in extras:
         summed += extra
@@ -103,8 +135,11 @@ def full_candidates(
 def _best(
     future: BoolVector, now: BoolVector, summed: FloatVector
 ) -> tuple[FloatVector, FloatVector]:
-    """The summed scores on the future and on the now candidates, ``-inf`` elsewhere."""
-    return np.where(future, summed, -np.inf), np.where(now, summed, -np.inf)
+    """The summed scores on the future and on the now candidates, ``-inf`` elsewhere.
+    ``summed`` (a vector of the caller's own) becomes the first: one vector fewer to make."""
+    best_now = np.where(now, summed, -np.inf)
+    np.copyto(summed, -np.inf, where=~future)
+    return summed, best_now
 
 
 def refresh_candidate_row(

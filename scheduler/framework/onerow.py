@@ -129,7 +129,9 @@ def few_rows_candidates(cache: ShapeSource, task: TaskInfo) -> Candidates | None
         extra = cache._stale(entry, version)
         if isinstance(extra, bool):
             return None
-        if len(extra):
+        if len(extra) == 1 and len(rows) == 1 and extra.item(0) == rows[0]:
+            pass  # the placed row itself (a hostname domain): changed already
+        elif len(extra):
             only = _stale_only(extra, rows)
             if not len(only):
                 pass  # every stale row is changed already
@@ -152,10 +154,19 @@ def few_rows_candidates(cache: ShapeSource, task: TaskInfo) -> Candidates | None
     return cands
 
 
+_ASCENDING: dict[int, IntVector] = {}
+"""id -> a read-only ``stale_rows`` answer found ascending and distinct (a domain's rows,
+which the pod-to-pod filters answer as the same array each time), held so that its id stays
+its own."""
+
+
 def _stale_only(extra: IntVector, rows: list[int]) -> IntVector:
     """The distinct rows of ``extra`` that are not among ``rows``, ascending. The common case,
     a placement's row among its zone's rows (ascending already), costs two numpy calls and
-    the check that they are ascending."""
+    the check that they are ascending; the same array again (a zone marked again), nothing:
+    it is answered whole, the changed rows among it refreshed twice, to the same values."""
+    if _ASCENDING.get(id(extra)) is extra:
+        return extra
     only: IntVector
     if len(rows) == 1:
         only = extra[extra != rows[0]]
@@ -163,6 +174,14 @@ def _stale_only(extra: IntVector, rows: list[int]) -> IntVector:
         only = np.array(sorted(set(extra.tolist()).difference(rows)), dtype=np.int64)
     if len(only) > 1 and not bool((only[1:] > only[:-1]).all()):
         only = np.unique(only)
+    elif (
+        len(extra) > FEW_ROWS
+        and not extra.flags.writeable  # a read-only answer cannot change: worth knowing
+        and bool((extra[1:] > extra[:-1]).all())
+    ):
+        if len(_ASCENDING) >= 1 << 12:
+            _ASCENDING.clear()
+        _ASCENDING[id(extra)] = extra
     return only
 
 
