@@ -118,6 +118,8 @@ class ShapeCache:
         self._last_for: tuple[tuple[int, int, int, int], IntVector | None] | None = None
         self._of_task: dict[str, ShapeEntry] = {}
         """Task uid -> its shape's entry, so a shape key is built once per task."""
+        self.keyed_kept: dict[int, ShapeEntry] = {}
+        """Keyed entries holding their vectors, oldest first (``pumice.framework.onerow``)."""
         self.argmax_decides: tuple[int, bool] | None = None
         """(epoch, whether the first row of the top score is the node to choose): set by
         ``pumice.framework.placement`` (no best_node plugin, no random tie-break, rows in

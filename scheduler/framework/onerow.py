@@ -59,6 +59,12 @@ FEW_ROWS = 64
 per-call cost over a few rows is more than the scalar arithmetic); more, part by part."""
 FEW_CHANGES = 4 * FEW_ROWS
 """Beyond this many logged changes, the distinct rows are not counted: part by part."""
+KEPT_KEYED = 256
+"""How many keyed entries (shapes a plugin's ``shape_key`` tells apart: one per app of pods
+with pod-to-pod constraints) keep their vectors. Beyond it, the one evaluated longest ago gives
+them up (a full evaluation again, should it be asked once more), so a session over thousands
+of such shapes holds, and makes the machine fault in, the memory of a few hundred (each holds
+about 150 KB at 5,000 nodes) and reuses it."""
 
 
 class ShapeSource(Protocol):
@@ -72,6 +78,7 @@ class ShapeSource(Protocol):
     check: Callable[..., Any]
     stale: list[Callable[..., Any]]
     _of_task: dict[str, ShapeEntry]
+    keyed_kept: dict[int, ShapeEntry]
     _predicate_makers: list[tuple[str, RowMaker | None]] | None
     _score_makers: list[tuple[str, RowMaker | None]] | None
 
@@ -99,6 +106,8 @@ def few_rows_candidates(cache: ShapeSource, task: TaskInfo) -> Candidates | None
         entry = cache.entry(task)
     cands = entry.candidates
     if cands is None:
+        if entry.base is not None:
+            _keep(cache.keyed_kept, entry)  # to be evaluated in full by the caller
         return None
     version, latest = cands.version, table.version
     if latest == version or latest - version > FEW_CHANGES:
@@ -158,6 +167,19 @@ _ASCENDING: dict[int, IntVector] = {}
 """id -> a read-only ``stale_rows`` answer found ascending and distinct (a domain's rows,
 which the pod-to-pod filters answer as the same array each time), held so that its id stays
 its own."""
+
+
+def _keep(kept: dict[int, ShapeEntry], entry: ShapeEntry) -> None:
+    """Note a keyed entry about to be evaluated in full, last; beyond ``KEPT_KEYED`` entries,
+    the first noted gives up its predicate parts, mask and candidates."""
+    key = id(entry)
+    kept.pop(key, None)
+    kept[key] = entry
+    if len(kept) > KEPT_KEYED:
+        oldest = kept.pop(next(iter(kept)))
+        oldest.parts = oldest.mask = oldest.candidates = None
+        oldest.parts_by_name = {}
+        oldest.predicate_program = None
 
 
 def _stale_only(extra: IntVector, rows: list[int]) -> IntVector:
