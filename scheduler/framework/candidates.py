@@ -187,6 +187,23 @@ def refresh_candidate_rows(
     cands.best_now[rows] = np.where(now, score, -np.inf)
 
 
+_REASON_TEMPLATES: dict[tuple[int, str], npt.NDArray[np.object_]] = {}
+
+
+def reasons_vector(n: int, reason: str) -> npt.NDArray[np.object_]:
+    """A fresh object vector of ``n`` entries, each ``reason`` (a predicate part's reasons,
+    once its rows disagree): a copy of a template kept per (n, reason), about three times
+    cheaper than ``np.full``, which sets every entry one by one (made once per shape that
+    rejects a node: hundreds of times a session with pod-to-pod constraints)."""
+    key = (n, reason)
+    template = _REASON_TEMPLATES.get(key)
+    if template is None:
+        if len(_REASON_TEMPLATES) >= 64:
+            _REASON_TEMPLATES.clear()
+        template = _REASON_TEMPLATES[key] = np.full(n, reason, dtype=object)
+    return template.copy()
+
+
 # -- rows to refresh ------------------------------------------------------------------------
 
 FULL_REFRESH_FRACTION = 8

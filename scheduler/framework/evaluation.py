@@ -43,6 +43,7 @@ from pumice.framework.candidates import (
     fit_mask,
     full_candidates,
     merge_rows,
+    reasons_vector,
     refresh_candidate_row,
     refresh_candidate_rows,
     rows_changed,
@@ -259,7 +260,7 @@ class ShapeCache:
             if not fresh.resolvable <= part.resolvable:
                 part.resolvable = part.resolvable | fresh.resolvable
             if isinstance(part.reasons, str) and fresh.reasons != part.reasons:
-                part.reasons = np.full(len(self.table), part.reasons, dtype=object)
+                part.reasons = reasons_vector(len(self.table), part.reasons)
             if not part.mask.flags.writeable:
                 part.mask = part.mask.copy()
             part.mask[rows] = fresh.mask

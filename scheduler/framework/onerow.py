@@ -38,6 +38,7 @@ from pumice.framework.candidates import (
     IntVector,
     ShapeEntry,
     merge_rows,
+    reasons_vector,
     refresh_candidate_row,
     refresh_candidate_rows,
 )
@@ -316,7 +317,7 @@ def _row_by_hooks(cache: ShapeSource, entry: ShapeEntry, row: int) -> bool:
         if not isinstance(reasons, str):
             reasons = check(name, "predicate reasons", reasons, 1, object)[0]
         if isinstance(part.reasons, str) and reasons != part.reasons:
-            part.reasons = np.full(len(table), part.reasons, dtype=object)
+            part.reasons = reasons_vector(len(table), part.reasons)
         if not isinstance(part.reasons, str):
             part.reasons[row] = reasons
         if not part.mask.flags.writeable:
@@ -425,7 +426,7 @@ def _reject(part: PredicatePart, row: int, reason: str) -> None:
     known = part.reasons
     if isinstance(known, str):
         if reason != known:
-            part.reasons = known = np.full(len(part.mask), known, dtype=object)
+            part.reasons = known = reasons_vector(len(part.mask), known)
             known[row] = reason
     else:
         known[row] = reason
