@@ -371,11 +371,19 @@ class PodIndex:
             self._spread_rows[ident] = {}
             for item in ident[1]:
                 self._by_label.setdefault(item, set()).add(ident)
-        _bump(rows, row, delta)
+        # the bookkeeping of every placement: ``_bump`` and ``_counters_of`` written out
+        value = rows.get(row, 0) + delta
+        if value:
+            rows[row] = value
+        else:
+            rows.pop(row, None)
         spread = placed.spread
         if spread:
             _bump(self._spread_rows[ident], row, delta)
-        for _, counter in self._counters_of(ident):
+        counters = self._of_ident.get(ident)
+        if counters is None:
+            counters = self._counters_of(ident)
+        for _, counter in counters:
             if spread or counter.__class__ is DomainCounter:  # a terminating pod: no spread
                 counter.add(row, delta)
         if placed.owns:
