@@ -20,7 +20,7 @@ from pumice.kube.pacing import (
     RequestPacing,
     explicit_limit,
 )
-from pumice.sim.flowcontrol import FlowControl
+from pumice.sim.faults import FlowControl
 
 from .conftest import connect_to
 
