@@ -52,6 +52,7 @@ from pumice.framework.argspec import (
     is_int,
     is_number,
 )
+from pumice.logs import config_warning, warn_once
 from pumice.model import (
     ALL_ADDRESSES,
     NO_TERMS,
@@ -95,7 +96,6 @@ from pumice.model.status import (
     READY_STATUSES,
     SCHEDULED_STATUSES,
 )
-from pumice.warnonce import config_warning, warn_once
 
 __version__ = "0.1.0"
 

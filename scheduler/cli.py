@@ -80,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     quiet = int(getattr(command, "DEFAULT_LOG_LEVEL", logging.ERROR))
     level = {0: quiet, 1: min(quiet, logging.WARNING)}.get(args.verbose, logging.DEBUG)
     if getattr(command, "STRUCTURED_LOGS", False):
-        from pumice.logsetup import configure_daemon_logging  # structlog only where used
+        from pumice.logs import configure_daemon_logging  # structlog only where used
 
         chosen = getattr(command, "log_format", None)
         # JSON lines, or key=value on a terminal, unless the command chooses

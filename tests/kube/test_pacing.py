@@ -13,7 +13,7 @@ import pytest
 
 from pumice.framework.config import SchedulerSettings
 from pumice.kube import KubeSettings
-from pumice.kube.pacing import (
+from pumice.kube.ratelimit import (
     APF_HEADERS,
     FALLBACK_BURST,
     FALLBACK_QPS,
