@@ -19,7 +19,7 @@ Writes run at most ``max_inflight`` at once, paced further by the client's QPS b
 victims free. It is no advice to users but scheduling state (the allocate action reads it back
 from the pod and places the preemptor there first), so it stays outside the ``StatusWriter``
 surface: a merge patch of the pod's status subresource, skipped when the pod already says so;
-its failures are logged (``pumice.kube.nomination``) and reported as False.
+its failures are logged (logger ``pumice.kube.nomination``) and reported as False.
 """
 
 from __future__ import annotations
