@@ -26,29 +26,32 @@ from typing import TYPE_CHECKING
 
 from pumice.cache import ClusterCache
 from pumice.commands.common import load_checked, load_validated
-from pumice.commands.explain import daemon_suggestions
 from pumice.daemon import Daemon, DaemonOptions
 from pumice.daemon.leadership import default_identity
-from pumice.daemon.shadow import ShadowDaemon, ShadowOptions
 from pumice.framework.config import AddressError, ConfigError, RecordSettings
 from pumice.framework.configparse import split_host_port
 from pumice.framework.host import PluginConflictError
 from pumice.kube import KubeConfigError, KubeError, KubeSettings
-from pumice.logsetup import LOG_FORMATS
+from pumice.logs import LOG_FORMATS
 from pumice.manifests import ManifestError
 
 if TYPE_CHECKING:
+    from pumice.commands.explain_core import Pace
     from pumice.commands.run_sim import SimulatedCluster
+    from pumice.daemon.shadow import ShadowOptions
+    from pumice.framework.config import SchedulerConfig
+    from pumice.framework.host import PluginHost
+    from pumice.plain import Obj
 
 DEFAULT_LOG_LEVEL = logging.INFO
 """``pumice run`` logs its decisions at info unless told otherwise."""
 
 STRUCTURED_LOGS = True
-"""Log through structlog: JSON lines off a terminal, key=value on one (``pumice.logsetup``)."""
+"""Log through structlog: JSON lines off a terminal, key=value on one (``pumice.logs``)."""
 
 
 def log_format(args: argparse.Namespace) -> str:
-    """The log format (``pumice.logsetup``): as asked; by default readable with ``--sim`` (a
+    """The log format (``pumice.logs``): as asked; by default readable with ``--sim`` (a
     demo: its log and the ``bound`` lines are read by people, whatever stderr is), else JSON
     off a terminal."""
     chosen = str(getattr(args, "log_format", None) or "auto")
@@ -219,9 +222,9 @@ def run(args: argparse.Namespace) -> int:
                 config_path=args.config,
                 config_loader=load_validated,
                 record=record,
-                suggester=daemon_suggestions,
+                suggester=suggestions,
             )
-            daemon = Daemon(options) if shadow is None else ShadowDaemon(options, shadow)
+            daemon = Daemon(options) if shadow is None else shadow_daemon(options, shadow)
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(signal.SIGHUP, daemon.request_reload)
             summary = ""
@@ -251,6 +254,26 @@ def run(args: argparse.Namespace) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+# Loaded on first use: ``pumice explain``'s search and the shadow run are ~20 modules that a
+# daemon which never meets an unschedulable PodGroup, or runs no shadow, need not compile and
+# import before its first bind.
+
+
+def suggestions(
+    objects: list[Obj], key: str, config: SchedulerConfig, host: PluginHost, pace: Pace
+) -> list[str]:
+    """The daemon's suggester (``pumice.commands.explain.daemon_suggestions``)."""
+    from pumice.commands.explain import daemon_suggestions
+
+    return daemon_suggestions(objects, key, config, host, pace)
+
+
+def shadow_daemon(options: DaemonOptions, shadow: ShadowOptions) -> Daemon:
+    from pumice.daemon.shadow import ShadowDaemon
+
+    return ShadowDaemon(options, shadow)
 
 
 def record_settings(
@@ -287,6 +310,8 @@ def shadow_options(args: argparse.Namespace) -> ShadowOptions | str | None:
         return f"{given[0]} needs --shadow" if given else None
     if args.shadow_of is not None and not args.shadow_of.strip():
         return "--shadow-of: a scheduler name is needed"
+    from pumice.daemon.shadow import ShadowOptions  # loaded only for --shadow
+
     report = Path(args.report) if args.report is not None else None
     if report is not None:
         try:

@@ -162,7 +162,9 @@ class BackgroundWork:
             if self.on_bound_uid is not None:
                 self.on_bound_uid(uid)
             entry = self.cache.pods.get(uid)
-            if entry is not None:
+            if entry is not None and self.lane.shedding:
+                self.lane.shed_one()  # not even made: it would be dropped at once
+            elif entry is not None:
                 note = f"Successfully assigned {namespace}/{name} to {node}"
                 event = self.writer.pod_event(entry.pod, reason="Scheduled", note=note)
                 self.lane.submit(event, sheddable=True)

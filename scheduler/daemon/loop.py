@@ -24,6 +24,7 @@ import socket
 import time
 from dataclasses import dataclass
 from functools import partial
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -38,17 +39,20 @@ from pumice.daemon.leadership import Leadership, default_identity
 from pumice.daemon.metrics import DaemonMetrics
 from pumice.daemon.notify import Notifier, run_watchdog
 from pumice.daemon.outcome import CycleOutcome, collect
-from pumice.daemon.recorder import ANSWER_TIMEOUT, STOP_WAIT, LiveCycle, Recorder, tee
 from pumice.daemon.reload import ConfigReloader, Loader
 from pumice.daemon.reporting import Reporter
 from pumice.daemon.volumes import VolumeBinder
 from pumice.framework.action import run_actions
+from pumice.framework.committer import Committer
 from pumice.framework.config import RecordSettings, SchedulerConfig
 from pumice.framework.host import PluginHost
 from pumice.framework.session import Session
 from pumice.kube import Binder, Evictor, Informer, Kind, Kube, KubeSettings, StatusWriter, connect
-from pumice.kube.nomination import nominate
+from pumice.kube.status import nominate
 from pumice.model import ClusterSnapshot
+
+if TYPE_CHECKING:
+    from pumice.daemon.recorder import LiveCycle, Recorder
 
 log = logging.getLogger("pumice.daemon")
 
@@ -129,7 +133,13 @@ class Daemon:
         self.metrics = DaemonMetrics(self)
         self.collector = CollectorPolicy()
         record = options.record or settings.record
-        self.recorder = Recorder(record) if record is not None else None
+        self.recorder: Recorder | None = None
+        if record is not None:
+            # the flight recorder's modules are loaded only when it is on (start-up: each
+            # module a daemon imports is compiled or read before the first bind)
+            from pumice.daemon.recorder import Recorder
+
+            self.recorder = Recorder(record)
 
     @property
     def leading(self) -> bool:
@@ -160,6 +170,8 @@ class Daemon:
             if self.recorder is not None:
                 # A one-shot run's recording is complete when it returns; a stopping daemon
                 # leaves a recorder that is behind to finish on its own.
+                from pumice.daemon.recorder import ANSWER_TIMEOUT, STOP_WAIT
+
                 wait = ANSWER_TIMEOUT if self.options.until_idle else STOP_WAIT
                 await asyncio.to_thread(self.recorder.close, wait)
             if self.health is not None:
@@ -174,6 +186,10 @@ class Daemon:
         self.collector.listing()  # no collector passes while the informers fill the cache
         try:
             cache = await self._make_cache(kube)
+            if not self.dry_run:
+                # made now, not between the sync and the first session: that gap is the
+                # first bind's wait
+                status_kube = await connect(self.options.kube)
             # Campaign while the informers list: a standby keeps its cache warm all the same.
             await self.leadership.start(self.options.kube)
             runners = await self._start_informers(kube, cache)
@@ -186,8 +202,7 @@ class Daemon:
             runners.append(asyncio.get_running_loop().create_task(self._watchdog()))
             if self.reloader is not None:
                 runners.append(asyncio.get_running_loop().create_task(self.reloader.watch()))
-            if not self.dry_run:
-                status_kube = await connect(self.options.kube)
+            if status_kube is not None:
                 writer = StatusWriter(
                     status_kube,
                     scheduler_name=self.scheduler_name,
@@ -474,7 +489,7 @@ class Daemon:
             snapshot,
             self.options.config,
             self.options.host,
-            committer=tee(committer, record),
+            committer=committer if record is None else _tee(committer, record),
             rng=record.rng() if record is not None else None,
             time_hooks=True,
         )
@@ -490,6 +505,12 @@ class Daemon:
             session.dispose()  # freed now by reference counting, not by the collector
         outcome.binds, outcome.evictions = committer.binds, committer.evictions
         return outcome
+
+
+def _tee(committer: LoopCommitter | DryRunCommitter, record: LiveCycle) -> Committer:
+    from pumice.daemon.recorder import tee
+
+    return tee(committer, record)
 
 
 def _instance(scheduler_name: str) -> str:

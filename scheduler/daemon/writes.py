@@ -60,23 +60,35 @@ class StatusLane:
         """Writes queued or being sent."""
         return len(self._queue) + len(self._tasks)
 
+    @property
+    def shedding(self) -> bool:
+        """Would a sheddable write be shed now? (Then the caller need not make it.)"""
+        return len(self._queue) >= self.capacity
+
+    def shed_one(self) -> None:
+        """Count a sheddable write that was not even made because the lane is full."""
+        self._count_shed()
+
     def submit(self, write: Write, *, sheddable: bool = False) -> bool:
         """Queue ``write``; False when it was shed (then it never runs)."""
-        if sheddable and len(self._queue) >= self.capacity:
+        if sheddable and self.shedding:
             write.close()
-            self.shed += 1
-            if self._shed_in_burst == 0:
-                log.warning(
-                    "%d status writes wait behind the binds: dropping Scheduled events "
-                    "until they are sent",
-                    len(self._queue),
-                )
-            self._shed_in_burst += 1
+            self._count_shed()
             return False
         self._queue.append(write)
         self._settled.clear()
         self.pump()
         return True
+
+    def _count_shed(self) -> None:
+        self.shed += 1
+        if self._shed_in_burst == 0:
+            log.warning(
+                "%d status writes wait behind the binds: dropping Scheduled events "
+                "until they are sent",
+                len(self._queue),
+            )
+        self._shed_in_burst += 1
 
     def pump(self) -> None:
         """Start as many queued writes as the binds in flight allow (call it when they drain)."""

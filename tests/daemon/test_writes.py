@@ -65,6 +65,24 @@ async def test_scheduled_events_beyond_the_bound_are_shed_and_counted() -> None:
     assert writes.done[-1] == "condition" and len(writes.done) == 7
 
 
+async def test_a_full_lane_says_so_before_the_event_is_made_and_counts_it_shed() -> None:
+    lane = StatusLane(lambda: True, capacity=2, concurrency=1)
+    writes = Writes()
+    made = 0
+    for i in range(6):  # as BackgroundWork settles a bind: ask first, make only if it goes
+        if lane.shedding:
+            lane.shed_one()
+        else:
+            made += 1
+            assert lane.submit(writes.write(f"e{i}"), sheddable=True)
+        await settle()
+    # one is being sent and two wait: the other three were never made, and are counted
+    assert made == 3 and lane.shed == 3 and lane.pending == 3
+    writes.release.set()
+    assert await lane.drain(5.0)
+    assert not lane.shedding and len(writes.done) == 3
+
+
 async def test_a_failing_write_is_logged_and_the_rest_still_go(caplog: object) -> None:
     lane = StatusLane(lambda: False)
 
