@@ -23,9 +23,8 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
-from pumice.cache import ClusterCache, PodState
+from pumice.cache import ClusterCache, Handler, PodState
 from pumice.cache.groups import object_key
-from pumice.cache.handler import Handler
 from pumice.cache.pods import pod_uid
 from pumice.daemon.outcome import CycleOutcome, same_podgroup_status, same_queue_status
 from pumice.model import ClusterSnapshot, TaskInfo
