@@ -452,15 +452,18 @@ class ClusterCache:
 
     def _regroup(self, entry: PodEntry) -> None:
         """Index the pod under the PodGroup it names (ours and with Volcano's CRDs only)."""
-        self._ungroup(entry)
-        annotations = (entry.pod.get("metadata") or {}).get("annotations") or {}
-        name = annotations.get(GROUP_NAME_ANNOTATION)
+        meta = entry.pod.get("metadata") or {}
+        name = (meta.get("annotations") or {}).get(GROUP_NAME_ANNOTATION)
         if not (entry.ours and self.volcano and name):
+            self._ungroup(entry)
             entry.group = None
             return
-        namespace = (entry.pod.get("metadata") or {}).get("namespace") or "default"
-        entry.group = f"{namespace}/{name}"
-        self._group_pods.setdefault(entry.group, set()).add(entry.uid)
+        group = f"{meta.get('namespace') or 'default'}/{name}"
+        if group == entry.group and entry.uid in self._group_pods.get(group, ()):
+            return  # indexed there already (a bind: the same pod, seen on its node)
+        self._ungroup(entry)
+        entry.group = group
+        self._group_pods.setdefault(group, set()).add(entry.uid)
 
     def _ungroup(self, entry: PodEntry) -> None:
         if entry.group is not None:
