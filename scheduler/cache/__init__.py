@@ -4,7 +4,7 @@ No I/O: the daemon feeds it informer events and its own decisions; sessions get 
 """
 
 from pumice.cache.cache import NO_QUEUE, ClusterCache
-from pumice.cache.handler import Handler
+from pumice.cache.handlers import Handler
 from pumice.cache.pods import PodEntry, PodState
 from pumice.cache.slim import PodSlimmer, slim_pod
 from pumice.cache.storage import StorageCache

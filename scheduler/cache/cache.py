@@ -3,7 +3,7 @@
 Every watch event changes the one ``ClusterSnapshot`` the cache owns (``put_*`` / ``remove_*``,
 no rebuild per cycle); ``snapshot()`` hands each session an independent clone. The cache does
 no I/O: the daemon feeds it from the informers (one handler per informer: ``nodes``,
-``pending_pods``, ``assigned_pods``, ``podgroups``, ``queues``, ``priority_classes``,
+``pending_pods``, ``assigned_pods``, ``podgroups_handler``, ``queues``, ``priority_classes``,
 ``namespaces``; ``storage.handler(kind)`` for each storage kind served) and tells it what the
 scheduler decided (``assume``) and what the API server answered (``finish_binding``,
 ``forget``, ``bound_elsewhere``, ``gone``).
@@ -25,16 +25,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import MappingProxyType
 
-from pumice.cache.groups import (
-    PodGroupEntry,
-    PriorityClasses,
-    build_job,
-    build_queue,
-    object_key,
-    queue_of,
-)
-from pumice.cache.handler import Handler
-from pumice.cache.namespaces import NamespaceStore
+from pumice.cache.groups import PodGroupEntry, PriorityClasses
+from pumice.cache.handlers import GroupObjects, Handler, NamespaceStore
 from pumice.cache.pods import PodEntry, PodState, is_gated, is_terminal, parse_task, pod_uid
 from pumice.cache.slim import PodSlimmer
 from pumice.cache.storage import StorageCache
@@ -80,10 +72,8 @@ class ClusterCache:
         self.pods: dict[str, PodEntry] = {}
         self.node_objects: dict[str, Obj] = {}
         self.ghosts: set[str] = set()
-        self.podgroups: dict[str, PodGroupEntry] = {}
-        self.queue_objects: dict[str, Obj] = {}
-        self.queue_problems: dict[str, str] = {}
-        self.priorities = PriorityClasses()
+        self.groups = GroupObjects(self.state, default_queue, self._resync_group)
+        """PodGroups, Queues, PriorityClasses (``pumice.cache.handlers``)."""
         self._group_pods: dict[str, set[str]] = {}
         self._held: dict[str, float] = {}
         self.slim_pod = PodSlimmer()
@@ -96,15 +86,34 @@ class ClusterCache:
         self.nodes = Handler(self._node_upsert, self._node_delete, self._touch)
         self.pending_pods = Handler(self._pending_upsert, self._pending_delete, self._touch)
         self.assigned_pods = Handler(self._assigned_upsert, self._assigned_delete, self._touch)
-        self.podgroups_handler = Handler(self._podgroup_upsert, self._podgroup_delete, self._touch)
-        self.queues = Handler(self._queue_upsert, self._queue_delete, self._touch)
-        self.priority_classes = Handler(self._pc_upsert, self._pc_delete, self._touch)
+        groups, touch = self.groups, self._touch
+        self.podgroups_handler = Handler(groups.podgroup_upsert, groups.podgroup_delete, touch)
+        self.queues = Handler(groups.queue_upsert, groups.queue_delete, touch)
+        self.priority_classes = Handler(groups.pc_upsert, groups.pc_delete, touch)
         namespaces = NamespaceStore(self.state.namespaces)
         self.namespaces = Handler(namespaces.upsert, namespaces.delete, self._touch)
         self.storage = StorageCache(self._touch)
         """Claims, volumes, classes, CSI nodes and drivers (``pumice.cache.storage``)."""
 
     # -- what the scheduler reads -------------------------------------------------------------
+
+    @property
+    def podgroups(self) -> dict[str, PodGroupEntry]:
+        """PodGroups by ``namespace/name``, with their jobs or why they have none."""
+        return self.groups.podgroups
+
+    @property
+    def queue_objects(self) -> dict[str, Obj]:
+        return self.groups.queue_objects
+
+    @property
+    def queue_problems(self) -> dict[str, str]:
+        """Why a Queue object could not be used, by name."""
+        return self.groups.queue_problems
+
+    @property
+    def priorities(self) -> PriorityClasses:
+        return self.groups.priorities
 
     def snapshot(self) -> ClusterSnapshot:
         """An independent copy for one session, without pods that are backing off."""
@@ -418,7 +427,7 @@ class ClusterCache:
         return task
 
     def _parse_task(self, entry: PodEntry, current: TaskInfo | None) -> TaskInfo | None:
-        return parse_task(entry, self.priorities.of, current)
+        return parse_task(entry, self.groups.priorities.of, current)
 
     def _job_of(self, entry: PodEntry, task: TaskInfo) -> str | None:
         """The job the task belongs to; None (and the entry BLOCKED) when it may not run."""
@@ -443,15 +452,18 @@ class ClusterCache:
 
     def _regroup(self, entry: PodEntry) -> None:
         """Index the pod under the PodGroup it names (ours and with Volcano's CRDs only)."""
-        self._ungroup(entry)
-        annotations = (entry.pod.get("metadata") or {}).get("annotations") or {}
-        name = annotations.get(GROUP_NAME_ANNOTATION)
+        meta = entry.pod.get("metadata") or {}
+        name = (meta.get("annotations") or {}).get(GROUP_NAME_ANNOTATION)
         if not (entry.ours and self.volcano and name):
+            self._ungroup(entry)
             entry.group = None
             return
-        namespace = (entry.pod.get("metadata") or {}).get("namespace") or "default"
-        entry.group = f"{namespace}/{name}"
-        self._group_pods.setdefault(entry.group, set()).add(entry.uid)
+        group = f"{meta.get('namespace') or 'default'}/{name}"
+        if group == entry.group and entry.uid in self._group_pods.get(group, ()):
+            return  # indexed there already (a bind: the same pod, seen on its node)
+        self._ungroup(entry)
+        entry.group = group
+        self._group_pods.setdefault(group, set()).add(entry.uid)
 
     def _ungroup(self, entry: PodEntry) -> None:
         if entry.group is not None:
@@ -467,76 +479,6 @@ class ClusterCache:
             if entry.state is PodState.BLOCKED:
                 entry.state, entry.reason = PodState.INITIAL, ""
             self._sync(entry)
-
-    # -- PodGroups, Queues, PriorityClasses ---------------------------------------------------
-
-    def _podgroup_upsert(self, podgroup: Obj) -> None:
-        key = object_key(podgroup)
-        before = self.podgroups.get(key)
-        entry = build_job(
-            podgroup,
-            self.priorities.values,
-            self.state.queues,
-            default_queue=self.default_queue,
-            default_priority=self.priorities.of(None),
-        )
-        self.podgroups[key] = entry
-        if entry.job is not None:
-            self.state.put_job(entry.job)
-            if before is None or before.job is None:
-                self._resync_group(key)  # its pods may run now
-        else:
-            self._drop_job(key)
-
-    def _podgroup_delete(self, podgroup: Obj) -> None:
-        key = object_key(podgroup)
-        self.podgroups.pop(key, None)
-        self._drop_job(key)
-
-    def _drop_job(self, key: str) -> None:
-        """The PodGroup is gone or invalid: its pods move out of the job before it goes."""
-        if key not in self.state.jobs:
-            self._resync_group(key)
-            return
-        self._resync_group(key)
-        self.state.remove_job(key)
-
-    def _revalidate(self, predicate: Callable[[Obj], bool]) -> None:
-        for entry in list(self.podgroups.values()):
-            if predicate(entry.obj):
-                self._podgroup_upsert(entry.obj)
-
-    def _queue_upsert(self, queue: Obj) -> None:
-        name = object_key(queue)
-        self.queue_objects[name] = queue
-        info, problem = build_queue(queue)
-        if info is None:
-            log.warning("%s", problem)
-            self.queue_problems[name] = problem
-            self._remove_queue(name)
-        else:
-            self.queue_problems.pop(name, None)
-            self.state.put_queue(info)
-        self._revalidate(lambda pg: queue_of(pg, self.default_queue) == name)
-
-    def _queue_delete(self, queue: Obj) -> None:
-        name = object_key(queue)
-        self.queue_objects.pop(name, None)
-        self.queue_problems.pop(name, None)
-        self._remove_queue(name)
-        self._revalidate(lambda pg: queue_of(pg, self.default_queue) == name)
-
-    def _remove_queue(self, name: str) -> None:
-        if name == self.default_queue:
-            self.state.put_queue(QueueInfo(name=name))  # implicit again
-        elif name in self.state.queues:
-            self.state.remove_queue(name)
-
-    def _pc_upsert(self, pc: Obj) -> None:
-        self._revalidate(self.priorities.upsert(pc))
-
-    def _pc_delete(self, pc: Obj) -> None:
-        self._revalidate(self.priorities.delete(pc))
 
 
 def _name_of(obj: Obj) -> object:

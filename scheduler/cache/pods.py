@@ -171,9 +171,10 @@ def same_but_placement(old: Mapping[str, Any] | None, new: Obj) -> bool:
     if old is None:
         return False
     old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
-    for key in _IDENTITY_FIELDS:
-        if old_meta.get(key) != new_meta.get(key):
-            return False
+    if old_meta is not new_meta:  # (the same object: ``pumice simulate``'s binds)
+        for key in _IDENTITY_FIELDS:
+            if old_meta.get(key) != new_meta.get(key):
+                return False
     old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
     if len(old_spec) - ("nodeName" in old_spec) != len(new_spec) - ("nodeName" in new_spec):
         return False

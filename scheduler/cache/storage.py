@@ -25,7 +25,7 @@ from types import MappingProxyType
 from typing import Any
 
 from pumice.cache.groups import object_key
-from pumice.cache.handler import Handler
+from pumice.cache.handlers import Handler
 from pumice.model.storage import NO_STORAGE, StorageObjects
 from pumice.plain import Obj
 

@@ -23,9 +23,8 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
-from pumice.cache import ClusterCache, PodState
+from pumice.cache import ClusterCache, Handler, PodState
 from pumice.cache.groups import object_key
-from pumice.cache.handler import Handler
 from pumice.cache.pods import pod_uid
 from pumice.daemon.outcome import CycleOutcome, same_podgroup_status, same_queue_status
 from pumice.model import ClusterSnapshot, TaskInfo
@@ -129,11 +128,12 @@ class SimulatedCluster:
     def _ephemeral_claims(self, pod: Obj) -> None:
         """The ephemeral-volume controller's part: a pod's generic ephemeral volume that has
         no claim ``<pod>-<volume>`` yet gets one from its template, owned by the pod."""
+        volumes = (pod.get("spec") or {}).get("volumes")
         meta = pod.get("metadata") or {}
-        if meta.get("deletionTimestamp"):
+        if not volumes or meta.get("deletionTimestamp"):
             return
         namespace = str(meta.get("namespace") or "default")
-        for volume in (pod.get("spec") or {}).get("volumes") or ():
+        for volume in volumes:
             if not isinstance(volume, dict) or not isinstance(volume.get("ephemeral"), dict):
                 continue
             template = volume["ephemeral"].get("volumeClaimTemplate") or {}
