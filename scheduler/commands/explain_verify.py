@@ -17,6 +17,7 @@ a candidate not run is not verified, so it is not listed.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from pumice.commands.explain_changes import apply_change
 from pumice.commands.explain_core import Pace, run_cluster
@@ -42,6 +43,7 @@ class Verifier:
         *,
         budget: float = MIN_BUDGET,
         pace: Pace | None = None,
+        after_run: Callable[[], object] | None = None,
     ) -> None:
         self.objects = objects
         self.target = target
@@ -50,6 +52,8 @@ class Verifier:
         self.scheduler_name = scheduler_name
         self.budget = budget
         self.pace = pace
+        self.after_run = after_run
+        """Called after each run (the command frees the run's garbage there)."""
         self.runs = 0
         self.spent = 0.0
         """Seconds of this thread's CPU the runs took."""
@@ -72,6 +76,9 @@ class Verifier:
                 until_placed=True,
                 pace=self.pace,
             )
+            del changed
+            if self.after_run is not None:
+                self.after_run()
         finally:
             self.spent += time.thread_time() - started
         return result.exists and not result.pending and bool(result.placed)
