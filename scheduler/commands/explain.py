@@ -77,8 +77,7 @@ def run(args: argparse.Namespace) -> int:
         print(str(exc), file=sys.stderr)
         return 2
     # as simulate: no automatic collection (its full passes over the cluster found nothing to
-    # free and took a tenth of the command), the read objects frozen out of the collector;
-    # each run's garbage (a snapshot's table and nodes refer to each other) freed after it
+    # free and took a tenth of the command), the read objects frozen out of the collector
     with collector_paused() as loaded:
         try:
             objects = read_objects(args)
@@ -97,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
             host,
             name,
             suggestions=not args.no_suggestions,
-            after_run=collect_young,
+            tidy=collect_young,
         )
     if report is None:
         print(f"{target.kind} {target.key} does not exist", file=sys.stderr)
@@ -123,15 +122,13 @@ def explain(
     *,
     suggestions: bool = True,
     pace: Pace | None = None,
-    after_run: Callable[[], object] | None = None,
+    tidy: Callable[[], object] | None = None,
 ) -> Obj | None:
     """The report for ``target`` (None when it does not exist). ``pace``: called between the
-    steps of every run (the daemon's search waits there while binds are due); ``after_run``:
-    after each run (the command collects its garbage there; the daemon at its own turns)."""
+    steps of every run (the daemon's search waits there while binds are due); ``tidy``: before
+    each verifying run but the first (``Verifier.tidy``)."""
     started = time.thread_time()
     base = run_cluster(objects, target, config, host, scheduler_name, pace=pace)
-    if after_run is not None:
-        after_run()
     if not base.exists:
         return None
     report = to_json(base, target)
@@ -148,7 +145,7 @@ def explain(
                 scheduler_name,
                 budget=budget,
                 pace=pace,
-                after_run=after_run,
+                tidy=tidy,
             )
             found = suggest(objects, target, base, verifier.admits, scheduler_name)
         report["suggestions"] = found
@@ -160,8 +157,9 @@ def explain(
 
 
 def collect_young() -> int:
-    """A young collection (``gc.collect(1)``): what the runs since the last one left behind,
-    never the frozen objects read."""
+    """A young collection (``gc.collect(1)``): what the runs since the last one left behind
+    (a run's cache and snapshots refer to each other: only the collector frees them), never
+    the frozen objects read."""
     return gc.collect(1)
 
 
