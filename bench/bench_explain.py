@@ -10,15 +10,16 @@ explaining run and every verifying run), which the issue wants within 10 s, and 
 time. Beside it, as the baseline that the machine's load affects alike, ``pumice simulate
 FILE`` of the same cluster (one run of it; explain is that run, read for its reasons, plus a
 run of each candidate change until the target is placed): the ratio of the two CPU times
-says what explaining costs whatever the load. Prints the figures and the suggestions; never
-fails on a figure. Run with ``.venv/bin/python -P bench/bench_explain.py [--scenario
-selector|oversize] [--nodes N]``.
+says what explaining costs whatever the load. Prints the figures, the suggestions and the
+machine's load average before and after; never fails on a figure. Run with
+``.venv/bin/python -P bench/bench_explain.py [--scenario selector|oversize] [--nodes N]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -65,9 +66,11 @@ def main() -> None:
         path.write_text(json.dumps(dump))
         pumice = str(Path(sys.executable).parent / "pumice")
         base = [pumice, "simulate", str(path), "--output", "json"]
+        load_before = os.getloadavg()[0]
         base_wall, base_cpu, _ = timed(base)
         command = [pumice, "explain", str(path), "--podgroup", "bench/explain-me", "-o", "json"]
         elapsed, cpu, done = timed(command)
+        load_after = os.getloadavg()[0]
     print(
         f"scenario={args.scenario} nodes={args.nodes} gangs={args.gangs}"
         f" running={args.running} exit={done.returncode}"
@@ -84,6 +87,7 @@ def main() -> None:
         f"baseline simulate: wall {base_wall:.2f} s, CPU {base_cpu:.2f} s;"
         f" explain / simulate CPU = {cpu / base_cpu:.2f}x"
     )
+    print(f"load average (1 min): {load_before:.2f} before, {load_after:.2f} after")
 
 
 def timed(command: list[str]) -> tuple[float, float, subprocess.CompletedProcess[str]]:

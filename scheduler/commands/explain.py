@@ -21,9 +21,11 @@ verified}``). Exit codes: 0 explained, 1 the target does not exist, 2 bad input.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 import time
+from collections.abc import Callable
 
 import orjson
 
@@ -33,6 +35,7 @@ from pumice.commands.explain_core import Pace, RunResult, run_cluster
 from pumice.commands.explain_search import suggest
 from pumice.commands.explain_target import Target, copy_objects
 from pumice.commands.explain_verify import MIN_BUDGET, Verifier
+from pumice.commands.simulate import collector_paused
 from pumice.framework.config import ConfigError, SchedulerConfig
 from pumice.framework.host import PluginConflictError, PluginHost
 from pumice.manifests import ManifestError
@@ -73,16 +76,28 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, ConfigError, PluginConflictError) as exc:
         print(str(exc), file=sys.stderr)
         return 2
-    try:
-        objects = read_objects(args)
-    except ManifestError as exc:
-        print(str(exc), file=sys.stderr)
-        return 2
-    except LiveError as exc:
-        print(str(exc), file=sys.stderr)
-        return 2
-    name = args.scheduler_name or config.scheduler.scheduler_name
-    report = explain(objects, target, config, host, name, suggestions=not args.no_suggestions)
+    # as simulate: no automatic collection (its full passes over the cluster found nothing to
+    # free and took a tenth of the command), the read objects frozen out of the collector
+    with collector_paused() as loaded:
+        try:
+            objects = read_objects(args)
+        except ManifestError as exc:
+            print(str(exc), file=sys.stderr)
+            return 2
+        except LiveError as exc:
+            print(str(exc), file=sys.stderr)
+            return 2
+        loaded()
+        name = args.scheduler_name or config.scheduler.scheduler_name
+        report = explain(
+            objects,
+            target,
+            config,
+            host,
+            name,
+            suggestions=not args.no_suggestions,
+            tidy=collect_young,
+        )
     if report is None:
         print(f"{target.kind} {target.key} does not exist", file=sys.stderr)
         return 1
@@ -107,9 +122,11 @@ def explain(
     *,
     suggestions: bool = True,
     pace: Pace | None = None,
+    tidy: Callable[[], object] | None = None,
 ) -> Obj | None:
     """The report for ``target`` (None when it does not exist). ``pace``: called between the
-    steps of every run (the daemon's search waits there while binds are due)."""
+    steps of every run (the daemon's search waits there while binds are due); ``tidy``: before
+    each verifying run but the first (``Verifier.tidy``)."""
     started = time.thread_time()
     base = run_cluster(objects, target, config, host, scheduler_name, pace=pace)
     if not base.exists:
@@ -121,7 +138,14 @@ def explain(
             # verifying may take as much CPU again as explaining took (at least MIN_BUDGET)
             budget = max(MIN_BUDGET, time.thread_time() - started)
             verifier = Verifier(
-                objects, target, config, host, scheduler_name, budget=budget, pace=pace
+                objects,
+                target,
+                config,
+                host,
+                scheduler_name,
+                budget=budget,
+                pace=pace,
+                tidy=tidy,
             )
             found = suggest(objects, target, base, verifier.admits, scheduler_name)
         report["suggestions"] = found
@@ -130,6 +154,13 @@ def explain(
                 {"action": "explain", "plugin": "", "message": NOTHING_ADMITS}
             )
     return report
+
+
+def collect_young() -> int:
+    """A young collection (``gc.collect(1)``): what the runs since the last one left behind
+    (a run's cache and snapshots refer to each other: only the collector frees them), never
+    the frozen objects read."""
+    return gc.collect(1)
 
 
 def daemon_suggestions(

@@ -298,7 +298,8 @@ def run_cluster(
             return result
         finally:
             session.dispose()
-        for task, node, _ in recorder.binds:
+        binds = recorder.binds  # a list built anew at each reading: 10,000 binds a session
+        for task, node, _ in binds:
             if task.key in mine:
                 result.placed[task.key] = node
         if mine and mine <= set(result.placed):
@@ -308,14 +309,15 @@ def run_cluster(
         state.clock += config.scheduler.period
         for claim, volume, node in recorder.volume_writes:
             state.bind_volume(claim_key=claim, volume=volume, node=node)
-        for task, node, _ in recorder.binds:
+        for task, node, _ in binds:
             state.bind(task, node)
-        for task, _eviction in recorder.evictions:
+        evictions = recorder.evictions
+        for task, _eviction in evictions:
             state.evict(task)
         for task, node in recorder.nominations:
             state.nominate(task, node)
         state.write_statuses(outcome)
-        if not (recorder.binds or recorder.evictions):
+        if not (binds or evictions):
             break
     waiting = state.pending()
     result.pending = sorted(k for k in mine if k in waiting)
