@@ -181,11 +181,17 @@ class Sim:
     async def __aenter__(self) -> Sim:
         self.proc = await spawn(self.argv(), stdout=asyncio.subprocess.PIPE)
         assert self.proc.stdout is not None
-        line = (await asyncio.wait_for(self.proc.stdout.readline(), 600)).decode()
-        if "serving" not in line:
-            raise SystemExit(f"sim-cluster did not start: {line!r}")
-        self.url = line.split("serving ", 1)[1].split(" ", 1)[0]
-        await self.proc.stdout.readline()
+        # ``async with`` calls __aexit__ only once __aenter__ has returned: a sim that fails to
+        # come up (or a timeout) must be stopped here, or it outlives the bench.
+        try:
+            line = (await asyncio.wait_for(self.proc.stdout.readline(), 600)).decode()
+            if "serving" not in line:
+                raise SystemExit(f"sim-cluster did not start: {line!r}")
+            self.url = line.split("serving ", 1)[1].split(" ", 1)[0]
+            await self.proc.stdout.readline()
+        except BaseException:
+            await stop(self.proc)
+            raise
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -26,7 +26,7 @@ cache): a recording made by hand, which no delta can build on.
 Pickle ties a recording to the code that wrote it, so a recording made by another pumice version
 (or another format) is refused rather than half-read. Errors: ``RecordingError`` (a
 ``PumiceError`` and ``ValueError``): one line naming the file. Pickle executes code while
-loading: replay only recordings you made (see the README).
+loading: replay only recordings you made (see docs/recording.md).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ Not re-expressed, and why:
   the Kubernetes pumice follows; pumice has no such switch;
 * TestDefaultPodTopologySpreadScoring: the constraints come from kube-scheduler's system
   defaults through a Service; pumice applies no default constraints and watches no Services
-  (README, pod-to-pod constraints).
+  (docs/pod-constraints.md).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ Not re-expressed, and why:
 
 * "system defaulting, nodes don't have zone, pods match service": the constraints come from
   kube-scheduler's system defaults through a Service; pumice applies no default constraints and
-  watches no Services (README, pod-to-pod constraints);
+  watches no Services (docs/pod-constraints.md);
 * "matchLabelKeys ignored when feature gate disabled": MatchLabelKeysInPodTopologySpread is on
   (and locked) in the Kubernetes pumice follows, and pumice has no such switch;
 * TestPreScoreSkip "default constraints and a replicaset that doesn't match" and

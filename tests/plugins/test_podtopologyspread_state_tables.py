@@ -18,8 +18,7 @@ Not re-expressed, and why:
 * "default constraints and a service", "default constraints and a service that doesn't match",
   "default constraints and a service, but pod has constraints", "default soft constraints and a
   service": they configure the plugin's default constraints and select pods through a Service;
-  pumice applies no default constraints and watches no Services (README, pod-to-pod
-  constraints);
+  pumice applies no default constraints and watches no Services (docs/pod-constraints.md);
 * "feature gate disabled with NodeAffinityPolicy", "feature gate disabled with
   NodeTaintsPolicy", "matchLabelKeys ignored when feature gate disabled", "no pod is matched
   when LabelSelector is nil when feature gate disabled": they switch
