@@ -99,7 +99,12 @@ class Statement:
 
     def _place(self, task: TaskInfo, node_name: str, status: TaskStatus, kind: OpKind) -> None:
         session = self._session
-        job, task = self._own(task)
+        try:  # ``_own``, inline: once per placement
+            job, task = session.snapshot.writable_task(task)
+        except KeyError as exc:
+            raise StatementError(
+                f"task {task.key} belongs to no job in this session ({task.job})"
+            ) from exc
         if task.status != _PENDING:
             raise StatementError(f"cannot {kind.value} {task.key}: it is {task.status.name}")
         node = session.nodes.get(node_name)
