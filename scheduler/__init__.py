@@ -15,7 +15,8 @@ declared in the package's ``pyproject.toml`` under ``[project.entry-points.pumic
 An action subclasses ``Action`` and works through the ``ActionContext`` it is given. The
 contracts are written out in ``docs/plugins.md`` and ``docs/actions.md``; the built-in plugins
 and actions import nothing but this module and their own private helpers (an import-linter
-contract in ``pyproject.toml`` holds them to it).
+contract in ``pyproject.toml`` holds them to it). ``BoolVector``, ``FloatVector``, ``IntVector``
+and ``FloatMatrix`` name the numpy arrays of the node table's columns and of hook answers.
 """
 
 from pumice.durations import DurationError, parse_duration
@@ -52,6 +53,7 @@ from pumice.framework.argspec import (
     is_int,
     is_number,
 )
+from pumice.logs import config_warning, warn_once
 from pumice.model import (
     ALL_ADDRESSES,
     NO_TERMS,
@@ -95,7 +97,7 @@ from pumice.model.status import (
     READY_STATUSES,
     SCHEDULED_STATUSES,
 )
-from pumice.warnonce import config_warning, warn_once
+from pumice.model.table import BoolVector, FloatMatrix, FloatVector, IntVector
 
 __version__ = "0.1.0"
 
@@ -114,11 +116,15 @@ __all__ = [
     "AffinityTerm",
     "ArgumentSpec",
     "Arguments",
+    "BoolVector",
     "ClusterSnapshot",
     "ConfigError",
     "DurationError",
     "Feasibility",
+    "FloatMatrix",
+    "FloatVector",
     "HostPort",
+    "IntVector",
     "JobInfo",
     "JobInvalid",
     "LabelSelector",

@@ -1,8 +1,9 @@
 """The command lines: ``pumice`` and ``kubectl-pumice``.
 
 Each subcommand of ``pumice`` lives in the module that owns its work and exposes two functions,
-``add_arguments(parser)`` and ``run(args) -> int``; this module only wires them. Exit codes:
-0 success, 1 runtime failure, 2 bad input (flag, config, manifest).
+``add_arguments(parser)`` and ``run(args) -> int`` (``module:NAME`` in ``SUBCOMMANDS``: an
+object of that module with the two, where small commands share a module); this module only
+wires them. Exit codes: 0 success, 1 runtime failure, 2 bad input (flag, config, manifest).
 
 ``kubectl-pumice`` is pumice's kubectl plugin (kubectl finds it on ``PATH``):
 ``kubectl pumice explain (pod | podgroup) NAME [-n NS] [--context C] [-o json]`` is
@@ -20,17 +21,27 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import yaml
 
-# subcommand -> (module, one-line help)
+# subcommand -> (module or module:NAME, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "check-config": ("pumice.commands.check_config", "validate a scheduler configuration file"),
+    "check-config": (
+        "pumice.commands.config_commands:CHECK_CONFIG",
+        "validate a scheduler configuration file",
+    ),
     "explain": ("pumice.commands.explain", "why a job is pending, and what would admit it"),
-    "plugins": ("pumice.commands.plugins", "list every plugin and action and its package"),
+    "plugins": (
+        "pumice.commands.config_commands:PLUGINS",
+        "list every plugin and action and its package",
+    ),
     "replay": ("pumice.commands.replay", "re-run a flight recording's cycles and compare"),
     "run": ("pumice.commands.run", "schedule a cluster (or a simulated one) through its API"),
-    "run-example": ("pumice.commands.run_example", "load the default config and show it"),
+    "run-example": (
+        "pumice.commands.config_commands:RUN_EXAMPLE",
+        "load the default config and show it",
+    ),
     "sim-cluster": ("pumice.sim.cli", "run the simulated Kubernetes API server"),
     "simulate": ("pumice.commands.simulate", "replay a cluster's manifests offline"),
 }
@@ -53,8 +64,12 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     return parser
 
 
-def _load(module: str) -> ModuleType:
-    return importlib.import_module(module)
+def _load(target: str) -> Any:
+    """The module, or the object ``NAME`` of it for ``module:NAME``, that has ``add_arguments``
+    and ``run``."""
+    module, _, name = target.partition(":")
+    loaded: ModuleType = importlib.import_module(module)
+    return getattr(loaded, name) if name else loaded
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -65,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     quiet = int(getattr(command, "DEFAULT_LOG_LEVEL", logging.ERROR))
     level = {0: quiet, 1: min(quiet, logging.WARNING)}.get(args.verbose, logging.DEBUG)
     if getattr(command, "STRUCTURED_LOGS", False):
-        from pumice.logsetup import configure_daemon_logging  # structlog only where used
+        from pumice.logs import configure_daemon_logging  # structlog only where used
 
         chosen = getattr(command, "log_format", None)
         # JSON lines, or key=value on a terminal, unless the command chooses

@@ -110,7 +110,7 @@ def test_a_command_imports_only_its_own_module() -> None:
     code = (
         "import sys; from pumice.cli import main; "
         f"rc = main(['check-config', {str(ROOT / 'conf' / 'scheduler.yaml')!r}]); "
-        "print(rc, 'pumice.sim' in sys.modules, 'pumice.commands.plugins' in sys.modules)"
+        "print(rc, 'pumice.sim' in sys.modules, 'pumice.commands.explain' in sys.modules)"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.stdout.strip().splitlines()[-1] == "0 False False"

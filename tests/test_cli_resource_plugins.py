@@ -64,9 +64,9 @@ def test_dropped_patterns_are_warned_by_name_and_the_config_still_passes(tmp_pat
 
 
 def readme_plugin_examples() -> list[str]:
-    """The YAML examples of one plugin in the README's section on these plugins."""
-    text = (ROOT / "README.md").read_text()
-    section = text.split("## Packing and spreading by resource", 1)[1].split("\n## ", 1)[0]
+    """The YAML examples of one plugin on the page about these plugins (the README links it)."""
+    text = (ROOT / "docs" / "resource-plugins.md").read_text()
+    section = text.split("# Packing and spreading by resource", 1)[1]
     blocks = [b.split("```", 1)[0] for b in section.split("```yaml\n")[1:]]
     return [b for b in blocks if b.startswith("- name:")]
 

@@ -105,7 +105,7 @@ def test_the_graph_is_read_from_the_laid_out_tree(import_graph: dict[str, list[s
         import_graph
     )
     assert "pumice.daemon.outcome" in import_graph["pumice.daemon.metrics"]
-    assert "pumice.logsetup" in import_graph["pumice.cli"]
+    assert "pumice.logs" in import_graph["pumice.cli"]
 
 
 def test_no_import_circle_between_modules(import_graph: dict[str, list[str]]) -> None:

@@ -1,4 +1,4 @@
-"""``pumice.warnonce``: a warning logged once per process per (logger, key)."""
+"""``pumice.logs``: a warning logged once per process per (logger, key)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from pumice import warn_once
-from pumice.warnonce import collect_config_warnings, config_warning, forget_warnings
+from pumice.logs import collect_config_warnings, config_warning, forget_warnings
 
 
 def test_each_key_is_logged_once_per_logger(caplog: pytest.LogCaptureFixture) -> None:

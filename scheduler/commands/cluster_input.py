@@ -32,8 +32,7 @@ from pumice.commands.cluster_shape import shape_error
 from pumice.errors import PumiceError
 from pumice.manifests import ManifestError, load_manifests
 from pumice.model import QuantityError, parse_quantity
-from pumice.plain import Obj
-from pumice.uids import ordered_uid
+from pumice.plain import Obj, ordered_uid
 
 STORAGE_KINDS = frozenset(
     {"PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode", "CSIDriver"}
@@ -179,7 +178,7 @@ def api_defaults(obj: Obj) -> Obj:
     """What the API server would have filled in: a namespaced object without a namespace is in
     ``default``; a pod container's requests default to its limits; an object without a uid or
     a creation time gets them as the simulated API server stamps a manifest it is seeded with
-    (now, and a uid in input order: ``pumice.uids``), so ``pumice simulate`` orders such
+    (now, and a uid in input order: ``pumice.plain``), so ``pumice simulate`` orders such
     objects as ``pumice run --sim`` does; a StorageClass binds ``Immediate`` unless it says
     otherwise; a volume or claim without a phase has the one the PV controller gives it at once
     (a volume ``Available``, or ``Bound`` when it names a claim; a claim ``Pending``, or

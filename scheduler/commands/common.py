@@ -8,7 +8,7 @@ from pumice.framework.config import ConfigError, SchedulerConfig
 from pumice.framework.configcheck import ConfigWarning, validate
 from pumice.framework.configfile import check_names, load_config, load_default_config
 from pumice.framework.host import PluginHost
-from pumice.warnonce import collect_config_warnings
+from pumice.logs import collect_config_warnings
 
 
 def load_checked(path: str | None) -> tuple[SchedulerConfig, PluginHost]:

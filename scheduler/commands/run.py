@@ -34,7 +34,7 @@ from pumice.framework.config import AddressError, ConfigError, RecordSettings
 from pumice.framework.configparse import split_host_port
 from pumice.framework.host import PluginConflictError
 from pumice.kube import KubeConfigError, KubeError, KubeSettings
-from pumice.logsetup import LOG_FORMATS
+from pumice.logs import LOG_FORMATS
 from pumice.manifests import ManifestError
 
 if TYPE_CHECKING:
@@ -44,11 +44,11 @@ DEFAULT_LOG_LEVEL = logging.INFO
 """``pumice run`` logs its decisions at info unless told otherwise."""
 
 STRUCTURED_LOGS = True
-"""Log through structlog: JSON lines off a terminal, key=value on one (``pumice.logsetup``)."""
+"""Log through structlog: JSON lines off a terminal, key=value on one (``pumice.logs``)."""
 
 
 def log_format(args: argparse.Namespace) -> str:
-    """The log format (``pumice.logsetup``): as asked; by default readable with ``--sim`` (a
+    """The log format (``pumice.logs``): as asked; by default readable with ``--sim`` (a
     demo: its log and the ``bound`` lines are read by people, whatever stderr is), else JSON
     off a terminal."""
     chosen = str(getattr(args, "log_format", None) or "auto")

@@ -4,7 +4,7 @@ The flags ``pumice simulate`` takes for runs in virtual time (``whatif``), and t
 around such a run: load the cluster files, the trace and the configurations, run, print the
 report (``whatif_report``: a table, or with ``--output json`` ``{"timeline": …}`` and, with
 ``--compare``, ``"compare"``: the second configuration's timeline) and draw it
-(``whatif_plot``).
+(``whatif_report.plot``).
 
 Exit codes: 0, or 2 with one line for a bad flag, configuration, manifest or trace line, for
 ``--plot`` without matplotlib (the ``pumice[plot]`` extra) and for a ``--plot`` file that cannot
@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     timelines = [r.run() for r in runs]
     _write(_render(timelines, args.output))
     if args.plot is not None:
-        from pumice.commands.whatif_plot import plot
+        from pumice.commands.whatif_report import plot
 
         try:
             plot(timelines, args.plot)

@@ -47,7 +47,7 @@ from pumice.framework.config import RecordSettings, SchedulerConfig
 from pumice.framework.host import PluginHost
 from pumice.framework.session import Session
 from pumice.kube import Binder, Evictor, Informer, Kind, Kube, KubeSettings, StatusWriter, connect
-from pumice.kube.nomination import nominate
+from pumice.kube.status import nominate
 from pumice.model import ClusterSnapshot
 
 log = logging.getLogger("pumice.daemon")

@@ -79,7 +79,7 @@ class GiveUp(Protocol):
 
 
 @dataclass(slots=True)
-class VolumeWrite:
+class AwaitedWrite:
     """One write a plugin asked for: ``volume`` pre-bound to ``claim``, or (None) the claim
     to be provisioned on ``node``; ``seen``: the informers have shown it in place."""
 
@@ -94,7 +94,7 @@ class _Wait:
     uid: str
     job: str
     pod: PodRef
-    writes: list[VolumeWrite]
+    writes: list[AwaitedWrite]
     task: asyncio.Task[None] | None = None
     timer: asyncio.TimerHandle | None = None
     written: bool = False
@@ -134,7 +134,7 @@ class VolumeBinder:
         self._bind = bind
         self._give_up = give_up
         self.timeout = timeout
-        self._expected: dict[str, tuple[str, list[VolumeWrite]]] = {}
+        self._expected: dict[str, tuple[str, list[AwaitedWrite]]] = {}
         """Pod uid -> (job, writes) asked before its bind arrives."""
         self._waits: dict[str, _Wait] = {}
         self._gangs: dict[str, _Gang] = {}
@@ -160,7 +160,7 @@ class VolumeBinder:
     def expect(self, *, uid: str, job: str, claim: str, volume: str | None, node: str) -> None:
         """A write asked for the pod ``uid`` of ``job``, before its bind is handed over."""
         entry = self._expected.setdefault(uid, (job, []))
-        entry[1].append(VolumeWrite(claim, volume, node))
+        entry[1].append(AwaitedWrite(claim, volume, node))
         if job not in self._failed:
             self._gangs.setdefault(job, _Gang()).waiting.add(uid)
 

@@ -4,7 +4,7 @@ statements and configuration.
 ``Session`` is the framework's own: the daemon and the commands open one and hand it to
 ``run_actions``; plugins see a ``SessionView`` and actions an ``ActionContext`` of it."""
 
-from pumice.framework.action import Action, ActionContext, run_actions
+from pumice.framework.action import Action, ActionContext, predicate_once_gone, run_actions
 from pumice.framework.argspec import ArgumentSpec
 from pumice.framework.arguments import Arguments
 from pumice.framework.base import Plugin, RowPredicate, RowScore
@@ -13,7 +13,6 @@ from pumice.framework.config import ConfigError, SchedulerConfig
 from pumice.framework.configfile import load_config, parse_config
 from pumice.framework.hookspecs import hookimpl
 from pumice.framework.host import PluginConflictError, PluginError, PluginHost
-from pumice.framework.released import predicate_once_gone
 from pumice.framework.results import (
     Feasibility,
     JobInvalid,

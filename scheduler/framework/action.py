@@ -1,5 +1,5 @@
-"""The action contract: ``Action``, the ``ActionContext`` it is given, and how a session runs
-its actions.
+"""The action contract: ``Action``, the ``ActionContext`` it is given, how a session runs its
+actions, and the predicates on a node once its victims are gone (``predicate_once_gone``).
 
 An action is a class (subclass of ``pumice.Action``) with an ``execute(context)`` method; a
 fresh instance is built for every session from its ``configurations`` arguments and run once,
@@ -8,6 +8,21 @@ the ordered queues, jobs and tasks, the candidates and the choice of a node, sta
 and the books of pending reasons. Each operation applies the tier rules of the hook behind it
 (``pumice.framework.hookspecs``), so an action decides *what* to try and the plugins decide
 *whether* and *where*. ``docs/actions.md`` is this contract for authors of third-party actions.
+
+**Predicates on a node as it will be once pods have left it** (``predicate_once_gone``, what
+``ActionContext.predicate_once_gone`` asks for preempt and reclaim). An eviction does not free a
+node at once: the evicted (Releasing) pods stay on it, counted in its pods and its used
+resources, until the kubelet has stopped them. A preemptor is pipelined to run once they are
+gone, so whether it may go there is a question about the node *without* them: the pod count,
+host ports, and — for the pod-to-pod filters — the pods whose anti-affinity kept it out, which
+may be among the victims. ``predicate_once_gone`` asks every predicate plugin of the shape cache
+(enabled, in tier order) about one node while its Releasing tasks, and any others given, are
+taken off it (``NodeInfo.without``: ``node.tasks`` and the node's row read as if they had gone,
+and are restored exactly afterwards). Victims evicted through a statement have also been through
+the plugins' ``on_deallocate``; a plugin that keeps counting them there (the pod-to-pod filters:
+a terminating pod still counts for InterPodAffinity) sees them gone by their absence from
+``node.tasks``. The answer is evaluated afresh, never from the shape cache: it describes a state
+the session does not hold.
 """
 
 from __future__ import annotations
@@ -17,22 +32,20 @@ from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
-import numpy.typing as npt
 
 from pumice.framework.argspec import ArgumentSpec
 from pumice.framework.arguments import Arguments
 from pumice.framework.candidates import Candidates
-from pumice.framework.hookcalls import SessionError
-from pumice.framework.released import predicate_once_gone
+from pumice.framework.evaluation import ShapeCache, predicate_part
+from pumice.framework.hookcalls import SessionError, vector_answer
 from pumice.framework.results import Feasibility, JobInvalid
 from pumice.framework.session import Session
 from pumice.framework.statement import Statement
 from pumice.framework.view import SessionPart
 from pumice.model.node import NodeInfo
 from pumice.model.objects import JobInfo, QueueInfo, TaskInfo
-
-BoolVector = npt.NDArray[np.bool_]
-FloatVector = npt.NDArray[np.float64]
+from pumice.model.status import TaskStatus
+from pumice.model.table import BoolVector, FloatVector
 
 
 class ActionContext(SessionPart):
@@ -215,3 +228,27 @@ def run_actions(session: Session) -> None:
             session.action = ""
             elapsed = time.perf_counter() - started
             session.action_seconds[name] = session.action_seconds.get(name, 0.0) + elapsed
+
+
+def predicate_once_gone(
+    shapes: ShapeCache, task: TaskInfo, node: NodeInfo, gone: Iterable[TaskInfo] = ()
+) -> str:
+    """'' when every predicate passes ``task`` on ``node`` once its Releasing tasks and
+    ``gone`` have left it; else the first failing plugin's reason for that node."""
+    leaving = [t for t in node.tasks.values() if t.status == TaskStatus.RELEASING]
+    seen = {t.uid for t in leaving}
+    leaving += [t for t in gone if t.uid not in seen]
+    table = shapes.table
+    row = node.row
+    rows = np.array((row,), dtype=np.int64)
+    with node.without(leaving):
+        for name, hook, local in shapes.predicates:
+            answer = hook(task, table, rows if local else None)
+            if answer is None:
+                continue
+            part = predicate_part(name, answer, 1 if local else len(table), vector_answer)
+            at = 0 if local else row
+            if not part.mask[at]:
+                reasons = part.reasons
+                return str(reasons if isinstance(reasons, str) else reasons[at])
+    return ""

@@ -122,7 +122,7 @@ class Feasibility:
     def preemption_candidates(self) -> npt.NDArray[np.bool_]:
         """Nodes where evicting pods may let the task in: every plugin passes, or rejects
         only for a reason it calls resolvable (whether it then does is checked with the
-        victims gone: ``pumice.framework.released``)."""
+        victims gone: ``pumice.framework.action.predicate_once_gone``)."""
         mask = np.ones(len(self.mask), dtype=np.bool_)
         for part in self.parts:
             mask &= part.resolvable_mask()

@@ -57,9 +57,9 @@ from pumice.framework.placement import Scoring, choose_node, node_scores, pick_b
 from pumice.framework.results import Feasibility, JobInvalid
 from pumice.framework.statement import Statement
 from pumice.framework.view import SessionView
+from pumice.logs import warn_once
 from pumice.model.objects import JobInfo, QueueInfo, TaskInfo, pod_name_index
 from pumice.model.snapshot import ClusterSnapshot
-from pumice.warnonce import warn_once
 
 log = logging.getLogger("pumice.session")
 

@@ -43,8 +43,7 @@ from pumice.kube.errors import (
     Unreachable,
     error_for,
 )
-from pumice.kube.pacing import RequestPacing
-from pumice.kube.ratelimit import Backoff
+from pumice.kube.ratelimit import Backoff, RequestPacing
 
 log = logging.getLogger("pumice.kube")
 

@@ -1,4 +1,5 @@
-"""StatusWriter: what pumice tells users through the API, written once and only on change.
+"""StatusWriter: what pumice tells users through the API, written once and only on change;
+and ``nominate``, the preemptor's nominated node.
 
 * Events about pods and other objects (``Scheduled``, ``FailedScheduling``, bad PodGroups...),
   through the de-duplicating, rate-limited ``EventRecorder``.
@@ -13,6 +14,12 @@
 Every method returns whether it wrote something and never raises KubeError (status is
 advice to users; a failed write is logged and counted, and the next cycle writes it again).
 Writes run at most ``max_inflight`` at once, paced further by the client's QPS bucket.
+
+``nominate`` writes a preemptor's ``status.nominatedNodeName``: where it waits for the room its
+victims free. It is no advice to users but scheduling state (the allocate action reads it back
+from the pod and places the preemptor there first), so it stays outside the ``StatusWriter``
+surface: a merge patch of the pod's status subresource, skipped when the pod already says so;
+its failures are logged (logger ``pumice.kube.nomination``) and reported as False.
 """
 
 from __future__ import annotations
@@ -213,3 +220,27 @@ class StatusWriter:
             self._statuses.popitem(last=False)
         self.stats.statuses_written += 1
         return True
+
+
+nomination_log = logging.getLogger("pumice.kube.nomination")
+
+
+async def nominate(kube: Kube, pod: Obj, node: str) -> bool:
+    """Set the pod's ``status.nominatedNodeName`` to ``node``; True when written."""
+    meta = pod.get("metadata") or {}
+    namespace, name = meta.get("namespace"), meta.get("name")
+    if not namespace or not name or (pod.get("status") or {}).get("nominatedNodeName") == node:
+        return False
+    try:
+        await kube.request(
+            "PATCH",
+            PODS.path(str(namespace), str(name), "status"),
+            body={"status": {"nominatedNodeName": node}},
+            content_type=MERGE_PATCH,
+        )
+    except NotFound:
+        return False
+    except KubeError as exc:
+        nomination_log.info("nominated node of pod %s/%s not written: %s", namespace, name, exc)
+        return False
+    return True

@@ -4,7 +4,7 @@ This covers the parts of the real server's validation, defaulting and admission 
 a scheduler can observe: name rules and ``generateName``; pod defaults (scheduler name, restart
 policy, grace period, requests defaulted from limits, QoS class, the not-ready/unreachable
 tolerations, ``PodScheduled=False/SchedulingGated``, pod affinity terms' ``matchLabelKeys`` /
-``mismatchLabelKeys`` merged into their selectors as ``pumice.sim.labelkeys`` says); the
+``mismatchLabelKeys`` merged into their selectors as ``pumice.sim.pods.merge_label_keys`` says); the
 Priority admission plugin (resolving ``priorityClassName`` into ``spec.priority`` or refusing
 an unknown class); pod spec immutability; Namespace, PriorityClass and Volcano Queue defaults;
 the storage kinds' defaults and the DefaultStorageClass plugin (``pumice.sim.volumerules``);
@@ -21,8 +21,8 @@ from typing import Any
 from pumice.sim import events as event_views
 from pumice.sim import volumerules
 from pumice.sim.errors import ApiError, forbidden, invalid
-from pumice.sim.labelkeys import merge_label_keys
 from pumice.sim.objects import Obj, get_path, meta, now_rfc3339, set_condition
+from pumice.sim.pods import merge_label_keys
 from pumice.sim.resources import (
     EVENTS_V1,
     NAMESPACES,

@@ -12,7 +12,7 @@ An apply is validated like any write (``pumice.sim.validation``): the configurat
 first -- unknown fields refused under ``fieldValidation=Strict`` or dropped, quantities made
 canonical -- so that field ownership is computed on what will be stored, and the merged object
 is checked again as an update (immutable fields). ``dryRun=All`` needs nothing here: the
-request runs with the store in dry-run mode (``pumice.sim.dryrun``), so neither the object nor
+request runs with the store in dry-run mode (``pumice.sim.rest``), so neither the object nor
 its managedFields are kept.
 """
 

@@ -16,7 +16,7 @@ from pumice.errors import PumiceError
 
 # re-exported: the sim's modules take it from here, with the helpers below
 from pumice.plain import Obj as Obj
-from pumice.uids import ordered_uid
+from pumice.plain import ordered_uid
 
 Key = tuple[str, str]
 """Where an object lives in its table: (namespace or "", name)."""
@@ -54,7 +54,7 @@ def parse_time(value: str) -> float:
 
 
 def new_uid() -> str:
-    """A uid in creation order, as ``pumice simulate`` makes them (see ``pumice.uids``)."""
+    """A uid in creation order, as ``pumice simulate`` makes them (``pumice.plain.ordered_uid``)."""
     return ordered_uid()
 
 

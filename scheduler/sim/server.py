@@ -35,10 +35,8 @@ from pumice.sim.access import ADMIN_TOKEN, AccessControl
 from pumice.sim.admin import MUTATING_METHODS, WriteLog, WriteRecord, handle_admin
 from pumice.sim.defaults import default_objects
 from pumice.sim.discovery import VERSION, Discovery, api_versions
-from pumice.sim.dryrun import DRY_RUN
 from pumice.sim.errors import ApiError, internal, no_such_path
-from pumice.sim.faults import Faults
-from pumice.sim.flowcontrol import RESPONSE_HEADERS, FlowControl
+from pumice.sim.faults import RESPONSE_HEADERS, Faults, FlowControl
 from pumice.sim.lifecycle import Lifecycle, LifecycleConfig
 from pumice.sim.managedfields import writing
 from pumice.sim.objects import Obj
@@ -46,7 +44,7 @@ from pumice.sim.provisioner import VolumeConfig
 from pumice.sim.rbac import bootstrap_policy
 from pumice.sim.registry import Registry
 from pumice.sim.resources import EVERY_TYPE, for_object, served_types
-from pumice.sim.rest import ResourceApi, error_response, json_response, parse_path, verb_of
+from pumice.sim.rest import DRY_RUN, ResourceApi, error_response, json_response, parse_path, verb_of
 from pumice.sim.store import Store
 from pumice.sim.volumes import VolumeControllers
 from pumice.sim.watch import WatchHub
@@ -362,7 +360,7 @@ class SimServer:
             resp = error_response(internal(f"{type(exc).__name__}: {exc}"))
         if not resp.prepared:  # a watch sent them itself (RESPONSE_HEADERS)
             resp.headers.update(flow.headers)
-        # a dry run changes nothing, so it is no write (pumice.sim.dryrun)
+        # a dry run changes nothing, so it is no write (pumice.sim.rest, DRY_RUN)
         if method in MUTATING_METHODS and not request.get(DRY_RUN):
             self.writes.record(
                 WriteRecord(

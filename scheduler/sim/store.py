@@ -101,7 +101,7 @@ class Store:
         """The resourceVersion of the last compaction (0: never)."""
         self.dry_run = False
         """While true, ``commit`` answers what it would store and stores nothing
-        (see ``pumice.sim.dryrun``)."""
+        (see ``pumice.sim.rest``)."""
 
     # -- reading -------------------------------------------------------------------------
 

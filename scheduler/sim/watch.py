@@ -28,7 +28,7 @@ import orjson
 from aiohttp import web
 
 from pumice.sim.errors import ApiError
-from pumice.sim.flowcontrol import RESPONSE_HEADERS
+from pumice.sim.faults import RESPONSE_HEADERS
 from pumice.sim.objects import Obj, meta
 from pumice.sim.resources import ResourceType
 from pumice.sim.selectors import Selector

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import structlog
 
-from pumice.logsetup import configure_daemon_logging
+from pumice.logs import configure_daemon_logging
 from support.daemonrun import run_demo
 
 

@@ -13,14 +13,14 @@ import pytest
 
 from pumice.framework.config import SchedulerSettings
 from pumice.kube import KubeSettings
-from pumice.kube.pacing import (
+from pumice.kube.ratelimit import (
     APF_HEADERS,
     FALLBACK_BURST,
     FALLBACK_QPS,
     RequestPacing,
     explicit_limit,
 )
-from pumice.sim.flowcontrol import FlowControl
+from pumice.sim.faults import FlowControl
 
 from .conftest import connect_to
 

@@ -9,8 +9,8 @@ import pytest
 from pumice import ClusterSnapshot, NodeInfo, QueueInfo, Resource, TaskStatus
 from pumice.framework.configcheck import lint
 from pumice.framework.configfile import parse_config
+from pumice.logs import forget_warnings
 from pumice.plugins.drf import DrfPlugin
-from pumice.warnonce import forget_warnings
 from support.tier1 import job, names, plugin_of, running, session, snapshot, task
 
 GiB = 2**30

@@ -9,8 +9,8 @@ import pytest
 
 from pumice import ClusterSnapshot, NodeInfo, QueueInfo, Resource, TaskStatus
 from pumice.framework import Session
+from pumice.logs import forget_warnings
 from pumice.plugins.node_reservation import RESERVED_FOR, NodeReservationPlugin
-from pumice.warnonce import forget_warnings
 from support.flow import GiB, add_task, binds, gang, nodes, open_flow, res, run_flow, snapshot
 
 PLUGINS = {"node-reservation": NodeReservationPlugin}

@@ -10,8 +10,8 @@ import numpy.typing as npt
 import pytest
 
 from pumice import Arguments, ClusterSnapshot, NodeTable, QueueInfo, TaskInfo
+from pumice.logs import forget_warnings
 from pumice.plugins.nodeorder import NodeOrderPlugin
-from pumice.warnonce import forget_warnings
 from support.builders import open_session
 from support.nodes import (
     MiB,

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from pumice import Arguments, JobInfo, NodeTable, PredicateResult, TaskInfo, TaskStatus
+from pumice.logs import forget_warnings
 from pumice.plugins.predicates import PredicatesPlugin
-from pumice.warnonce import forget_warnings
 from support.builders import cluster, open_session
 from support.nodes import (
     bare_task,

@@ -21,9 +21,9 @@ from pumice import (
     TaskStatus,
 )
 from pumice.commands.common import load_checked
+from pumice.logs import forget_warnings
 from pumice.plugins import resource_strategy_fit as rsf
 from pumice.plugins.resource_strategy_fit import ResourceStrategyFitPlugin, parse_strategies
-from pumice.warnonce import forget_warnings
 from support.builders import open_session
 from support.nodes import GiB, bare_task, node, place, table
 

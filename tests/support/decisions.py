@@ -10,6 +10,10 @@ each difference). Run the suite with this plugin before and after, then compare 
 For each test, each session opened during it is recorded at close: the committer's decisions,
 where every task ended up (status and node), and the reasons given for tasks and jobs left
 pending. Nothing is recorded unless the environment variable is set.
+
+While recording, hypothesis draws its examples from a seed derived from each test (its
+``derandomize`` setting): property tests otherwise try new examples on every run, and their
+sessions would differ between the before and the after file for no fault of the change.
 """
 
 from __future__ import annotations
@@ -20,8 +24,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from pumice.framework import Session
+
+if os.environ.get("PUMICE_RECORD_DECISIONS"):
+    settings.register_profile("recording-decisions", derandomize=True, database=None)
+    settings.load_profile("recording-decisions")
 
 _RECORD: dict[str, list[dict[str, Any]]] = {}
 _current: list[Session] = []
