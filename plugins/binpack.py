@@ -229,22 +229,19 @@ class BinpackPlugin(Plugin):
         function: RowScore = score if weight_sum else _no_score
         if weight_sum and len(columns) == 2:  # cpu and memory: the loop written out
             (cap0_of, used0_of, request0, factor0), (cap1_of, used1_of, request1, factor1) = columns
+            tolerance = FIT_TOLERANCE
 
             def score_two(row: int) -> float:
-                parts = 0.0
-                fits = True
-                cap = cap0_of(row)
-                after = used0_of(row) + request0
-                if cap > 0:
-                    fits = after - cap <= FIT_TOLERANCE
-                    parts += after * factor0 / cap
-                cap = cap1_of(row)
-                after = used1_of(row) + request1
-                if cap > 0:
-                    fits = fits and after - cap <= FIT_TOLERANCE
-                    parts += after * factor1 / cap
-                value = parts / weight_sum * scale
-                return value if fits else 0.0
+                # ``score`` for a row with both capacities (every node with cpu and memory):
+                # one test for the fit, the same operations in the same order
+                cap0, cap1 = cap0_of(row), cap1_of(row)
+                if not (cap0 > 0 and cap1 > 0):
+                    return score(row)
+                after0, after1 = used0_of(row) + request0, used1_of(row) + request1
+                if after0 - cap0 <= tolerance and after1 - cap1 <= tolerance:
+                    parts = 0.0 + after0 * factor0 / cap0 + after1 * factor1 / cap1
+                    return parts / weight_sum * scale
+                return 0.0
 
             function = score_two
         self._row_functions[task.resreq] = (nodes, nodes.layout, function)

@@ -153,19 +153,22 @@ class DrfPlugin(Plugin):
     def on_allocate(self, task: TaskInfo) -> None:
         # ``_change(task, +1.0)`` written out (once per placement): adding ``1.0 * amount``
         # is adding ``amount``, and the share is ``share_of`` of the new holding
-        allocated = self.allocated.get(task.job) or self.holding(task.job)
+        job = task.job
+        allocated = self.allocated.get(job) or self.holding(job)
         if allocated is None:
             log.debug("drf: task %s belongs to no job of this session", task.key)
             return
+        request = self._vectors.get(task.resreq) or self.request(task)  # ``request``, inline
+        total = self.total
         share = 0.0
-        for i, amount in enumerate(self.request(task)):
+        for i, amount in enumerate(request):
             held = allocated[i] + amount
             held = held if held > 0.0 else 0.0
             allocated[i] = held
-            fraction = held / self.total[i]
+            fraction = held / total[i]
             if fraction > share:
                 share = fraction
-        self.shares[task.job] = share
+        self.shares[job] = share
 
     @hookimpl
     def on_deallocate(self, task: TaskInfo) -> None:

@@ -128,7 +128,7 @@ class ShapeCache:
         self.checked_answers: dict[str, tuple[object, FloatVector]] = {}
         """Plugin -> the last read-only ``normalized_score`` answer that passed the contract
         check, as given and as checked: the same object again needs no second check."""
-        self._extras: tuple[FloatVector, ...] = ()
+        self.last_extras: tuple[FloatVector, ...] = ()
         """The extras of the last ``with_extras``: a new shape's candidates start with them
         (tasks of many shapes answer the same read-only vectors), so they are rarely rescored."""
 
@@ -361,7 +361,7 @@ class ShapeCache:
         cands = entry.candidates if self.cached_predicates else None
         rows = None if cands is None else self._changed_for(entry, cands.version)
         if cands is None or rows is None:
-            extras = self._extras if cands is None else cands.extras
+            extras = self.last_extras if cands is None else cands.extras
             cands = full_candidates(mask, fit_now, fit_future, total, extras)
         elif len(rows) == 1:
             refresh_candidate_row(cands, int(rows[0]), mask, fit_now, fit_future, total)
@@ -396,7 +396,7 @@ class ShapeCache:
     ) -> Candidates:
         """``cands`` with ``extras`` (read-only vectors) in its best scores: the same object
         when they are the vectors already in, else recomputed in full (and kept)."""
-        known, self._extras = cands.extras, extras
+        known, self.last_extras = cands.extras, extras
         if len(extras) == 1 and len(known) == 1:  # the common case (nodeorder's taint score)
             if extras[0] is known[0]:
                 return cands

@@ -155,7 +155,11 @@ def choose_node(scoring: Scoring, task: TaskInfo, cands: Candidates, now: bool) 
         if fresh:
             summed = total_plus(shapes.score_total(task), answers, len(table))
             return pick_best(scoring, task, np.where(mask, summed, -np.inf), mask)
-        cands = shapes.with_extras(task, cands, tuple(answers))
+        known_extras = cands.extras
+        if len(answers) == 1 and len(known_extras) == 1 and answers[0] is known_extras[0]:
+            shapes.last_extras = known_extras  # ``with_extras``'s common case, without a call
+        else:
+            cands = shapes.with_extras(task, cands, tuple(answers))
     elif cands.extras:
         cands = shapes.with_extras(task, cands, ())
     best = cands.best_now if now else cands.best_future

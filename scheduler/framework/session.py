@@ -365,11 +365,13 @@ class Session:
     def candidates(self, task: TaskInfo) -> Candidates:
         """Where ``task`` may go now and later, and the summed row-local scores there
         (``pumice.framework.evaluation.Candidates``; the cache's own: read, never change)."""
-        return self.shapes.candidates(task)
+        shapes = self._shapes  # ``shapes`` without its property's frame: asked per task
+        return (shapes if shapes is not None else self.shapes).candidates(task)
 
     def choose_node(self, task: TaskInfo, candidates: Candidates, now: bool) -> str | None:
         """``best_node`` over the task's ``now`` (else future) candidates, from the cache."""
-        return choose_node(self.scoring, task, candidates, now)
+        scoring = self._scoring  # as in ``candidates``
+        return choose_node(scoring if scoring is not None else self.scoring, task, candidates, now)
 
     def hooks(self, hook: str) -> list[tuple[str, Hook]]:
         """The enabled implementations of ``hook``, in tier order: (plugin, callable)."""
@@ -452,12 +454,12 @@ class Session:
         """Tell every plugin that ``task`` was allocated; if one raises, the ones already told
         are told of the deallocation, and the error propagates (a veto)."""
         hooks = self._flat["on_allocate"]
-        done = 0
+        calls = iter(hooks)  # no counter per hook (asked per placement): what is left says
         try:
-            for _, hook in hooks:
+            for _, hook in calls:
                 hook(task)
-                done += 1
         except Exception:
+            done = len(hooks) - len(list(calls)) - 1  # the one that raised was not told
             told = {name for name, _ in hooks[:done]}
             for other, undo in reversed(self._flat["on_deallocate"]):
                 if other in told:

@@ -99,7 +99,12 @@ class Statement:
 
     def _place(self, task: TaskInfo, node_name: str, status: TaskStatus, kind: OpKind) -> None:
         session = self._session
-        job, task = self._own(task)
+        try:  # ``_own``, inline: once per placement
+            job, task = session.snapshot.writable_task(task)
+        except KeyError as exc:
+            raise StatementError(
+                f"task {task.key} belongs to no job in this session ({task.job})"
+            ) from exc
         if task.status != _PENDING:
             raise StatementError(f"cannot {kind.value} {task.key}: it is {task.status.name}")
         node = session.nodes.get(node_name)
@@ -187,30 +192,34 @@ class Statement:
         nodes = session.nodes
         evicting = any(op.kind is _EVICT for op in self.operations)
         refused = self._pre_bind()
+        jobs = session.jobs
         for op in self.operations:
-            if op.task is None:  # a phase change: nothing to send
+            task = op.task
+            if task is None:  # a phase change: nothing to send
                 continue
             try:
-                if refused and op.task.uid in refused:
-                    raise refused[op.task.uid]
+                if refused and task.uid in refused:
+                    raise refused[task.uid]
                 kind = op.kind
                 if kind is _ALLOCATE:
-                    job = self._job(op.task)
-                    job.update_task_status(op.task, _BINDING)
-                    nodes[op.node].update_task(op.task)
-                    committer.bind(op.task, op.node)
+                    job = jobs.get(task.job)  # ``_job``, inline: once per placement
+                    if job is None:
+                        job = self._job(task)  # raises
+                    job.update_task_status(task, _BINDING)
+                    nodes[op.node].update_task(task)
+                    committer.bind(task, op.node)
                 elif kind is OpKind.PIPELINE:
                     if evicting:
-                        session.nominate(op.task, op.node)
+                        session.nominate(task, op.node)
                 elif kind is _EVICT:
-                    committer.evict(op.task, op.reason)
+                    committer.evict(task, op.reason)
             except Exception as exc:
-                log.warning("commit of %s %s failed: %s", op.kind.value, op.task.key, exc)
+                log.warning("commit of %s %s failed: %s", op.kind.value, task.key, exc)
                 failures.append((op, exc))
                 if op.kind is OpKind.EVICT:
                     self._unevict(op)
                 elif op.kind is OpKind.ALLOCATE:
-                    self._unplace(op.task)
+                    self._unplace(task)
         self.operations = []
         return failures
 
