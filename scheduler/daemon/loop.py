@@ -38,15 +38,12 @@ from pumice.daemon.informers import start_informers, storage_served, volcano_ser
 from pumice.daemon.leadership import Leadership, default_identity
 from pumice.daemon.metrics import DaemonMetrics
 from pumice.daemon.notify import Notifier, run_watchdog
-from pumice.daemon.outcome import CycleOutcome, collect
+from pumice.daemon.outcome import CycleOutcome, run_session
 from pumice.daemon.reload import ConfigReloader, Loader
 from pumice.daemon.reporting import Reporter
 from pumice.daemon.volumes import VolumeBinder
-from pumice.framework.action import run_actions
-from pumice.framework.committer import Committer
 from pumice.framework.config import RecordSettings, SchedulerConfig
 from pumice.framework.host import PluginHost
-from pumice.framework.session import Session
 from pumice.kube import Binder, Evictor, Informer, Kind, Kube, KubeSettings, StatusWriter, connect
 from pumice.kube.status import nominate
 from pumice.model import ClusterSnapshot
@@ -483,34 +480,8 @@ class Daemon:
         committer: LoopCommitter | DryRunCommitter,
         record: LiveCycle | None = None,
     ) -> CycleOutcome:
-        """Runs in the worker thread: it touches only the snapshot and the committer (and the
-        flight recorder's record of this cycle, which takes the seed of its random source)."""
-        session = Session.open(
-            snapshot,
-            self.options.config,
-            self.options.host,
-            committer=committer if record is None else _tee(committer, record),
-            rng=record.rng() if record is not None else None,
-            time_hooks=True,
-        )
-        if isinstance(committer, DryRunCommitter):
-            committer.attach(session)
-        try:
-            try:
-                run_actions(session)
-            finally:
-                session.close()
-            outcome = collect(session)
-        finally:
-            session.dispose()  # freed now by reference counting, not by the collector
-        outcome.binds, outcome.evictions = committer.binds, committer.evictions
-        return outcome
-
-
-def _tee(committer: LoopCommitter | DryRunCommitter, record: LiveCycle) -> Committer:
-    from pumice.daemon.recorder import tee
-
-    return tee(committer, record)
+        """Runs in the worker thread (``pumice.daemon.outcome.run_session``)."""
+        return run_session(snapshot, self.options.config, self.options.host, committer, record)
 
 
 def _instance(scheduler_name: str) -> str:

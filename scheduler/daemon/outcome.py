@@ -19,13 +19,22 @@ metric samples (``metric_samples``). Nothing here knows any plugin by name or ty
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from pumice.daemon.committers import DryRunCommitter, LoopCommitter
 from pumice.framework import MetricSample
+from pumice.framework.action import run_actions
+from pumice.framework.committer import Committer
+from pumice.framework.config import SchedulerConfig
+from pumice.framework.host import PluginHost
 from pumice.framework.session import Session
 from pumice.model import JobInfo, Resource, TaskStatus, resource_list
 from pumice.model.status import ALLOCATED_STATUSES, COMPLETED_STATUSES
 from pumice.plain import Obj
+
+if TYPE_CHECKING:
+    from pumice.daemon.recorder import LiveCycle
+    from pumice.model import ClusterSnapshot
 
 UNSCHEDULABLE = "Unschedulable"
 SCHEDULED = "Scheduled"
@@ -54,6 +63,43 @@ class CycleOutcome:
     """(plugin name, sample): the plugins' metric samples at the session's end."""
     failed: bool = False
     """The session raised (logged); nothing was decided."""
+
+
+def run_session(
+    snapshot: ClusterSnapshot,
+    config: SchedulerConfig,
+    host: PluginHost,
+    committer: LoopCommitter | DryRunCommitter,
+    record: LiveCycle | None = None,
+) -> CycleOutcome:
+    """One session over ``snapshot``, in the daemon's worker thread: it touches only the
+    snapshot and the committer (and the flight recorder's record of this cycle, which takes the
+    seed of its random source)."""
+    committing: Committer = committer
+    if record is not None:
+        from pumice.daemon.recorder import tee  # the recorder loads only when it is on
+
+        committing = tee(committer, record)
+    session = Session.open(
+        snapshot,
+        config,
+        host,
+        committer=committing,
+        rng=record.rng() if record is not None else None,
+        time_hooks=True,
+    )
+    if isinstance(committer, DryRunCommitter):
+        committer.attach(session)
+    try:
+        try:
+            run_actions(session)
+        finally:
+            session.close()
+        outcome = collect(session)
+    finally:
+        session.dispose()  # freed now by reference counting, not by the collector
+    outcome.binds, outcome.evictions = committer.binds, committer.evictions
+    return outcome
 
 
 def collect(session: Session) -> CycleOutcome:
