@@ -10,16 +10,17 @@ the built-in volume filters and the simulated cluster's volume controllers all r
 there, so a plugin and the controllers it talks to agree on what a claim says.
 """
 
-from pumice.model.storage import NO_STORAGE, StorageObjects
 from pumice.model.unevaluated import IN_TREE_DISK_SOURCES
 from pumice.model.volumes import (
     AVAILABLE,
     BIND_COMPLETED,
     LOST,
+    NO_STORAGE,
     READ_WRITE_ONCE_POD,
     SELECTED_NODE,
     WAIT_FOR_FIRST_CONSUMER,
     ClaimUse,
+    StorageObjects,
     access_modes,
     attributes_class,
     can_provision,

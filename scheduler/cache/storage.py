@@ -26,7 +26,7 @@ from typing import Any
 
 from pumice.cache.groups import object_key
 from pumice.cache.handlers import Handler
-from pumice.model.storage import NO_STORAGE, StorageObjects
+from pumice.model.volumes import NO_STORAGE, StorageObjects
 from pumice.plain import Obj
 
 KINDS = ("claims", "volumes", "classes", "csinodes", "csidrivers")

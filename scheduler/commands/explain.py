@@ -31,10 +31,10 @@ import orjson
 
 from pumice.commands.cluster_input import LiveError, read_objects
 from pumice.commands.common import load_checked
+from pumice.commands.explain_changes import MIN_BUDGET, Verifier
 from pumice.commands.explain_core import Pace, RunResult, run_cluster
 from pumice.commands.explain_search import suggest
 from pumice.commands.explain_target import Target, copy_objects
-from pumice.commands.explain_verify import MIN_BUDGET, Verifier
 from pumice.commands.simulate import collector_paused
 from pumice.framework.config import ConfigError, SchedulerConfig
 from pumice.framework.host import PluginConflictError, PluginHost

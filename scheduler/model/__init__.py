@@ -24,7 +24,6 @@ from pumice.model.resource import (
 )
 from pumice.model.snapshot import ClusterSnapshot
 from pumice.model.status import TaskStatus
-from pumice.model.storage import NO_STORAGE, StorageObjects
 from pumice.model.terms import (
     ALL_ADDRESSES,
     NO_TERMS,
@@ -39,6 +38,7 @@ from pumice.model.terms import (
     Tolerations,
     pod_terms,
 )
+from pumice.model.volumes import NO_STORAGE, StorageObjects
 
 __all__ = [
     "ALL_ADDRESSES",

@@ -16,7 +16,7 @@ session changes few jobs, so a cycle copies only those.
 
 Nothing else may change a job in place: go through ``writable_job`` (statements do).
 
-``storage`` (``pumice.model.storage``) is the cache's read-only picture of claims, volumes and
+``storage`` (``pumice.model.volumes``) is the cache's read-only picture of claims, volumes and
 the storage classes and CSI objects; clones share it.
 """
 
@@ -32,7 +32,7 @@ from pumice.model.node import NodeFields, NodeInfo, NodeTable, add_new_nodes
 from pumice.model.objects import JobInfo, QueueInfo, TaskInfo
 from pumice.model.resource import Resource
 from pumice.model.status import TaskStatus
-from pumice.model.storage import NO_STORAGE, StorageObjects
+from pumice.model.volumes import NO_STORAGE, StorageObjects
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 """The label the API server sets on every Namespace: its name."""

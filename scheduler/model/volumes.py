@@ -1,4 +1,4 @@
-"""The vocabulary of volume binding, for plain-dict claims, volumes, classes and pods.
+"""The storage objects a session reads, and the vocabulary of volume binding over them.
 
 Shared by the scheduler's volume filters (``pumice.plugins``), the daemon's pre-bind wait and
 the simulated cluster's volume controllers (``pumice.sim``), so that the scheduler and the
@@ -18,17 +18,53 @@ controllers it talks to read a claim the same way. Pure functions, no I/O.
   access modes include the claim's, the volume modes agree (none is ``Filesystem``), so do
   their ``volumeAttributesClassName`` (none is ""; kube 1.35's VolumeAttributesClass, GA in
   1.34), and the claim's label selector matches the volume's labels.
+
+``StorageObjects`` holds the objects themselves as a session reads them: what the cache's
+storage informers hold, as one read-only picture, each kind a mapping from its key to the
+object (a plain dict, slimmed by the cache) — claims by ``namespace/name``, the cluster-scoped
+kinds by name. The mappings are read-only views and the objects are shared with the cache,
+which never changes one in place (an update replaces it); a session must not change them
+either. ``served`` says whether the cluster serves the storage APIs at all: without them every
+mapping is empty and pods' volumes cannot be evaluated.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
+from types import MappingProxyType
 from typing import Any
 
 from pumice.model.quantity import QuantityError, parse_quantity
-from pumice.plain import ObjView
+from pumice.plain import Obj, ObjView
+
+
+def _empty() -> Mapping[str, Obj]:
+    return MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class StorageObjects:
+    claims: Mapping[str, Obj] = field(default_factory=_empty)
+    """PersistentVolumeClaims by ``namespace/name``."""
+    volumes: Mapping[str, Obj] = field(default_factory=_empty)
+    """PersistentVolumes by name."""
+    classes: Mapping[str, Obj] = field(default_factory=_empty)
+    """StorageClasses by name."""
+    csinodes: Mapping[str, Obj] = field(default_factory=_empty)
+    """CSINodes by name (the node's name)."""
+    csidrivers: Mapping[str, Obj] = field(default_factory=_empty)
+    """CSIDrivers by name (the driver's name)."""
+    served: bool = False
+    """Whether the cluster serves the storage APIs (claims and volumes at least)."""
+
+    def claim(self, namespace: str, name: str) -> Obj | None:
+        return self.claims.get(f"{namespace}/{name}")
+
+
+NO_STORAGE = StorageObjects()
+"""A cluster without storage APIs (or a snapshot built without them)."""
 
 BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pumice import JobInfo, NodeInfo, TaskInfo, TaskStatus
-from pumice.model.storage import StorageObjects
+from pumice.model.volumes import StorageObjects
 from support.flow import GiB, decisions, gang, res, run_flow, snapshot
 from support.nodes import container, pod, task_of
 

@@ -508,7 +508,7 @@ def test_ephemeral_volume_missing() -> None:
     from types import MappingProxyType
 
     from pumice.model import TaskInfo
-    from pumice.model.storage import StorageObjects
+    from pumice.model.volumes import StorageObjects
     from pumice.plugins._volume_claims import PodVolumes
     from pumice.plugins._volume_limits import attached_volumes
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from pumice.model.storage import StorageObjects
+from pumice.model.volumes import StorageObjects
 from pumice.plugins._volume_claims import PodVolumes, zone_reason
 from support.constraint_cases import node
 from support.volume_cases import (
