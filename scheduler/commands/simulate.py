@@ -43,8 +43,7 @@ from pumice.commands.simulate_report import (
 from pumice.commands.whatif_command import add_arguments as add_whatif_arguments
 from pumice.commands.whatif_command import run as run_whatif
 from pumice.commands.whatif_command import wanted as whatif_wanted
-from pumice.daemon.outcome import collect
-from pumice.framework.action import run_actions
+from pumice.daemon.outcome import decide
 from pumice.framework.committer import RecordingCommitter
 from pumice.framework.config import ConfigError, SchedulerConfig
 from pumice.framework.host import PluginConflictError, PluginHost
@@ -186,11 +185,7 @@ def simulate(
         recorder.session = session
         session.explain = explain
         try:
-            try:
-                run_actions(session)
-            finally:
-                session.close()
-            outcome = collect(session)
+            outcome = decide(session)
             for error in map(str, session.contributions.errors):
                 if error not in report.contract_errors:
                     report.contract_errors.append(error)

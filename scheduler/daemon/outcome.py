@@ -91,15 +91,21 @@ def run_session(
     if isinstance(committer, DryRunCommitter):
         committer.attach(session)
     try:
-        try:
-            run_actions(session)
-        finally:
-            session.close()
-        outcome = collect(session)
+        outcome = decide(session)
     finally:
         session.dispose()  # freed now by reference counting, not by the collector
     outcome.binds, outcome.evictions = committer.binds, committer.evictions
     return outcome
+
+
+def decide(session: Session) -> CycleOutcome:
+    """Run the configured actions, close the session (its plugins' ``session_close``, even
+    after an action raised) and collect what it leaves: the daemon's cycle and simulate's."""
+    try:
+        run_actions(session)
+    finally:
+        session.close()
+    return collect(session)
 
 
 def collect(session: Session) -> CycleOutcome:
