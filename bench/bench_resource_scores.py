@@ -25,9 +25,8 @@ from pathlib import Path
 
 from pumice import Arguments, ClusterSnapshot, NodeInfo, NodeTable, QueueInfo, Resource, TaskInfo
 from pumice.plugins.binpack import BinpackPlugin
-from pumice.plugins.proportional import ProportionalPlugin
 from pumice.plugins.resource_strategy_fit import ResourceStrategyFitPlugin
-from pumice.plugins.sra import SraPlugin
+from pumice.plugins.scarce import ProportionalPlugin, SraPlugin
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
