@@ -17,8 +17,7 @@ from pumice import (
     TaskInfo,
     TaskStatus,
 )
-from pumice.actions.allocate import AllocateAction
-from pumice.actions.backfill import BackfillAction
+from pumice.actions.allocate import AllocateAction, BackfillAction
 from pumice.actions.enqueue import EnqueueAction
 from pumice.actions.preempt import PreemptAction
 from pumice.actions.reclaim import ReclaimAction
