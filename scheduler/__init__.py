@@ -20,7 +20,6 @@ and ``FloatMatrix`` name the numpy arrays of the node table's columns and of hoo
 """
 
 from pumice.durations import DurationError, parse_duration
-from pumice.errors import PumiceError
 from pumice.framework import (
     Action,
     ActionContext,
@@ -98,6 +97,7 @@ from pumice.model.status import (
     SCHEDULED_STATUSES,
 )
 from pumice.model.table import BoolVector, FloatMatrix, FloatVector, IntVector
+from pumice.plain import PumiceError
 
 __version__ = "0.1.0"
 

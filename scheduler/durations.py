@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from pumice.errors import PumiceError
+from pumice.plain import PumiceError
 
 __all__ = ["DurationError", "parse_duration"]
 

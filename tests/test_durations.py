@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from pumice.durations import DurationError, parse_duration
-from pumice.errors import PumiceError
 from pumice.framework.configfile import parse_config
+from pumice.plain import PumiceError
 
 
 @pytest.mark.parametrize(

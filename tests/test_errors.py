@@ -1,4 +1,4 @@
-"""``pumice.errors``: one root for every exception pumice raises on purpose."""
+"""``pumice.PumiceError`` (in ``pumice.plain``): one root for every exception pumice raises."""
 
 from __future__ import annotations
 
@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 
-import pumice.errors
+import pumice.plain
 from pumice.commands.cluster_input import LiveError
 from pumice.durations import DurationError
-from pumice.errors import PumiceError
 from pumice.framework.argspec import ArgumentSpecError
 from pumice.framework.arguments import ArgumentNameError
 from pumice.framework.config import AddressError, ConfigError, FlagError
@@ -30,7 +29,7 @@ from pumice.model.quantity import QuantityError, parse_quantity
 from pumice.model.resource import Resource, ResourceError, ResourceUnderflow
 from pumice.model.snapshot import SnapshotError
 from pumice.model.table import NodeTableError
-from pumice.plain import ObjectError
+from pumice.plain import ObjectError, PumiceError
 from pumice.sim.cli import BadInput
 from pumice.sim.defaults import TemplateError
 from pumice.sim.errors import ApiError, SimSettingsError
@@ -76,8 +75,8 @@ VALUE_ERRORS = [
 @pytest.mark.parametrize("cls", ROOTED + VALUE_ERRORS, ids=lambda c: c.__name__)
 def test_every_error_is_a_pumice_error_drawn_in_the_tree(cls: type[Exception]) -> None:
     assert issubclass(cls, PumiceError)
-    assert pumice.errors.__doc__ is not None
-    assert f" {cls.__name__} " in pumice.errors.__doc__
+    assert pumice.plain.__doc__ is not None
+    assert f" {cls.__name__} " in pumice.plain.__doc__
 
 
 @pytest.mark.parametrize("cls", VALUE_ERRORS, ids=lambda c: c.__name__)
@@ -158,4 +157,4 @@ def test_errors_that_replaced_bare_ones_keep_their_builtin(
     cls: type[Exception], builtin: type[Exception]
 ) -> None:
     assert issubclass(cls, PumiceError) and issubclass(cls, builtin)
-    assert pumice.errors.__doc__ is not None and f" {cls.__name__} " in pumice.errors.__doc__
+    assert pumice.plain.__doc__ is not None and f" {cls.__name__} " in pumice.plain.__doc__

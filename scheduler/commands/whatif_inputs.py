@@ -48,11 +48,10 @@ from typing import Any
 import orjson
 
 from pumice.durations import DurationError, parse_duration
-from pumice.errors import PumiceError
 from pumice.manifests import ManifestError, load_manifests
 from pumice.model import QuantityError, Resource, parse_quantity
 from pumice.model.tasks import GROUP_NAME_ANNOTATION, parse_timestamp
-from pumice.plain import Obj
+from pumice.plain import Obj, PumiceError
 
 COMPLETE_AFTER = "pumice.sim/complete-after"
 """A pod's runtime once bound: the annotation ``pumice.sim.lifecycle`` reads (the same string;

@@ -18,7 +18,7 @@ Every message is one line naming the verb and path, then the server's own messag
 
 from __future__ import annotations
 
-from pumice.errors import PumiceError
+from pumice.plain import PumiceError
 
 
 class KubeError(PumiceError):

@@ -27,7 +27,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from pumice.errors import PumiceError
 from pumice.model.objects import TaskInfo
 from pumice.model.resource import Resource
 from pumice.model.status import COMPLETED_STATUSES, TaskStatus
@@ -38,6 +37,7 @@ from pumice.model.table import (
     NodeTableError,
     RequestCells,
 )
+from pumice.plain import PumiceError
 
 __all__ = [
     "DEFAULT_MAX_PODS",

@@ -13,7 +13,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pumice.errors import PumiceError
 from pumice.model.resource import Resource
 from pumice.model.status import (
     ALLOCATED_STATUSES,
@@ -22,7 +21,7 @@ from pumice.model.status import (
     TaskStatus,
 )
 from pumice.model.tasks import TaskInfo, parse_timestamp, pod_name_index
-from pumice.plain import reads_object
+from pumice.plain import PumiceError, reads_object
 
 __all__ = [
     "DEFAULT_QUEUE",

@@ -26,7 +26,7 @@ kube-scheduler; counts keep thousandths so that ``"500m"`` of a device is ``0.5`
 
 Errors::
 
-    PumiceError, ValueError   (pumice.errors)
+    PumiceError, ValueError   (pumice.plain)
     └── QuantityError   the text is not a quantity, or its value is out of range
 """
 
@@ -38,7 +38,7 @@ import numbers
 import re
 from fractions import Fraction
 
-from pumice.errors import PumiceError
+from pumice.plain import PumiceError
 
 __all__ = [
     "BYTE_RESOURCES",

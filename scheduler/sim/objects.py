@@ -12,11 +12,9 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from pumice.errors import PumiceError
-
 # re-exported: the sim's modules take it from here, with the helpers below
 from pumice.plain import Obj as Obj
-from pumice.plain import ordered_uid
+from pumice.plain import PumiceError, ordered_uid
 
 Key = tuple[str, str]
 """Where an object lives in its table: (namespace or "", name)."""
