@@ -19,7 +19,6 @@ contract in ``pyproject.toml`` holds them to it). ``BoolVector``, ``FloatVector`
 and ``FloatMatrix`` name the numpy arrays of the node table's columns and of hook answers.
 """
 
-from pumice.durations import DurationError, parse_duration
 from pumice.framework import (
     Action,
     ActionContext,
@@ -89,6 +88,7 @@ from pumice.model import (
     sum_within,
 )
 from pumice.model.node import FIT_TOLERANCE
+from pumice.model.quantity import DurationError, parse_duration
 from pumice.model.status import (
     ALLOCATED_STATUSES,
     COMPLETED_STATUSES,

@@ -48,7 +48,7 @@ always caught as one of those mix it in::
     ├── NodeTableError (ValueError)  pumice.model.table          a node already in the table
     ├── JobTaskError (KeyError)     pumice.model.objects         a task not of the job
     ├── SnapshotError (KeyError)    pumice.model.snapshot        an update the snapshot cannot apply
-    ├── DurationError (ValueError)  pumice.durations             not a Go duration
+    ├── DurationError (ValueError)  pumice.model.quantity        not a Go duration
     ├── FlagError (ValueError)      pumice.framework.config      no such extension-point flag
     ├── ArgumentNameError (TypeError)  pumice.framework.arguments  an argument name not a string
     ├── ArgumentSpecError (ValueError)  pumice.framework.argspec  a declaration that cannot hold

@@ -9,7 +9,6 @@ import pytest
 
 import pumice.plain
 from pumice.commands.cluster_input import LiveError
-from pumice.durations import DurationError
 from pumice.framework.argspec import ArgumentSpecError
 from pumice.framework.arguments import ArgumentNameError
 from pumice.framework.config import AddressError, ConfigError, FlagError
@@ -25,7 +24,7 @@ from pumice.manifests import ManifestError
 from pumice.model import JobInfo, QueueInfo, TaskInfo
 from pumice.model.node import NodeAccountingError
 from pumice.model.objects import JobTaskError
-from pumice.model.quantity import QuantityError, parse_quantity
+from pumice.model.quantity import DurationError, QuantityError, parse_quantity
 from pumice.model.resource import Resource, ResourceError, ResourceUnderflow
 from pumice.model.snapshot import SnapshotError
 from pumice.model.table import NodeTableError

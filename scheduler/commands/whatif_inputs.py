@@ -47,9 +47,9 @@ from typing import Any
 
 import orjson
 
-from pumice.durations import DurationError, parse_duration
 from pumice.manifests import ManifestError, load_manifests
 from pumice.model import QuantityError, Resource, parse_quantity
+from pumice.model.quantity import DurationError, parse_duration
 from pumice.model.tasks import GROUP_NAME_ANNOTATION, parse_timestamp
 from pumice.plain import Obj, PumiceError
 

@@ -3,7 +3,7 @@
 Objects inside the simulated API server are never mutated once stored: every change builds new
 dicts along the changed path (``with_meta``, ``with_path``), so history entries and watch
 events can share structure safely. This module holds that copy-on-write toolbox together with
-the time and uid formats the real server uses (durations: ``pumice.durations``).
+the time and uid formats the real server uses (durations: ``pumice.model.quantity``).
 """
 
 from __future__ import annotations
