@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import workload
 from bench_allocate import to_model
 
-from pumice.commands.common import load_checked
+from pumice.commands.config_commands import load_checked
 from pumice.framework import Session, run_actions
 from pumice.framework.configfile import default_config_text, parse_config
 from pumice.framework.session import RecordingCommitter

@@ -89,14 +89,14 @@ from pumice.model import (
 )
 from pumice.model.node import FIT_TOLERANCE
 from pumice.model.quantity import DurationError, parse_duration
-from pumice.model.status import (
+from pumice.model.table import BoolVector, FloatMatrix, FloatVector, IntVector
+from pumice.model.tasks import (
     ALLOCATED_STATUSES,
     COMPLETED_STATUSES,
     PREEMPTABLE_STATUSES,
     READY_STATUSES,
     SCHEDULED_STATUSES,
 )
-from pumice.model.table import BoolVector, FloatMatrix, FloatVector, IntVector
 from pumice.plain import PumiceError
 
 __version__ = "0.1.0"

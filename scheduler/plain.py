@@ -58,7 +58,7 @@ always caught as one of those mix it in::
     ├── SessionError                pumice.framework.session     a plugin or action unknown
     │   └── PluginContractError                                  a plugin broke the contract
     ├── StatementError              pumice.framework.statement   an operation not applied
-    ├── KubeError                   pumice.kube.errors           a failed API request (typed
+    ├── KubeError                   pumice.kube.rest             a failed API request (typed
     │                                                            by status: NotFound, Conflict,
     │                                                            Gone, TooManyRequests, ...)
     ├── LeaseTimingError (ValueError)  pumice.kube.lease         lease timings out of order

@@ -18,8 +18,8 @@ from pumice.framework.host import PluginConflictError, PluginError, PluginLoadEr
 from pumice.framework.session import PluginContractError, SessionError
 from pumice.framework.statement import StatementError
 from pumice.framework.yamlsource import YamlSourceError
-from pumice.kube.errors import KubeError
 from pumice.kube.lease import LeaseTimingError
+from pumice.kube.rest import KubeError
 from pumice.manifests import ManifestError
 from pumice.model import JobInfo, QueueInfo, TaskInfo
 from pumice.model.node import NodeAccountingError

@@ -259,7 +259,7 @@ async def list_cluster(kubeconfig: str | None, context: str | None) -> list[Obj]
         connect,
         served,
     )
-    from pumice.kube.resources import STORAGE_KINDS as STORAGE_RESOURCES
+    from pumice.kube.rest import STORAGE_KINDS as STORAGE_RESOURCES
 
     # Volcano's kinds and the storage kinds, where the cluster serves them
     optional = (QUEUES, PODGROUPS, *STORAGE_RESOURCES)

@@ -44,8 +44,8 @@ from pumice.framework.statement import Statement
 from pumice.framework.view import SessionPart
 from pumice.model.node import NodeInfo
 from pumice.model.objects import JobInfo, QueueInfo, TaskInfo
-from pumice.model.status import TaskStatus
 from pumice.model.table import FIT_TOLERANCE, BoolVector, FloatVector
+from pumice.model.tasks import TaskStatus
 
 
 class ActionContext(SessionPart):

@@ -29,7 +29,6 @@ import numpy as np
 
 from pumice.model.objects import TaskInfo
 from pumice.model.resource import Resource
-from pumice.model.status import COMPLETED_STATUSES, TaskStatus
 from pumice.model.table import (
     FIT_TOLERANCE,
     ColumnTable,
@@ -37,6 +36,7 @@ from pumice.model.table import (
     NodeTableError,
     RequestCells,
 )
+from pumice.model.tasks import COMPLETED_STATUSES, TaskStatus
 from pumice.plain import PumiceError
 
 __all__ = [

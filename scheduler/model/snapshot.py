@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pumice.model.node import NodeFields, NodeInfo, NodeTable, add_new_nodes
 from pumice.model.objects import JobInfo, QueueInfo, TaskInfo
 from pumice.model.resource import Resource
-from pumice.model.status import TaskStatus
+from pumice.model.tasks import TaskStatus
 from pumice.model.volumes import NO_STORAGE, StorageObjects
 from pumice.plain import PumiceError
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from pumice import ClusterSnapshot, JobInfo, NodeInfo, Plugin, TaskInfo
-from pumice.commands.common import load_checked
+from pumice.commands.config_commands import load_checked
 from pumice.framework import Session, run_actions
 from pumice.framework.session import RecordingCommitter
 from pumice.plugins.nodeorder import NodeOrderPlugin
