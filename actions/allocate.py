@@ -110,7 +110,6 @@ from pumice import (
 )
 
 BoolMatrix = npt.NDArray[np.bool_]
-BoolVector = npt.NDArray[np.bool_]
 
 INQUEUE = "Inqueue"
 ERROR_CACHE = "predicateErrorCacheEnable"

@@ -40,7 +40,16 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pumice import NodeTable, PreBindWriter, SessionView, StatementError, TaskInfo, TaskStatus
+from pumice import (
+    BoolVector,
+    IntVector,
+    NodeTable,
+    PreBindWriter,
+    SessionView,
+    StatementError,
+    TaskInfo,
+    TaskStatus,
+)
 from pumice.plugins._interpod import DirtyLog
 from pumice.plugins._k8s_terms import NodeTerms
 from pumice.plugins._volume_binding import (
@@ -77,8 +86,6 @@ from pumice.plugins._volume_restrictions import (
     disk_conflict,
 )
 from pumice.volumes import NO_STORAGE, StorageObjects, meta, spec_of
-
-BoolVector = npt.NDArray[np.bool_]
 
 ZONE_CONFLICT = "node(s) had no available volume zone"
 
@@ -131,7 +138,6 @@ def zone_mask(terms: NodeTerms, constraints: list[tuple[str, tuple[str, ...]]]) 
 
 
 ObjectVector = npt.NDArray[np.object_]
-IntVector = npt.NDArray[np.int64]
 
 RESOLVABLE = frozenset({DISK_CONFLICT, RWOP_CONFLICT, MAX_VOLUME_COUNT})
 """What evicting pods may cure: a disk or a ReadWriteOncePod claim in use, attach limits."""

@@ -65,6 +65,7 @@ import numpy.typing as npt
 from pumice import (
     FIT_TOLERANCE,
     Arguments,
+    FloatVector,
     NodeTable,
     Plugin,
     PredicateResult,
@@ -81,7 +82,6 @@ from pumice.plugins.scarce import Proportional, Sra
 
 log = logging.getLogger("pumice.plugins.resource_strategy_fit")
 
-FloatVector = npt.NDArray[np.float64]
 
 NAME = "resource-strategy-fit"
 WEIGHT = "resourceStrategyFitWeight"

@@ -52,6 +52,8 @@ import numpy.typing as npt
 from pumice import (
     FIT_TOLERANCE,
     Arguments,
+    BoolVector,
+    FloatVector,
     NodeTable,
     Plugin,
     PredicateResult,
@@ -65,9 +67,6 @@ from pumice import (
     hookimpl,
     is_number,
 )
-
-FloatVector = npt.NDArray[np.float64]
-BoolVector = npt.NDArray[np.bool_]
 
 MAX_NODE_SCORE = 100
 MILLICORES_PER_CORE = 1000.0
