@@ -135,7 +135,10 @@ class BackgroundWork:
         try:
             while self._queued:
                 uid, namespace, name, node = self._queued.popleft()
-                await self._bind(uid=uid, namespace=namespace, name=name, node=node)
+                try:
+                    await self._bind(uid=uid, namespace=namespace, name=name, node=node)
+                except Exception:  # a bug settling one bind must not strand those queued
+                    log.exception("settling the bind of %s/%s to %s failed", namespace, name, node)
         finally:
             self._workers -= 1
 
