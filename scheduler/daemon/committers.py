@@ -9,7 +9,7 @@ all that queued since it last took them (``call_soon_threadsafe`` per decision w
 to its wake-up pipe and made a handle for each of 10,000 binds: bench/README.md, daemon).
 ``DryRunCommitter`` writes nothing: it logs each decision at info with the chosen node's
 per-plugin scores and the runner-up's, as the session recorded them just before the placement
-(``pumice.framework.explain``: the figures ``pumice simulate --explain`` shows), and each volume
+(``pumice.framework.placement``: the figures ``pumice simulate --explain`` shows), and each volume
 write it would make.
 """
 
@@ -23,7 +23,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
 from pumice.framework.committer import PreBindWriter
-from pumice.framework.explain import describe_choice
+from pumice.framework.placement import describe_choice
 from pumice.framework.statement import StatementError
 from pumice.model import TaskInfo
 

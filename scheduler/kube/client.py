@@ -15,7 +15,7 @@ the server through its own aiohttp session built from that configuration:
   By default the bucket sets no limit when the server shows API Priority and Fairness (its
   ``X-Kubernetes-PF-*`` headers: the server sheds load itself, with 429 and Retry-After), and
   paces at Volcano's 2,000/s with burst 2,000 when it does not (see ``RequestPacing``).
-* Failures are typed (``pumice.kube.errors``); no ``ApiException`` or aiohttp error escapes.
+* Failures are typed (``pumice.kube.rest``); no ``ApiException`` or aiohttp error escapes.
 """
 
 from __future__ import annotations
@@ -35,15 +35,17 @@ import orjson
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 
-from pumice.kube.errors import (
+from pumice.kube.ratelimit import Backoff, RequestPacing
+from pumice.kube.rest import (
     Forbidden,
+    Kind,
     KubeConfigError,
     KubeError,
+    NotFound,
     ServerError,
     Unreachable,
     error_for,
 )
-from pumice.kube.ratelimit import Backoff, RequestPacing
 
 log = logging.getLogger("pumice.kube")
 
@@ -447,3 +449,13 @@ def _retry_after(text: str | None) -> float | None:
 def _describe(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+async def served(kube: Kube, kind: Kind) -> bool:
+    """Whether the API server serves ``kind`` (discovery of its group version)."""
+    try:
+        doc = await kube.request("GET", kind.group_path)
+    except NotFound:
+        return False
+    resources = doc.get("resources") or []
+    return any(isinstance(r, dict) and r.get("name") == kind.plural for r in resources)
