@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -76,6 +77,10 @@ class BackgroundWork:
         self.attempts: dict[str, int] = {}
         self.tasks: set[asyncio.Task[Any]] = set()
         self.binds_in_flight = 0
+        """Binds handed over and not yet settled: queued for a bind worker or being sent."""
+        self._queued: deque[tuple[str, str, str, str]] = deque()
+        """(uid, namespace, name, node) of the binds no worker has taken yet, in order."""
+        self._workers = 0
         self.evictions_in_flight = 0
         self.outcomes: dict[str, int] = {}
         self.lane = StatusLane(lambda: self.binds_in_flight > 0)
@@ -116,9 +121,26 @@ class BackgroundWork:
         self.send_bind(uid=uid, namespace=namespace, name=name, node=node)
 
     def send_bind(self, *, uid: str, namespace: str, name: str, node: str) -> None:
-        """Bind an assumed pod in the background."""
+        """Bind an assumed pod in the background: queued for one of at most the binder's
+        ``concurrency`` workers, which take the binds in the order they came. (A task per
+        bind, most of them waiting on the binder's semaphore, cost a task and a wake-up per
+        pod when a session hands over thousands at once.)"""
         self.binds_in_flight += 1
-        self._spawn(self._bind(uid=uid, namespace=namespace, name=name, node=node))
+        self._queued.append((uid, namespace, name, node))
+        if self._workers < self.binder.concurrency:
+            self._workers += 1
+            self._spawn(self._bind_worker())
+
+    async def _bind_worker(self) -> None:
+        try:
+            while self._queued:
+                uid, namespace, name, node = self._queued.popleft()
+                try:
+                    await self._bind(uid=uid, namespace=namespace, name=name, node=node)
+                except Exception:  # a bug settling one bind must not strand those queued
+                    log.exception("settling the bind of %s/%s to %s failed", namespace, name, node)
+        finally:
+            self._workers -= 1
 
     def give_up(self, *, uid: str, namespace: str, name: str, node: str, message: str) -> None:
         """An assumed pod will not be bound now (its volumes could not be): forget it, offer
@@ -250,6 +272,8 @@ class BackgroundWork:
     async def cancel(self) -> None:
         if self.volumes is not None:
             self.volumes.cancel()
+        self.binds_in_flight -= len(self._queued)  # never sent: the pods stay assumed
+        self._queued.clear()
         for task in list(self.tasks):
             task.cancel()
         if self.tasks:

@@ -1,10 +1,12 @@
 """Where a session's committed decisions go in the daemon.
 
 A session runs in a worker thread and calls its committer synchronously from
-``Statement.commit``. ``LoopCommitter`` hands every decision to the event loop
-(``call_soon_threadsafe``), where the daemon assumes the pod in the cache at once and binds it
-in the background; the volume writes the plugins ask for before a bind (``pre_bind``) are
-handed over first, in order, so the loop knows them before the bind arrives.
+``Statement.commit``. ``LoopCommitter`` hands every decision to the event loop, where the
+daemon assumes the pod in the cache at once and binds it in the background; the volume writes
+the plugins ask for before a bind (``pre_bind``) are handed over first, in order, so the loop
+knows them before the bind arrives. Decisions queue in order and the loop is woken once for
+all that queued since it last took them (``call_soon_threadsafe`` per decision woke it, wrote
+to its wake-up pipe and made a handle for each of 10,000 binds: bench/README.md, daemon).
 ``DryRunCommitter`` writes nothing: it logs each decision at info with the chosen node's
 per-plugin scores and the runner-up's, as the session recorded them just before the placement
 (``pumice.framework.placement``: the figures ``pumice simulate --explain`` shows), and each volume
@@ -15,6 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
+from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
@@ -100,6 +104,43 @@ class LoopCommitter:
         self._on_volume = on_volume
         self.binds = 0
         self.evictions = 0
+        self._handed: list[Callable[[], object]] = []
+        """Decisions handed over and not yet taken by the loop, in the order they were made."""
+        self._lock = threading.Lock()
+        self._woken = False
+        """The loop was woken for what is in ``_handed`` and has not taken it yet."""
+
+    def _hand(self, call: Callable[[], object]) -> None:
+        """Queue ``call`` for the loop (any thread); wake the loop only if it is not already
+        woken for earlier ones."""
+        with self._lock:
+            self._handed.append(call)
+            if self._woken:
+                return
+            self._woken = True
+        try:
+            self._loop.call_soon_threadsafe(self._take)
+        except RuntimeError:  # the loop is closed: nothing will take them
+            with self._lock:
+                self._woken = False
+            raise
+
+    def _take(self) -> None:
+        """On the loop: run every decision handed over so far, in order. One that raises is
+        reported as the loop reports a failing callback; the rest still run."""
+        while True:
+            with self._lock:
+                batch, self._handed = self._handed, []
+                if not batch:
+                    self._woken = False
+                    return
+            for call in batch:
+                try:
+                    call()
+                except Exception as exc:
+                    self._loop.call_exception_handler(
+                        {"message": f"handing over {call!r} failed", "exception": exc}
+                    )
 
     def pre_bind(self, task: TaskInfo, node: str) -> PreBindWriter:
         return _LoopWrites(self, task)
@@ -107,14 +148,15 @@ class LoopCommitter:
     def send_write(self, task: TaskInfo, *, claim: str, volume: str | None, node: str) -> None:
         if self._on_volume is None:
             raise StatementError("this committer binds no volumes")
-        write = partial(
-            self._on_volume, uid=task.uid, job=task.job, claim=claim, volume=volume, node=node
+        self._hand(
+            partial(
+                self._on_volume, uid=task.uid, job=task.job, claim=claim, volume=volume, node=node
+            )
         )
-        self._loop.call_soon_threadsafe(write)
 
     def bind(self, task: TaskInfo, node: str) -> None:
         self.binds += 1
-        self._loop.call_soon_threadsafe(
+        self._hand(
             partial(
                 self._on_bind, uid=task.uid, namespace=task.namespace, name=task.name, node=node
             )
@@ -122,7 +164,7 @@ class LoopCommitter:
 
     def evict(self, task: TaskInfo, reason: str) -> None:
         self.evictions += 1
-        self._loop.call_soon_threadsafe(
+        self._hand(
             partial(
                 self._on_evict,
                 uid=task.uid,
@@ -133,7 +175,7 @@ class LoopCommitter:
         )
 
     def nominate(self, task: TaskInfo, node: str) -> None:
-        self._loop.call_soon_threadsafe(partial(self._on_nominate, task.uid, node=node))
+        self._hand(partial(self._on_nominate, task.uid, node=node))
 
 
 class DryRunCommitter:

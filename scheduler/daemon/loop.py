@@ -319,8 +319,8 @@ class Daemon:
                 return
             # idle only if the last session saw the cache as it is (or no pod waits): pods
             # that wait may fit now if something (a victim leaving) changed while it ran
-            settled = settled or not cache.waiting()
-            if self.options.until_idle and settled and self._idle(outcome):
+            # (``waiting`` walks every pod: asked only when it matters)
+            if self.options.until_idle and (settled or not cache.waiting()) and self._idle(outcome):
                 log.info("idle: nothing more to schedule; exiting")
                 return
             await self._pause(stop, outcome.seconds)
@@ -358,7 +358,8 @@ class Daemon:
         or a backoff may have ended); and, for fresh PodGroup/Queue status, when anything changed,
         the last session is ``STATUS_REFRESH`` seconds old and no bind is in flight."""
         changed = cache.generation != seen or (self.last is not None and self.last.failed)
-        if cache.waiting() and (changed or cache.holding() or self._committed_last()):
+        # (``waiting`` walks every pod: asked last)
+        if (changed or cache.holding() or self._committed_last()) and cache.waiting():
             return True
         # Not while binds are in flight: the session would hold the GIL they need, and the
         # status it wrote would be stale at once.

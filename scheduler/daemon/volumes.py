@@ -171,6 +171,8 @@ class VolumeBinder:
     def holds(self, *, uid: str, namespace: str, name: str, node: str) -> bool:
         """The pod (assumed on ``node``) is bound later: when its volumes are (it had writes)
         or its gang's are. False: bind it now."""
+        if not (self._expected or self._failed or self._gangs):
+            return False  # no pod waits for volumes (the common case): nothing to look up
         expected = self._expected.pop(uid, None)
         task = self.cache.state.task(uid)
         job = expected[0] if expected is not None else (task.job if task is not None else "")

@@ -115,6 +115,8 @@ class Binder:
     def __init__(self, kube: Kube, *, concurrency: int = 64) -> None:
         self.kube = kube
         self.stats = WriteStats()
+        self.concurrency = max(1, concurrency)
+        """Binds sent at once at most (callers may keep no more in flight than this)."""
         self._slots = _Slots(concurrency, self.stats)
 
     async def bind(self, *, namespace: str, name: str, uid: str, node: str) -> BindResult:

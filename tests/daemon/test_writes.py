@@ -50,19 +50,25 @@ async def test_writes_go_one_at_a_time_while_binds_are_in_flight() -> None:
 
 
 async def test_scheduled_events_beyond_the_bound_are_shed_and_counted() -> None:
-    lane = StatusLane(lambda: True, capacity=5, concurrency=4)
+    binds = 1
+    lane = StatusLane(lambda: binds > 0, capacity=5, concurrency=4)
     writes = Writes()
     accepted = [lane.submit(writes.write(f"e{i}"), sheddable=True) for i in range(10)]
-    # One is being sent (binds are busy), five wait; the rest are dropped.
+    # Binds are in flight: none is sent, five wait; the rest are dropped.
     await settle()
-    assert accepted.count(True) == 6 and lane.shed == 4
-    # Other writes (conditions, statuses) are never dropped, bound or not.
+    assert accepted.count(True) == 5 and lane.shed == 5 and writes.running == 0
+    # Other writes (conditions, statuses) are never dropped, bound or not, and do not wait
+    # for the binds to drain.
     assert lane.submit(writes.write("condition"))
+    await settle()
+    assert writes.running == 1
     writes.release.set()
     await settle()
-    lane.pump()
+    assert writes.done == ["condition"]
+    binds = 0
+    lane.pump()  # the last bind settled
     assert await lane.drain(5.0)
-    assert writes.done[-1] == "condition" and len(writes.done) == 7
+    assert writes.done == ["condition", "e0", "e1", "e2", "e3", "e4"]
 
 
 async def test_a_full_lane_says_so_before_the_event_is_made_and_counts_it_shed() -> None:
@@ -76,11 +82,28 @@ async def test_a_full_lane_says_so_before_the_event_is_made_and_counts_it_shed()
             made += 1
             assert lane.submit(writes.write(f"e{i}"), sheddable=True)
         await settle()
-    # one is being sent and two wait: the other three were never made, and are counted
-    assert made == 3 and lane.shed == 3 and lane.pending == 3
+    # two wait: the other four were never made, and are counted
+    assert made == 2 and lane.shed == 4 and lane.pending == 2
     writes.release.set()
+    lane.later_limit = 0.0  # (they would go once binds drained or after the limit)
     assert await lane.drain(5.0)
-    assert not lane.shedding and len(writes.done) == 3
+    assert not lane.shedding and len(writes.done) == 2
+
+
+async def test_scheduled_events_wait_for_the_binds_at_most_the_limit() -> None:
+    now = 100.0
+    lane = StatusLane(lambda: True, concurrency=4, later_limit=10.0, clock=lambda: now)
+    writes = Writes()
+    writes.release.set()
+    lane.submit(writes.write("scheduled"), sheddable=True)
+    await settle()
+    lane.pump()
+    await settle()
+    assert writes.done == [] and lane.pending == 1
+    now += 10.0  # binds never drained: it goes beside them, through the busy worker
+    lane.pump()
+    assert await lane.drain(5.0)
+    assert writes.done == ["scheduled"]
 
 
 async def test_a_failing_write_is_logged_and_the_rest_still_go(caplog: object) -> None:
