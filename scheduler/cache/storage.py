@@ -82,21 +82,23 @@ def _meta(obj: Obj) -> Obj:
     return out
 
 
-def _shared(fields: Obj) -> Obj:
-    """``fields`` with its lists and mappings shared, its short texts interned (a class name,
-    a mode, a phase; not names: those are the object's own)."""
+def _shared(fields: Obj, parts: frozenset[str] | None = None) -> Obj:
+    """``fields`` with its lists and mappings shared (only those named in ``parts``, when
+    given: a volume's source and claimRef are its own, and sharing what is never equal costs
+    a table entry), its short texts interned (a class name, a mode, a phase; not names)."""
     out: Obj = {}
     for key, value in fields.items():
-        if key == "claimRef":
-            pass  # one claim's: see ``slim_volume``
-        elif isinstance(value, (dict, list)):
-            value = _PARTS.share(value)
+        if isinstance(value, (dict, list)):
+            if parts is None or key in parts:
+                value = _PARTS.share(value)
         elif type(value) is str and key not in _OWN_TEXT:
             value = sys.intern(value)
         out[key] = value
     return out
 
 
+_VOLUME_PARTS = frozenset({"capacity", "accessModes", "nodeAffinity"})
+"""What volumes have in common: their size and modes, and (local volumes) their node."""
 _OWN_TEXT = frozenset({"volumeName"})
 """Texts that name one object: interning them would keep a table entry per object."""
 
@@ -160,7 +162,10 @@ def slim_claim(claim: Obj) -> Obj:
 def slim_volume(volume: Obj) -> Obj:
     if _is_slim_volume(volume):
         return volume  # slimmed by its informer already: one copy, shared by both stores
-    spec = _shared({k: v for k, v in (volume.get("spec") or {}).items() if k != "mountOptions"})
+    spec = _shared(
+        {k: v for k, v in (volume.get("spec") or {}).items() if k != "mountOptions"},
+        _VOLUME_PARTS,
+    )
     claim_ref = spec.get("claimRef")
     if isinstance(claim_ref, dict):
         # the claim's own name and uid, with kind, apiVersion and namespace like every other's
