@@ -25,7 +25,6 @@ import itertools
 from typing import Any
 
 from pumice import Action, ActionContext, JobInfo, QueueInfo, TaskStatus
-from pumice.actions._reasons import no_node_message
 
 INQUEUE = "Inqueue"
 PENDING = TaskStatus.PENDING
@@ -89,7 +88,7 @@ class EnqueueAction(Action):
         said: dict[object, str | None] = {}
         for task in job.tasks_in(PENDING):
             if task.shape not in said:
-                said[task.shape] = no_node_message(context, task)
+                said[task.shape] = context.no_node_message(task)
             no_node = said[task.shape]
             if no_node is not None:
                 context.task_reasons[task.uid] = no_node

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from pumice.cache import ClusterCache
-from pumice.commands.common import load_checked
+from pumice.commands.config_commands import load_checked
 from pumice.daemon.collector import CollectorPolicy
 from pumice.daemon.recorder import Recorder, tee
 from pumice.framework import run_actions

@@ -25,16 +25,15 @@ from pathlib import Path
 
 from pumice import Arguments, ClusterSnapshot, NodeInfo, NodeTable, QueueInfo, Resource, TaskInfo
 from pumice.plugins.binpack import BinpackPlugin
-from pumice.plugins.proportional import ProportionalPlugin
 from pumice.plugins.resource_strategy_fit import ResourceStrategyFitPlugin
-from pumice.plugins.sra import SraPlugin
+from pumice.plugins.scarce import ProportionalPlugin, SraPlugin
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import workload
 from bench_allocate import to_model
 
-from pumice.commands.common import load_checked
+from pumice.commands.config_commands import load_checked
 from pumice.framework import Session, run_actions
 from pumice.framework.configfile import default_config_text, parse_config
 from pumice.framework.session import RecordingCommitter

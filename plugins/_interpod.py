@@ -24,14 +24,10 @@ import bisect
 from collections.abc import Iterable
 
 import numpy as np
-import numpy.typing as npt
 
-from pumice import AffinityTerm, NodeTable, PodLinks
+from pumice import AffinityTerm, BoolVector, IntVector, NodeTable, PodLinks
 from pumice.plugins._podcounts import DomainCounter, Ident, Listener
 from pumice.plugins._podindex import OwnerKey, PodIndex
-
-BoolVector = npt.NDArray[np.bool_]
-IntVector = npt.NDArray[np.int64]
 
 AFFINITY_MISMATCH = "node(s) didn't match pod affinity rules"
 ANTI_AFFINITY_MISMATCH = "node(s) didn't match pod anti-affinity rules"

@@ -53,6 +53,8 @@ import numpy.typing as npt
 
 from pumice import (
     ALL_ADDRESSES,
+    BoolVector,
+    FloatVector,
     HostPort,
     NodeTable,
     Preferred,
@@ -63,8 +65,6 @@ from pumice import (
     Tolerations,
 )
 
-BoolVector = npt.NDArray[np.bool_]
-FloatVector = npt.NDArray[np.float64]
 IntVector = npt.NDArray[np.intp]
 ObjectVector = npt.NDArray[np.object_]
 

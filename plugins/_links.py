@@ -18,18 +18,12 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
-import numpy as np
-import numpy.typing as npt
-
-from pumice import NodeTable, PodLinks, PodTerms, SessionView, TaskInfo
+from pumice import BoolVector, IntVector, NodeTable, PodLinks, PodTerms, SessionView, TaskInfo
 from pumice.plugins._interpod import AffinityFilter, DirtyLog, TermIndex
 from pumice.plugins._k8s_terms import NodeTerms
 from pumice.plugins._podcounts import Ident, ident_of
 from pumice.plugins._podindex import Leaving, OwnerKey, PodIndex, shared_index
 from pumice.plugins._spread import EligibilityCache, SpreadFilter
-
-BoolVector = npt.NDArray[np.bool_]
-IntVector = npt.NDArray[np.int64]
 
 
 @dataclass(slots=True)

@@ -21,12 +21,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
-import numpy.typing as npt
 
-from pumice import NodeTable, TaskInfo
-
-IntVector = npt.NDArray[np.int64]
-BoolVector = npt.NDArray[np.bool_]
+from pumice import BoolVector, IntVector, NodeTable, TaskInfo
 
 Ident = tuple[str, frozenset[tuple[str, str]]]
 """A pod's namespace and labels."""

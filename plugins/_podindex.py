@@ -38,12 +38,10 @@ import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-import numpy as np
-import numpy.typing as npt
-
 from pumice import (
     COMPLETED_STATUSES,
     AffinityTerm,
+    IntVector,
     LabelSelector,
     NodeTable,
     PodLinks,
@@ -61,8 +59,6 @@ from pumice.plugins._podcounts import (
     ident_of,
 )
 
-IntVector = npt.NDArray[np.int64]
-BoolVector = npt.NDArray[np.bool_]
 _and = int.__and__
 """Status tests as int arithmetic in C (``status & X`` builds a new enum member in Python)."""
 _COMPLETED = int(COMPLETED_STATUSES)

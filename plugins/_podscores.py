@@ -25,16 +25,21 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 
-from pumice import NodeTable, PodLinks, PodTerms, SessionView, SpreadConstraint, TaskInfo
+from pumice import (
+    BoolVector,
+    FloatVector,
+    NodeTable,
+    PodLinks,
+    PodTerms,
+    SessionView,
+    SpreadConstraint,
+    TaskInfo,
+)
 from pumice.plugins._interpod import TermIndex
 from pumice.plugins._k8s_terms import NodeTerms
 from pumice.plugins._podcounts import DomainCounter, Domains, Ident, RowCounter, ident_of
 from pumice.plugins._podindex import OwnerKey, PodIndex, shared_index
-
-BoolVector = npt.NDArray[np.bool_]
-FloatVector = npt.NDArray[np.float64]
 
 MAX_NODE_SCORE = 100.0
 HOSTNAME = "kubernetes.io/hostname"

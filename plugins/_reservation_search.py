@@ -45,9 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-FloatMatrix = npt.NDArray[np.float64]
-FloatVector = npt.NDArray[np.float64]
-IntVector = npt.NDArray[np.int64]
+from pumice import FloatMatrix, FloatVector, IntVector
 
 EXACT_LIMIT = 16
 """Up to this many candidate nodes, every combination is scored."""

@@ -27,15 +27,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 
-from pumice import SpreadConstraint, selector_matches
+from pumice import BoolVector, IntVector, SpreadConstraint, selector_matches
 from pumice.plugins._interpod import DirtyLog
 from pumice.plugins._podcounts import Domains, Ident, Listener
 from pumice.plugins._podindex import PodIndex
-
-BoolVector = npt.NDArray[np.bool_]
-IntVector = npt.NDArray[np.int64]
 
 SPREAD_MISMATCH = "node(s) didn't match pod topology spread constraints"
 SPREAD_MISSING_LABEL = SPREAD_MISMATCH + " (missing required label)"

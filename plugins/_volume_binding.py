@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pumice import NodeTable, ReasonList, Requirement, Term
+from pumice import BoolVector, NodeTable, ReasonList, Requirement, Term
 from pumice.plugins._k8s_terms import NodeTerms
 from pumice.plugins._volume_claims import ClaimStates
 from pumice.volumes import (
@@ -58,7 +58,6 @@ from pumice.volumes import (
     volume_mode,
 )
 
-BoolVector = npt.NDArray[np.bool_]
 ObjectVector = npt.NDArray[np.object_]
 
 NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"

@@ -20,18 +20,38 @@ a volume already taken, and a claim two pods share keeps one node. ``pre_bind`` 
 chosen bindings to the committer's writer. Every placement or removal of a pod with claims
 marks every row stale for the tasks with claims (``stale_rows``): their answers depend on
 other nodes' pods (ReadWriteOncePod) and on the session's bindings.
+
+**VolumeZone's Filter** (kube-scheduler's ``volumezone``, ``zone_mask``).
+
+For every named claim that names a volume, the volume's zone and region labels
+(``topology.kubernetes.io/zone`` and ``/region``, and their ``failure-domain.beta`` forms; a
+value may list several, separated by ``__``) must hold on the node: the node's value for the
+same key (for a beta key, the GA key's value when the node lacks the beta one) must be one of
+them. A node with none of the four labels passes. Otherwise
+``node(s) had no available volume zone`` (UnschedulableAndUnresolvable).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from pumice import NodeTable, PreBindWriter, SessionView, StatementError, TaskInfo, TaskStatus
+from pumice import (
+    BoolVector,
+    IntVector,
+    NodeTable,
+    PreBindWriter,
+    SessionView,
+    StatementError,
+    TaskInfo,
+    TaskStatus,
+)
 from pumice.plugins._interpod import DirtyLog
+from pumice.plugins._k8s_terms import NodeTerms
 from pumice.plugins._volume_binding import (
     BIND_CONFLICT,
     NODE_CONFLICT,
@@ -65,12 +85,59 @@ from pumice.plugins._volume_restrictions import (
     PlacedVolumes,
     disk_conflict,
 )
-from pumice.plugins._volume_zone import ZONE_CONFLICT, zone_constraints, zone_mask
-from pumice.volumes import NO_STORAGE, StorageObjects
+from pumice.volumes import NO_STORAGE, StorageObjects, meta, spec_of
 
-BoolVector = npt.NDArray[np.bool_]
+ZONE_CONFLICT = "node(s) had no available volume zone"
+
+BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
+BETA_REGION = "failure-domain.beta.kubernetes.io/region"
+ZONE = "topology.kubernetes.io/zone"
+REGION = "topology.kubernetes.io/region"
+TOPOLOGY_LABELS = (BETA_ZONE, BETA_REGION, ZONE, REGION)
+GA_OF = {BETA_ZONE: ZONE, BETA_REGION: REGION}
+
+
+def zone_constraints(pv: PodVolumes, storage: StorageObjects) -> list[tuple[str, tuple[str, ...]]]:
+    """(label key, allowed values) from the zone labels of the volumes the pod's named claims
+    name (claims or volumes that are missing were turned away before)."""
+    out: list[tuple[str, tuple[str, ...]]] = []
+    for use in pv.uses:
+        if use.ephemeral:
+            continue
+        claim = storage.claims.get(pv.key(use))
+        name = str(spec_of(claim).get("volumeName") or "") if claim is not None else ""
+        volume = storage.volumes.get(name) if name else None
+        if volume is None:
+            continue
+        labels: Mapping[str, Any] = meta(volume).get("labels") or {}
+        for key in TOPOLOGY_LABELS:
+            value = labels.get(key)
+            if value is None:
+                continue
+            items = [part.strip() for part in str(value).split("__")]
+            if not items or any(not item for item in items):
+                continue  # an empty item: the label is not taken into account
+            out.append((key, tuple(sorted(set(items)))))
+    return out
+
+
+def zone_mask(terms: NodeTerms, constraints: list[tuple[str, tuple[str, ...]]]) -> BoolVector:
+    """Nodes that meet every constraint (or carry none of the four labels)."""
+    labelled = np.zeros(terms.size, dtype=np.bool_)
+    for key in TOPOLOGY_LABELS:
+        labelled |= terms.requirement("label", (key, "Exists", ()))
+    ok = np.ones(terms.size, dtype=np.bool_)
+    for key, values in constraints:
+        inside = terms.requirement("label", (key, "In", values))
+        ga = GA_OF.get(key)
+        if ga is not None:
+            lacks = ~terms.requirement("label", (key, "Exists", ()))
+            inside = inside | (lacks & terms.requirement("label", (ga, "In", values)))
+        ok &= inside
+    return ok | ~labelled
+
+
 ObjectVector = npt.NDArray[np.object_]
-IntVector = npt.NDArray[np.int64]
 
 RESOLVABLE = frozenset({DISK_CONFLICT, RWOP_CONFLICT, MAX_VOLUME_COUNT})
 """What evicting pods may cure: a disk or a ReadWriteOncePod claim in use, attach limits."""

@@ -68,6 +68,7 @@ from pumice import (
     FIT_TOLERANCE,
     Arguments,
     ArgumentSpec,
+    FloatVector,
     NodeTable,
     Plugin,
     Resource,
@@ -83,8 +84,6 @@ from pumice import (
 
 log = logging.getLogger("pumice.plugins.binpack")
 
-FloatVector = npt.NDArray[np.float64]
-FloatMatrix = npt.NDArray[np.float64]
 
 WEIGHT = "binpack.weight"
 CPU = "binpack.cpu"

@@ -77,6 +77,8 @@ import numpy.typing as npt
 from pumice import (
     Arguments,
     ArgumentSpec,
+    FloatMatrix,
+    FloatVector,
     NodeTable,
     Plugin,
     Preferred,
@@ -94,8 +96,6 @@ from pumice.plugins._resource_rows import resource_row_score
 
 log = logging.getLogger("pumice.plugins.nodeorder")
 
-FloatVector = npt.NDArray[np.float64]
-FloatMatrix = npt.NDArray[np.float64]
 
 MAX_NODE_SCORE = 100
 SCORED = ("cpu", "memory")

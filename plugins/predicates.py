@@ -88,6 +88,7 @@ from pumice import (
     COMPLETED_STATUSES,
     Arguments,
     ArgumentSpec,
+    BoolVector,
     HostPort,
     NodeTable,
     Plugin,
@@ -112,7 +113,6 @@ from pumice.plugins._volumes import UNRESOLVABLE as VOLUMES_UNRESOLVABLE
 
 log = logging.getLogger("pumice.plugins.predicates")
 
-BoolVector = npt.NDArray[np.bool_]
 
 NODE_AFFINITY_ENABLE = "predicate.NodeAffinityEnable"
 NODE_PORTS_ENABLE = "predicate.NodePortsEnable"

@@ -1,6 +1,6 @@
-"""``priority``: higher-priority jobs and tasks go first, and only they may preempt.
+"""Who goes first and who may be evicted: the ``priority`` and ``conformance`` plugins.
 
-Hooks:
+``priority``: higher-priority jobs and tasks go first, and only they may preempt. Hooks:
 
 * ``task_order_key(task)`` — ``-task.priority``: within a job, higher task priority first
   (the pod's priority, or its ``volcano.sh/task-priority`` override).
@@ -14,6 +14,24 @@ Hooks:
   reclaiming across queues is about fairness, not priority (as in Volcano).
 * ``job_starving(job)`` — ``ready + pipelined < number of tasks``: the job still has tasks
   without a place (all of its tasks count, whatever their status, as in Volcano).
+
+Arguments: none.
+
+``conformance``: never evict what keeps the cluster itself running (Volcano puts it in the
+first tier beside ``priority``). Hooks ``preemptable(preemptor, candidates)`` and
+``reclaimable(reclaimer, candidates)`` give back every candidate except:
+
+* tasks in the ``kube-system`` namespace;
+* tasks whose pod has ``spec.priorityClassName`` ``system-cluster-critical`` or
+  ``system-node-critical``.
+
+A task without a pod (built in code) is judged by its namespace alone. The answer keeps the
+candidates' order.
+
+The plugin sets ``protects_victims``: the session applies its answer to the candidates before
+any tier is asked, so a protected task is never a victim whatever a later tier answers. In
+Volcano an empty answer here (every candidate protected) lets the next tier decide, which
+could pick a protected pod; pumice does not allow that.
 
 Arguments: none.
 """
@@ -72,3 +90,32 @@ class PriorityPlugin(Plugin):
     @hookimpl
     def job_starving(self, job: JobInfo) -> bool:
         return job.ready_task_num + job.waiting_task_num < len(job.tasks)
+
+
+SYSTEM_NAMESPACE = "kube-system"
+CRITICAL_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
+
+
+def is_protected(task: TaskInfo) -> bool:
+    """True for a task that conformance never offers as a victim."""
+    if task.namespace == SYSTEM_NAMESPACE:
+        return True
+    if task.pod is None:
+        return False
+    spec = task.pod.get("spec") or {}
+    return spec.get("priorityClassName") in CRITICAL_PRIORITY_CLASSES
+
+
+class ConformancePlugin(Plugin):
+    """Volcano's conformance plugin (see the module docstring)."""
+
+    protects_victims = True
+    declared_arguments = ()  # no arguments: any given is warned about
+
+    @hookimpl
+    def preemptable(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+        return [t for t in candidates if not is_protected(t)]
+
+    @hookimpl
+    def reclaimable(self, reclaimer: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+        return [t for t in candidates if not is_protected(t)]

@@ -14,7 +14,7 @@ Arguments (Volcano's names):
   a non-negative integer (absent or 0 means 1, as in Volcano). Default when absent or empty: cpu
   and memory, LeastAllocated, weight 1.
 * ``sra`` and ``proportional``: maps with the arguments of the ``sra`` and ``proportional``
-  plugins plus ``enable`` (default false), as Volcano configures them (``pumice.plugins._scarce``).
+  plugins plus ``enable`` (default false), as Volcano configures them (``pumice.plugins.scarce``).
 
 **Patterns**: a key may end in a single ``*`` after a non-empty prefix (``nvidia.com/gpu/*``).
 Anything else with a ``*`` (``*``, ``vendor.*/gpu``, ``*/gpu``, ``vendor.com/**``) is dropped
@@ -65,6 +65,7 @@ import numpy.typing as npt
 from pumice import (
     FIT_TOLERANCE,
     Arguments,
+    FloatVector,
     NodeTable,
     Plugin,
     PredicateResult,
@@ -77,11 +78,10 @@ from pumice import (
     config_warning,
     hookimpl,
 )
-from pumice.plugins._scarce import Proportional, Sra
+from pumice.plugins.scarce import Proportional, Sra
 
 log = logging.getLogger("pumice.plugins.resource_strategy_fit")
 
-FloatVector = npt.NDArray[np.float64]
 
 NAME = "resource-strategy-fit"
 WEIGHT = "resourceStrategyFitWeight"

@@ -19,8 +19,6 @@ contract in ``pyproject.toml`` holds them to it). ``BoolVector``, ``FloatVector`
 and ``FloatMatrix`` name the numpy arrays of the node table's columns and of hook answers.
 """
 
-from pumice.durations import DurationError, parse_duration
-from pumice.errors import PumiceError
 from pumice.framework import (
     Action,
     ActionContext,
@@ -90,14 +88,16 @@ from pumice.model import (
     sum_within,
 )
 from pumice.model.node import FIT_TOLERANCE
-from pumice.model.status import (
+from pumice.model.quantity import DurationError, parse_duration
+from pumice.model.table import BoolVector, FloatMatrix, FloatVector, IntVector
+from pumice.model.tasks import (
     ALLOCATED_STATUSES,
     COMPLETED_STATUSES,
     PREEMPTABLE_STATUSES,
     READY_STATUSES,
     SCHEDULED_STATUSES,
 )
-from pumice.model.table import BoolVector, FloatMatrix, FloatVector, IntVector
+from pumice.plain import PumiceError
 
 __version__ = "0.1.0"
 

@@ -26,8 +26,7 @@ from typing import Any
 import orjson
 import yaml
 
-from pumice.errors import PumiceError
-from pumice.plain import Obj
+from pumice.plain import Obj, PumiceError
 
 try:
     _Loader: Any = yaml.CSafeLoader

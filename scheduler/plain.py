@@ -1,5 +1,7 @@
-"""Kubernetes objects as pumice holds them: plain dicts, as orjson or YAML parsed them, and
-the uids pumice gives the objects it makes.
+"""What every layer of pumice shares, importing nothing of pumice itself: the root of its
+errors, Kubernetes objects as plain dicts, as orjson or YAML parsed them, and the uids pumice
+gives the objects it makes. Every layer (the model and the simulated API server included) can
+use it.
 
 pumice never turns an object into the API client's generated models (see ARCHITECTURE.md,
 "Speed by design"); every layer passes the parsed JSON around as it came. ``Obj`` names that
@@ -11,9 +13,7 @@ Reading such an object into the model (``TaskInfo.from_pod``, ``JobInfo.from_pod
 that is not a number, a bad quantity. Those readers are ``@reads_object``, so what they raise
 for a malformed object is always an ``ObjectError`` (the ``KeyError``, ``TypeError`` or
 ``ValueError`` behind it chained as its cause), which the cache turns into a reason on the
-object instead of a crash. Errors::
-
-    ObjectError  (PumiceError, ValueError) an object the model cannot read
+object instead of a crash (``ObjectError`` in the tree below).
 
 **Uids** (``ordered_uid``) whose string order is the order the objects were made in. Volcano
 orders jobs of equal priority by creation time, then by uid. A real API server's uids are random
@@ -26,8 +26,50 @@ bits), so any client takes it as an ordinary uid. Python 3.11's ``uuid`` has no 
 hence this function; the counter keeps the order within one millisecond and the random tail
 keeps two processes' uids apart.
 
-Like ``pumice.errors``, the only module of pumice it imports, this module can be used by every
-layer (the model and the simulated API server included).
+**Errors.** ``PumiceError`` is the root of every exception pumice raises on purpose. Each
+boundary has its own subclass, defined in the module that owns the boundary (so that its
+name reads well where it is raised, and its old import path keeps working). ``except
+PumiceError`` catches anything pumice raised deliberately; a bare ``Exception`` that is not one
+of these is a bug, and no module raises a bare ``ValueError``, ``KeyError``, ``TypeError`` or
+``RuntimeError`` (``tests/test_errors.py`` reads the sources for one). Classes that callers have
+always caught as one of those mix it in::
+
+    PumiceError
+    ├── ConfigError                 pumice.framework.config      file, line, key: what is wrong
+    ├── AddressError (ValueError)   pumice.framework.config      not a host:port to listen on
+    ├── YamlSourceError (ValueError) pumice.framework.yamlsource  text is not YAML we accept
+    ├── ManifestError (ValueError)  pumice.manifests             a manifest that cannot be used
+    ├── ObjectError (ValueError)    pumice.plain                 an object the model cannot read
+    ├── LiveError                   pumice.commands.cluster_input  a cluster that cannot be listed
+    ├── QuantityError (ValueError)  pumice.model.quantity        not a Kubernetes quantity
+    ├── ResourceError (ValueError)  pumice.model.resource        bad amount, scale or default
+    │   └── ResourceUnderflow                                    ``a - b`` below zero
+    ├── NodeAccountingError (ValueError)  pumice.model.node      a placement the node refuses
+    ├── NodeTableError (ValueError)  pumice.model.table          a node already in the table
+    ├── JobTaskError (KeyError)     pumice.model.objects         a task not of the job
+    ├── SnapshotError (KeyError)    pumice.model.snapshot        an update the snapshot cannot apply
+    ├── DurationError (ValueError)  pumice.model.quantity        not a Go duration
+    ├── FlagError (ValueError)      pumice.framework.config      no such extension-point flag
+    ├── ArgumentNameError (TypeError)  pumice.framework.arguments  an argument name not a string
+    ├── ArgumentSpecError (ValueError)  pumice.framework.argspec  a declaration that cannot hold
+    ├── PluginError                 pumice.framework.host        the plugin host
+    │   ├── PluginConflictError                                  two packages, one name
+    │   └── PluginLoadError                                      an entry point will not load
+    ├── SessionError                pumice.framework.session     a plugin or action unknown
+    │   └── PluginContractError                                  a plugin broke the contract
+    ├── StatementError              pumice.framework.statement   an operation not applied
+    ├── KubeError                   pumice.kube.rest             a failed API request (typed
+    │                                                            by status: NotFound, Conflict,
+    │                                                            Gone, TooManyRequests, ...)
+    ├── LeaseTimingError (ValueError)  pumice.kube.lease         lease timings out of order
+    └── the simulated API server (pumice.sim)
+        ├── ApiError                pumice.sim.errors            one HTTP error + Status body
+        ├── TemplateError (ValueError)  pumice.sim.defaults      a bad node template
+        ├── BadQuantity (ValueError)    pumice.sim.quantities    a value the server cannot decode
+        ├── BadTime (ValueError)        pumice.sim.objects       not an RFC 3339 time
+        ├── SimSettingsError (ValueError)  pumice.sim.errors     a setting it cannot run with
+        ├── StoreKeyError (KeyError)    pumice.sim.store         a delete of nothing stored
+        └── BadInput                pumice.sim.cli               a bad flag or file (exit 2)
 """
 
 from __future__ import annotations
@@ -40,9 +82,12 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, ParamSpec, TypeVar
 
-from pumice.errors import PumiceError
+__all__ = ["Obj", "ObjView", "ObjectError", "PumiceError", "ordered_uid", "reads_object"]
 
-__all__ = ["Obj", "ObjView", "ObjectError", "ordered_uid", "reads_object"]
+
+class PumiceError(Exception):
+    """Something pumice refuses, with a one-line message naming what and where."""
+
 
 Obj = dict[str, Any]
 """One Kubernetes object (or a part of one, such as its ``metadata``) as a plain dict."""

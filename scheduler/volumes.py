@@ -10,10 +10,10 @@ the built-in volume filters and the simulated cluster's volume controllers all r
 there, so a plugin and the controllers it talks to agree on what a claim says.
 """
 
-from pumice.model.unevaluated import IN_TREE_DISK_SOURCES
 from pumice.model.volumes import (
     AVAILABLE,
     BIND_COMPLETED,
+    IN_TREE_DISK_SOURCES,
     LOST,
     NO_STORAGE,
     READ_WRITE_ONCE_POD,

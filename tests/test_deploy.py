@@ -19,7 +19,7 @@ from sim.volumekit import claim, volume
 
 from pumice.cli import main
 from pumice.framework.configfile import parse_config
-from pumice.kube.resources import PODGROUPS, QUEUES
+from pumice.kube.rest import PODGROUPS, QUEUES
 from pumice.manifests import load_manifests
 from support.deploy_rbac import (
     DEPLOY,

@@ -1,13 +1,13 @@
-"""``pumice.durations``: Go duration strings and bare numbers of seconds, one rule for the
-configuration and the simulated server."""
+"""Durations (``pumice.model.quantity.parse_duration``): Go duration strings and bare numbers of
+seconds, one rule for the configuration and the simulated server."""
 
 from __future__ import annotations
 
 import pytest
 
-from pumice.durations import DurationError, parse_duration
-from pumice.errors import PumiceError
 from pumice.framework.configfile import parse_config
+from pumice.model.quantity import DurationError, parse_duration
+from pumice.plain import PumiceError
 
 
 @pytest.mark.parametrize(

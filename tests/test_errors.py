@@ -1,4 +1,4 @@
-"""``pumice.errors``: one root for every exception pumice raises on purpose."""
+"""``pumice.PumiceError`` (in ``pumice.plain``): one root for every exception pumice raises."""
 
 from __future__ import annotations
 
@@ -7,10 +7,8 @@ from pathlib import Path
 
 import pytest
 
-import pumice.errors
+import pumice.plain
 from pumice.commands.cluster_input import LiveError
-from pumice.durations import DurationError
-from pumice.errors import PumiceError
 from pumice.framework.argspec import ArgumentSpecError
 from pumice.framework.arguments import ArgumentNameError
 from pumice.framework.config import AddressError, ConfigError, FlagError
@@ -20,17 +18,17 @@ from pumice.framework.host import PluginConflictError, PluginError, PluginLoadEr
 from pumice.framework.session import PluginContractError, SessionError
 from pumice.framework.statement import StatementError
 from pumice.framework.yamlsource import YamlSourceError
-from pumice.kube.errors import KubeError
 from pumice.kube.lease import LeaseTimingError
+from pumice.kube.rest import KubeError
 from pumice.manifests import ManifestError
 from pumice.model import JobInfo, QueueInfo, TaskInfo
 from pumice.model.node import NodeAccountingError
 from pumice.model.objects import JobTaskError
-from pumice.model.quantity import QuantityError, parse_quantity
+from pumice.model.quantity import DurationError, QuantityError, parse_quantity
 from pumice.model.resource import Resource, ResourceError, ResourceUnderflow
 from pumice.model.snapshot import SnapshotError
 from pumice.model.table import NodeTableError
-from pumice.plain import ObjectError
+from pumice.plain import ObjectError, PumiceError
 from pumice.sim.cli import BadInput
 from pumice.sim.defaults import TemplateError
 from pumice.sim.errors import ApiError, SimSettingsError
@@ -76,8 +74,8 @@ VALUE_ERRORS = [
 @pytest.mark.parametrize("cls", ROOTED + VALUE_ERRORS, ids=lambda c: c.__name__)
 def test_every_error_is_a_pumice_error_drawn_in_the_tree(cls: type[Exception]) -> None:
     assert issubclass(cls, PumiceError)
-    assert pumice.errors.__doc__ is not None
-    assert f" {cls.__name__} " in pumice.errors.__doc__
+    assert pumice.plain.__doc__ is not None
+    assert f" {cls.__name__} " in pumice.plain.__doc__
 
 
 @pytest.mark.parametrize("cls", VALUE_ERRORS, ids=lambda c: c.__name__)
@@ -158,4 +156,4 @@ def test_errors_that_replaced_bare_ones_keep_their_builtin(
     cls: type[Exception], builtin: type[Exception]
 ) -> None:
     assert issubclass(cls, PumiceError) and issubclass(cls, builtin)
-    assert pumice.errors.__doc__ is not None and f" {cls.__name__} " in pumice.errors.__doc__
+    assert pumice.plain.__doc__ is not None and f" {cls.__name__} " in pumice.plain.__doc__

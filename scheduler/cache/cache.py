@@ -39,9 +39,8 @@ from pumice.model import (
     TaskInfo,
 )
 from pumice.model.node import NodeFields
-from pumice.model.status import TaskStatus
-from pumice.model.tasks import GROUP_NAME_ANNOTATION, lone_pod_job
-from pumice.model.unevaluated import refusal
+from pumice.model.tasks import GROUP_NAME_ANNOTATION, TaskStatus, lone_pod_job
+from pumice.model.volumes import refusal
 from pumice.plain import Obj
 
 log = logging.getLogger("pumice.cache")

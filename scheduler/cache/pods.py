@@ -10,7 +10,7 @@ A pod that arrives already bound (by another scheduler, or by us before a restar
 straight from Initial to Added. Pods that may not be scheduled yet wait beside the machine:
 ``GATED`` (non-empty ``spec.schedulingGates``: untouched until the gates are gone) and
 ``BLOCKED`` (a bad object: the pod or its PodGroup is invalid; or the pod carries a constraint
-pumice does not evaluate, ``pumice.model.unevaluated``; the reason says why).
+pumice does not evaluate, ``pumice.model.volumes``; the reason says why).
 
 A bind is seen as DELETED on the pending-pods watch (the pod left its field selector) and ADDED
 on the assigned-pods watch, in either order. The entry remembers which of the two watches holds
@@ -29,8 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pumice.model import Resource, TaskInfo
-from pumice.model.status import TaskStatus, status_of_pod
-from pumice.model.tasks import pod_priority
+from pumice.model.tasks import TaskStatus, pod_priority, status_of_pod
 from pumice.plain import Obj, ObjectError
 
 log = logging.getLogger("pumice.cache")

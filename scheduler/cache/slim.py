@@ -10,7 +10,7 @@ labels) one shared object: pods of one template then differ only in name, uid, v
 node. Everything a predicate, a score, a plugin or a status write may read stays (see
 ``KEPT_CONTAINER_FIELDS`` and ``DROPPED_SPEC_FIELDS``); of ``spec.volumes`` only the volumes
 that constrain placement stay (claims, ephemeral volumes, in-tree disks:
-``pumice.model.unevaluated``).
+``pumice.model.volumes``).
 
 Shared parts are never changed in place: the cache and the informers treat every object they
 hold as read-only (an update arrives as a new object).
@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from pumice.model.unevaluated import constraining_volumes
+from pumice.model.volumes import constraining_volumes
 from pumice.plain import Obj
 
 KEPT_CONTAINER_FIELDS = ("name", "image", "resources", "ports", "restartPolicy")

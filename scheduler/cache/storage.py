@@ -255,7 +255,7 @@ class StorageCache:
     @property
     def evaluated(self) -> bool:
         """Are claims and volumes read (the cluster serves them)? Pods naming claims are
-        evaluated then, and refused otherwise (``pumice.model.unevaluated``)."""
+        evaluated then, and refused otherwise (``pumice.model.volumes``)."""
         return {"claims", "volumes"} <= self.served
 
     def handler(self, kind: str) -> Handler:

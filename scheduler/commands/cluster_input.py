@@ -29,10 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from pumice.commands.cluster_shape import shape_error
-from pumice.errors import PumiceError
 from pumice.manifests import ManifestError, load_manifests
 from pumice.model import QuantityError, parse_quantity
-from pumice.plain import Obj, ordered_uid
+from pumice.plain import Obj, PumiceError, ordered_uid
 
 STORAGE_KINDS = frozenset(
     {"PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode", "CSIDriver"}
@@ -260,7 +259,7 @@ async def list_cluster(kubeconfig: str | None, context: str | None) -> list[Obj]
         connect,
         served,
     )
-    from pumice.kube.resources import STORAGE_KINDS as STORAGE_RESOURCES
+    from pumice.kube.rest import STORAGE_KINDS as STORAGE_RESOURCES
 
     # Volcano's kinds and the storage kinds, where the cluster serves them
     optional = (QUEUES, PODGROUPS, *STORAGE_RESOURCES)

@@ -30,7 +30,7 @@ from collections.abc import Callable
 import orjson
 
 from pumice.commands.cluster_input import LiveError, read_objects
-from pumice.commands.common import load_checked
+from pumice.commands.config_commands import load_checked
 from pumice.commands.explain_changes import MIN_BUDGET, Verifier
 from pumice.commands.explain_core import Pace, RunResult, run_cluster
 from pumice.commands.explain_search import suggest

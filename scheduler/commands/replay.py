@@ -27,7 +27,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from pumice.commands.common import load_checked
+from pumice.commands.config_commands import load_checked
 from pumice.daemon.recordfile import (
     CycleRecord,
     Decision,

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pumice.cache import ClusterCache
-from pumice.commands.common import load_checked, load_validated
+from pumice.commands.config_commands import load_checked, load_validated
 from pumice.daemon import Daemon, DaemonOptions
 from pumice.daemon.leadership import default_identity
 from pumice.framework.config import AddressError, ConfigError, RecordSettings

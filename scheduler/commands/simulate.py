@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 import orjson
 
 from pumice.commands.cluster_input import CACHE_KINDS, api_defaults, read_cluster
-from pumice.commands.common import load_checked
+from pumice.commands.config_commands import load_checked
 from pumice.commands.simulate_cluster import SimulatedCluster
 from pumice.commands.simulate_report import (
     Eviction,

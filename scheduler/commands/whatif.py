@@ -40,19 +40,17 @@ from pumice.cache import ClusterCache
 from pumice.cache.pods import pod_uid
 from pumice.commands.whatif_inputs import (
     Cluster,
+    QueueFigures,
     TraceError,
     TraceJob,
     job_objects,
     key_of,
-    runtime_of,
-)
-from pumice.commands.whatif_report import JobRecord, Timeline
-from pumice.commands.whatif_status import (
-    QueueFigures,
     plugin_figures,
     podgroup_statuses,
+    runtime_of,
     write_status,
 )
+from pumice.commands.whatif_report import JobRecord, Timeline
 from pumice.daemon.collector import CollectorPolicy
 from pumice.framework.action import run_actions
 from pumice.framework.committer import RecordingCommitter

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from pumice.commands.common import load_checked
+from pumice.commands.config_commands import load_checked
 from pumice.framework.config import ConfigError
 from pumice.framework.host import PluginConflictError
 from pumice.manifests import ManifestError

@@ -7,7 +7,7 @@ in the background; the volume writes the plugins ask for before a bind (``pre_bi
 handed over first, in order, so the loop knows them before the bind arrives.
 ``DryRunCommitter`` writes nothing: it logs each decision at info with the chosen node's
 per-plugin scores and the runner-up's, as the session recorded them just before the placement
-(``pumice.framework.explain``: the figures ``pumice simulate --explain`` shows), and each volume
+(``pumice.framework.placement``: the figures ``pumice simulate --explain`` shows), and each volume
 write it would make.
 """
 
@@ -19,7 +19,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
 from pumice.framework.committer import PreBindWriter
-from pumice.framework.explain import describe_choice
+from pumice.framework.placement import describe_choice
 from pumice.framework.statement import StatementError
 from pumice.model import TaskInfo
 

@@ -35,9 +35,8 @@ from typing import Any, NamedTuple
 import orjson
 
 from pumice.cache import ClusterCache, Handler
-from pumice.errors import PumiceError
 from pumice.model import ClusterSnapshot
-from pumice.plain import Obj
+from pumice.plain import Obj, PumiceError
 
 Sink = Callable[[bytes], None]
 

@@ -29,7 +29,7 @@ from pumice.framework.config import SchedulerConfig
 from pumice.framework.host import PluginHost
 from pumice.framework.session import Session
 from pumice.model import JobInfo, Resource, TaskStatus, resource_list
-from pumice.model.status import ALLOCATED_STATUSES, COMPLETED_STATUSES
+from pumice.model.tasks import ALLOCATED_STATUSES, COMPLETED_STATUSES
 from pumice.plain import Obj
 
 if TYPE_CHECKING:

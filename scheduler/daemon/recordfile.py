@@ -46,10 +46,10 @@ from typing import Any
 
 from pumice import __version__
 from pumice.daemon.journal import JournalError, Replica, Tag, fingerprint
-from pumice.errors import PumiceError
 from pumice.framework.arguments import Arguments
 from pumice.framework.config import SchedulerConfig
 from pumice.model import ClusterSnapshot
+from pumice.plain import PumiceError
 
 MAGIC = b"PUMICE-RECORDING\n"
 FRAME = struct.Struct("<cI")

@@ -24,9 +24,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from pumice.errors import PumiceError
 from pumice.framework.config import SchedulerConfig
 from pumice.framework.host import PluginHost
+from pumice.plain import PumiceError
 
 log = logging.getLogger("pumice.daemon")
 

@@ -6,7 +6,7 @@ committer, before the pod's bind is handed over):
 1. the writes are assumed in the cache's storage stores at once (the next session sees the
    volume taken and the claim's node chosen) and made in the background: a volume's
    ``claimRef`` for a claim matched to it, the claim's ``volume.kubernetes.io/selected-node``
-   for one to be provisioned (``pumice.kube.volumes``); what is already so is not written
+   for one to be provisioned (``pumice.kube.binder``); what is already so is not written
    again (a restarted daemon asks again for what its predecessor wrote, and nothing is
    provisioned twice);
 2. the pod waits, following every claim and volume change the informers deliver, until each
@@ -39,7 +39,7 @@ from typing import Protocol
 
 from pumice.cache import ClusterCache, PodState
 from pumice.kube import Kube, KubeError
-from pumice.kube.volumes import claim_reference, claim_volume, select_node
+from pumice.kube.binder import claim_reference, claim_volume, select_node
 from pumice.model.volumes import (
     BOUND_BY_CONTROLLER,
     SELECTED_NODE,

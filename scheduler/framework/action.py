@@ -44,8 +44,8 @@ from pumice.framework.statement import Statement
 from pumice.framework.view import SessionPart
 from pumice.model.node import NodeInfo
 from pumice.model.objects import JobInfo, QueueInfo, TaskInfo
-from pumice.model.status import TaskStatus
-from pumice.model.table import BoolVector, FloatVector
+from pumice.model.table import FIT_TOLERANCE, BoolVector, FloatVector
+from pumice.model.tasks import TaskStatus
 
 
 class ActionContext(SessionPart):
@@ -151,6 +151,27 @@ class ActionContext(SessionPart):
     def fit(self, task: TaskInfo) -> tuple[BoolVector, BoolVector]:
         """Nodes whose idle, and whose future idle, resources hold the task's request."""
         return self._session.fit(task)
+
+    def no_node_message(self, task: TaskInfo) -> str | None:
+        """The ``0/N nodes are available: …`` message when no node passes the predicates with
+        room for ``task`` in its future idle resources (idle + releasing - pipelined); None when
+        some node could take it. Node reasons come before queue reasons (a pod that fits no
+        node even in an empty queue is told about the nodes, not its queue), so an action that
+        holds a task back for its queue asks this first: allocate for the tasks an overused
+        queue keeps, enqueue for the tasks of a job its queue cannot admit."""
+        feasibility = self.predicate(task)
+        _, future = self.fit(task)
+        if (feasibility.mask & future).any():
+            return None
+        return self.why_not(task, feasibility)
+
+    def why_not(self, task: TaskInfo, feasibility: Feasibility) -> str:
+        """The message for a task that found no node: the predicates' reasons per node, and
+        ``Insufficient <resource>`` for the nodes that passed them but lack future room."""
+        table = self.table
+        request = table.vector(task.resreq)
+        short_future = (request - table.future_idle) > FIT_TOLERANCE
+        return feasibility.message(short_future, table.dims)
 
     def candidates(self, task: TaskInfo) -> Candidates:
         """Where ``task`` may go now and later, kept current per task shape (read only)."""

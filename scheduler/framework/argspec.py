@@ -34,9 +34,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeGuard
 
-from pumice.errors import PumiceError
 from pumice.framework.arguments import as_bool
 from pumice.framework.config import ConfigError
+from pumice.plain import PumiceError
 
 __all__ = [
     "ArgumentKind",

@@ -24,7 +24,7 @@ import types
 from collections.abc import Iterator, Mapping
 from typing import Any, TypeVar
 
-from pumice.errors import PumiceError
+from pumice.plain import PumiceError
 
 log = logging.getLogger("pumice.config")
 

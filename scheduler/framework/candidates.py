@@ -20,10 +20,7 @@ from pumice.framework.results import Feasibility, PredicatePart
 from pumice.framework.rowprograms import BaseProgram, PredicateProgram
 from pumice.model.node import FIT_TOLERANCE, NodeTable
 from pumice.model.objects import TaskInfo
-
-BoolVector = npt.NDArray[np.bool_]
-FloatVector = npt.NDArray[np.float64]
-IntVector = npt.NDArray[np.int64]
+from pumice.model.table import BoolVector, FloatVector, IntVector
 
 
 @dataclass(slots=True)

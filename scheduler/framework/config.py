@@ -38,8 +38,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pumice.errors import PumiceError
 from pumice.framework.arguments import Arguments
+from pumice.plain import PumiceError
 
 __all__ = [
     "DEFAULT_FLAGS",

@@ -3,7 +3,7 @@
 ``parse_document`` walks the plain values that ``yamlsource`` produced, checks every key, type
 and value, and raises ``ConfigError`` at the first problem with the line of the offending key.
 Also here: the value syntaxes of the ``scheduler:`` section (``split_host_port``; durations
-follow ``pumice.durations``). Use ``pumice.framework.configfile.parse_config`` rather than this
+follow ``pumice.model.quantity``). Use ``pumice.framework.configfile.parse_config`` rather than this
 module.
 """
 
@@ -17,7 +17,6 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
-from pumice.durations import parse_duration
 from pumice.framework.argspec import describe as _describe
 from pumice.framework.arguments import Arguments, as_bool
 from pumice.framework.config import (
@@ -37,7 +36,7 @@ from pumice.framework.config import (
     line_of_key,
 )
 from pumice.framework.yamlsource import Document, child_path
-from pumice.model.quantity import parse_quantity
+from pumice.model.quantity import parse_duration, parse_quantity
 
 
 def parse_document(document: Document, source: str) -> SchedulerConfig:

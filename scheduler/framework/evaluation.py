@@ -53,11 +53,9 @@ from pumice.framework.results import PredicatePart, PredicateResult
 from pumice.framework.rowprograms import RowMaker
 from pumice.model.node import NodeTable
 from pumice.model.objects import TaskInfo
+from pumice.model.table import BoolVector, FloatVector, IntVector
 
-BoolVector = npt.NDArray[np.bool_]
-FloatVector = npt.NDArray[np.float64]
 ObjectVector = npt.NDArray[np.object_]
-IntVector = npt.NDArray[np.int64]
 Hook = Callable[..., Any]
 
 

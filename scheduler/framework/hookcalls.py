@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pumice.errors import PumiceError
 from pumice.framework.base import Plugin
 from pumice.framework.results import Vote
 from pumice.model.objects import TaskInfo
+from pumice.plain import PumiceError
 
 Hook = Callable[..., Any]
 

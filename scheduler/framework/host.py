@@ -35,11 +35,11 @@ from types import MappingProxyType
 import pluggy
 from packaging.utils import canonicalize_name
 
-from pumice.errors import PumiceError
 from pumice.framework.action import Action
 from pumice.framework.base import Plugin, Provided
 from pumice.framework.config import PluginPackages
 from pumice.framework.hookspecs import HOOK_FLAGS, PROJECT, PluginSpec
+from pumice.plain import PumiceError
 
 log = logging.getLogger("pumice.plugins")
 

@@ -35,7 +35,6 @@ import numpy as np
 from pumice.framework.candidates import (
     FULL_REFRESH_FRACTION,
     Candidates,
-    IntVector,
     ShapeEntry,
     merge_rows,
     reasons_vector,
@@ -52,6 +51,7 @@ from pumice.framework.rowprograms import (
 )
 from pumice.model.node import NodeTable
 from pumice.model.objects import TaskInfo
+from pumice.model.table import IntVector
 
 _NEG_INF = -np.inf
 

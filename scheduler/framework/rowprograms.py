@@ -13,15 +13,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
 from pumice.framework.base import RowPredicate, RowScore
 from pumice.framework.results import PredicatePart
 from pumice.model.node import FIT_TOLERANCE, NodeTable
 from pumice.model.objects import TaskInfo
+from pumice.model.table import FloatVector
 
-FloatVector = npt.NDArray[np.float64]
 RowMaker = Callable[[TaskInfo, NodeTable], Any]
 """A plugin's ``predicate_row`` or ``node_score_row`` (bound), or None: it has none."""
 

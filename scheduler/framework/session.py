@@ -35,7 +35,6 @@ from pumice.framework.committer import IGNORED_WRITES, Committer, RecordingCommi
 from pumice.framework.config import PluginOption, SchedulerConfig
 from pumice.framework.contributions import Contributions, gather
 from pumice.framework.evaluation import ShapeCache
-from pumice.framework.explain import candidate_scores
 from pumice.framework.hookcalls import (
     Hook,
     HookTime,
@@ -53,7 +52,14 @@ from pumice.framework.hookcalls import (
     vector_answer,
 )
 from pumice.framework.hookspecs import HOOK_FLAGS, PluginSpec
-from pumice.framework.placement import Scoring, choose_node, node_scores, pick_best, score_parts
+from pumice.framework.placement import (
+    Scoring,
+    candidate_scores,
+    choose_node,
+    node_scores,
+    pick_best,
+    score_parts,
+)
 from pumice.framework.results import Feasibility, JobInvalid
 from pumice.framework.statement import Statement
 from pumice.framework.view import SessionView
@@ -329,7 +335,7 @@ class Session:
 
     def record_scores(self, task: TaskInfo) -> None:
         """Keep, in ``placement_scores``, each plugin's score of every node the task may go to
-        now (see ``pumice.framework.explain``). Statements call this just before placing a
+        now (see ``pumice.framework.placement``). Statements call this just before placing a
         task when ``explain`` is on."""
         self.placement_scores[task.uid] = candidate_scores(self.scoring, task)
 

@@ -14,12 +14,12 @@ import enum
 import logging
 from typing import NamedTuple, Protocol
 
-from pumice.errors import PumiceError
 from pumice.framework.committer import Committer
 from pumice.framework.view import Viewed
 from pumice.model.node import NodeAccountingError
 from pumice.model.objects import JobInfo, TaskInfo
-from pumice.model.status import PREEMPTABLE_STATUSES, TaskStatus
+from pumice.model.tasks import PREEMPTABLE_STATUSES, TaskStatus
+from pumice.plain import PumiceError
 
 log = logging.getLogger("pumice.statement")
 

@@ -1,29 +1,18 @@
 """pumice.kube: the Kubernetes API boundary, and the only importer of kubernetes_asyncio.
 
 Objects are plain dicts parsed with orjson; failures are the typed errors of
-``pumice.kube.errors``. See ``client`` (connection, QPS limit), ``informer`` (list + watch),
-``binder`` (Binder, Evictor), ``status`` (events, conditions, PodGroup/Queue status),
-``resources`` (the kinds and their paths), ``lease`` (leader election).
+``pumice.kube.rest``. See ``client`` (connection, QPS limit, ``served``), ``informer`` (list +
+watch), ``binder`` (Binder, Evictor, volume writes), ``status`` (events, conditions,
+PodGroup/Queue status), ``rest`` (the kinds and their paths, typed errors), ``lease`` (leader
+election).
 """
 
 from pumice.kube.binder import Binder, BindOutcome, BindResult, Evictor, EvictOutcome
-from pumice.kube.client import Kube, KubeSettings, connect
-from pumice.kube.errors import (
-    Conflict,
-    Forbidden,
-    Gone,
-    Invalid,
-    KubeConfigError,
-    KubeError,
-    NotFound,
-    ServerError,
-    TooManyRequests,
-    Unreachable,
-)
+from pumice.kube.client import Kube, KubeSettings, connect, served
 from pumice.kube.events import EventRecorder
 from pumice.kube.informer import Informer, InformerHandler, InformerStats
 from pumice.kube.lease import LeaderElector
-from pumice.kube.resources import (
+from pumice.kube.rest import (
     CORE_EVENTS,
     CSIDRIVERS,
     CSINODES,
@@ -39,8 +28,17 @@ from pumice.kube.resources import (
     QUEUES,
     STORAGE_KINDS,
     STORAGECLASSES,
+    Conflict,
+    Forbidden,
+    Gone,
+    Invalid,
     Kind,
-    served,
+    KubeConfigError,
+    KubeError,
+    NotFound,
+    ServerError,
+    TooManyRequests,
+    Unreachable,
 )
 from pumice.kube.status import StatusWriter
 

@@ -1,4 +1,5 @@
-"""Binder and Evictor: the two pod writes whose outcome the cache must know exactly.
+"""Binder and Evictor: the two pod writes whose outcome the cache must know exactly; and the
+volume writes made before a pod's bind.
 
 **Binding** (``POST pods/{name}/binding``) carries the pod's uid as a precondition, so a pod
 deleted and recreated under the same name is never bound by a decision made for its
@@ -21,6 +22,19 @@ server's Retry-After) up to ``max_attempts``, then reported BLOCKED so the preem
 waiting instead of the evictor spinning.
 
 Both bound their concurrency; the client's QPS bucket paces them further.
+
+**Volume writes**: those kube-scheduler's volume binder makes before a pod is bound.
+
+* ``claim_volume``: a PersistentVolume's ``spec.claimRef`` names the claim (its full object
+  reference) and the volume gets ``pv.kubernetes.io/bound-by-controller: "yes"``; the PV
+  controller then completes the binding.
+* ``select_node``: the claim's ``volume.kubernetes.io/selected-node`` annotation; the
+  provisioner then creates a volume the node can reach, and the PV controller binds it.
+
+Both are JSON merge patches that carry the object's ``metadata.resourceVersion`` as it was
+when the decision was made: the API server refuses the write (409) if the object changed since,
+as kube-scheduler's PUT of its cached copy is refused. Errors are ``KubeError``s (the caller
+forgets the decision and tries the pod again later).
 """
 
 from __future__ import annotations
@@ -28,13 +42,22 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pumice.kube.client import Kube
-from pumice.kube.errors import Conflict, KubeError, NotFound, TooManyRequests
+from pumice.kube.client import MERGE_PATCH, Kube
 from pumice.kube.ratelimit import Backoff
-from pumice.kube.resources import PODS
+from pumice.kube.rest import (
+    PERSISTENTVOLUMECLAIMS,
+    PERSISTENTVOLUMES,
+    PODS,
+    Conflict,
+    KubeError,
+    NotFound,
+    TooManyRequests,
+)
+from pumice.plain import ObjView
 
 log = logging.getLogger("pumice.kube.binder")
 
@@ -83,9 +106,9 @@ class _Slots:
         self._semaphore.release()
 
 
-def _meta(obj: dict[str, Any]) -> dict[str, Any]:
+def _meta(obj: ObjView) -> Mapping[str, Any]:
     value = obj.get("metadata")
-    return value if isinstance(value, dict) else {}
+    return value if isinstance(value, Mapping) else {}
 
 
 class Binder:
@@ -204,3 +227,44 @@ class Evictor:
                 break
         self.stats.count(outcome)
         return outcome
+
+
+SELECTED_NODE = "volume.kubernetes.io/selected-node"
+BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
+
+
+def claim_reference(claim: ObjView) -> dict[str, Any]:
+    """The claim's ObjectReference, as a volume's ``claimRef`` holds it."""
+    m = _meta(claim)
+    ref = {
+        "kind": "PersistentVolumeClaim",
+        "apiVersion": "v1",
+        "namespace": m.get("namespace") or "default",
+        "name": m.get("name"),
+    }
+    for key in ("uid", "resourceVersion"):
+        if m.get(key):
+            ref[key] = m[key]
+    return ref
+
+
+async def claim_volume(kube: Kube, *, volume: ObjView, claim: ObjView) -> None:
+    """Pre-bind ``volume`` to ``claim`` (kube's static binding)."""
+    m = _meta(volume)
+    metadata: dict[str, Any] = {"annotations": {BOUND_BY_CONTROLLER: "yes"}}
+    if m.get("resourceVersion"):
+        metadata["resourceVersion"] = m["resourceVersion"]
+    body = {"metadata": metadata, "spec": {"claimRef": claim_reference(claim)}}
+    await kube.request(
+        "PATCH", PERSISTENTVOLUMES.path("", str(m.get("name"))), body=body, content_type=MERGE_PATCH
+    )
+
+
+async def select_node(kube: Kube, claim: ObjView, node: str) -> None:
+    """Ask for ``claim`` to be provisioned where ``node`` can reach it."""
+    m = _meta(claim)
+    metadata: dict[str, Any] = {"annotations": {SELECTED_NODE: node}}
+    if m.get("resourceVersion"):
+        metadata["resourceVersion"] = m["resourceVersion"]
+    path = PERSISTENTVOLUMECLAIMS.path(str(m.get("namespace") or "default"), str(m.get("name")))
+    await kube.request("PATCH", path, body={"metadata": metadata}, content_type=MERGE_PATCH)

@@ -16,7 +16,7 @@ from that configuration:
   By default the bucket sets no limit when the server shows API Priority and Fairness (its
   ``X-Kubernetes-PF-*`` headers: the server sheds load itself, with 429 and Retry-After), and
   paces at Volcano's 2,000/s with burst 2,000 when it does not (see ``RequestPacing``).
-* Failures are typed (``pumice.kube.errors``); no ``ApiException`` or aiohttp error escapes.
+* Failures are typed (``pumice.kube.rest``); no ``ApiException`` or aiohttp error escapes.
 """
 
 from __future__ import annotations
@@ -35,16 +35,18 @@ from typing import Any
 import aiohttp
 import orjson
 
-from pumice.kube.errors import (
+from pumice.kube.kubeconfig import ClientConfig, check_exists, in_cluster, load_kubeconfig
+from pumice.kube.ratelimit import Backoff, RequestPacing
+from pumice.kube.rest import (
     Forbidden,
+    Kind,
     KubeConfigError,
     KubeError,
+    NotFound,
     ServerError,
     Unreachable,
     error_for,
 )
-from pumice.kube.kubeconfig import ClientConfig, check_exists, in_cluster, load_kubeconfig
-from pumice.kube.ratelimit import Backoff, RequestPacing
 
 log = logging.getLogger("pumice.kube")
 
@@ -318,22 +320,21 @@ async def load_configuration(settings: KubeSettings) -> ClientConfig:
             explicit,
             "--kubeconfig or scheduler.kubeconfig" if settings.kubeconfig else "$KUBECONFIG",
         )
+    in_pod = bool(os.environ.get(_SERVICE_HOST))
+    default = Path(_DEFAULT_KUBECONFIG).expanduser()
+    if not explicit and not in_pod and not default.exists():
+        raise KubeConfigError(
+            "no Kubernetes configuration: no --kubeconfig, no $KUBECONFIG, "
+            f"not in a cluster, and {default} does not exist"
+        )
     try:
         if explicit:
             return await load_kubeconfig(explicit, settings.context)
-        if os.environ.get(_SERVICE_HOST):
+        if in_pod:
             return in_cluster()
-        default = Path(_DEFAULT_KUBECONFIG).expanduser()
-        if not default.exists():
-            raise KubeConfigError(
-                "no Kubernetes configuration: no --kubeconfig, no $KUBECONFIG, "
-                f"not in a cluster, and {default} does not exist"
-            )
         return await load_kubeconfig(str(default), settings.context)
-    except KubeConfigError:
-        raise
-    except Exception as exc:  # ValueError, OSError, yaml errors, the plugin loaders' errors
-        where = explicit or ("in-cluster" if os.environ.get(_SERVICE_HOST) else _DEFAULT_KUBECONFIG)
+    except Exception as exc:  # KubeConfigError, OSError, yaml errors, the plugin loaders' errors
+        where = explicit or ("in-cluster" if in_pod else _DEFAULT_KUBECONFIG)
         raise KubeConfigError(f"{where}: cannot load Kubernetes configuration: {exc}") from None
 
 
@@ -421,3 +422,13 @@ def _retry_after(text: str | None) -> float | None:
 def _describe(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+async def served(kube: Kube, kind: Kind) -> bool:
+    """Whether the API server serves ``kind`` (discovery of its group version)."""
+    try:
+        doc = await kube.request("GET", kind.group_path)
+    except NotFound:
+        return False
+    resources = doc.get("resources") or []
+    return any(isinstance(r, dict) and r.get("name") == kind.plural for r in resources)

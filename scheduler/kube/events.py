@@ -24,10 +24,9 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from pumice.kube.client import MERGE_PATCH, Kube
-from pumice.kube.errors import Conflict, KubeError, NotFound
+from pumice.kube.client import MERGE_PATCH, Kube, served
 from pumice.kube.ratelimit import TokenBucket
-from pumice.kube.resources import CORE_EVENTS, EVENTS, served
+from pumice.kube.rest import CORE_EVENTS, EVENTS, Conflict, KubeError, NotFound
 from pumice.plain import Obj
 
 log = logging.getLogger("pumice.kube.events")

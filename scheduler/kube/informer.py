@@ -44,9 +44,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pumice.kube.client import Kube
-from pumice.kube.errors import Gone, KubeError, TooManyRequests, error_for
 from pumice.kube.ratelimit import Backoff
-from pumice.kube.resources import Kind
+from pumice.kube.rest import Gone, Kind, KubeError, TooManyRequests, error_for
 from pumice.plain import Obj
 
 log = logging.getLogger("pumice.kube.informer")

@@ -32,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from pumice.kube.errors import KubeConfigError
+from pumice.kube.rest import KubeConfigError
 
 SERVICE_HOST = "KUBERNETES_SERVICE_HOST"
 SERVICE_PORT = "KUBERNETES_SERVICE_PORT"
@@ -82,23 +82,24 @@ def static_authorization(value: str | None) -> Callable[[], Awaitable[str | None
 def in_cluster(
     environ: dict[str, str] | os._Environ[str] = os.environ, account: Path = SERVICE_ACCOUNT
 ) -> ClientConfig:
-    """The service account Kubernetes mounts into a pod (a ``ValueError`` when absent)."""
+    """The service account Kubernetes mounts into a pod (a ``KubeConfigError`` says what is
+    missing)."""
     host, port = environ.get(SERVICE_HOST), environ.get(SERVICE_PORT)
     if host is None or port is None:
-        raise ValueError("Service host/port is not set.")
+        raise KubeConfigError("Service host/port is not set.")
     if not host or not port:
-        raise ValueError("Service host/port is set but empty.")
+        raise KubeConfigError("Service host/port is set but empty.")
     if ":" in host or "%" in host:
         host = f"[{host}]"  # an IPv6 address, as Go's JoinHostPort writes it
     token_file, ca_file = account / "token", account / "ca.crt"
     if not token_file.is_file():
-        raise ValueError("Service token file does not exist.")
+        raise KubeConfigError("Service token file does not exist.")
     token = _TokenFile(token_file)
     token.read()
     if not ca_file.is_file():
-        raise ValueError("Service certification file does not exist.")
+        raise KubeConfigError("Service certification file does not exist.")
     if not ca_file.read_text():
-        raise ValueError("Cert file exists but empty.")
+        raise KubeConfigError("Cert file exists but empty.")
     return ClientConfig(f"https://{host}:{port}", ca_file=str(ca_file), authorization=token.header)
 
 
@@ -113,7 +114,7 @@ class _TokenFile:
     def read(self) -> str:
         content = self.path.read_text()
         if not content:
-            raise ValueError("Token file exists but empty.")
+            raise KubeConfigError("Token file exists but empty.")
         self.value, self.read_at = f"Bearer {content}", time.monotonic()
         return self.value
 
@@ -121,7 +122,7 @@ class _TokenFile:
         if time.monotonic() - self.read_at >= TOKEN_REREAD_SECONDS:
             try:
                 return self.read()
-            except (OSError, ValueError):
+            except (OSError, KubeConfigError):
                 return self.value  # mid-rotation: the last token until the file is back
         return self.value
 
@@ -132,7 +133,7 @@ class _TokenFile:
 async def load_kubeconfig(paths: str, context: str | None = None) -> ClientConfig:
     """The kubeconfig ``paths`` names (one file, or a ``$KUBECONFIG`` list), for ``context``
     (None: its current context). Read here when it is one file whose user has static
-    credentials; else by kubernetes_asyncio's loader (``full_kubeconfig``). A ``ValueError``
+    credentials; else by kubernetes_asyncio's loader (``full_kubeconfig``). A ``KubeConfigError``
     (or ``OSError``, ``yaml.YAMLError``) says what is wrong."""
     names = [p for p in paths.split(os.pathsep) if p]
     existing = [p for p in names if Path(p).expanduser().exists()]
@@ -141,10 +142,10 @@ async def load_kubeconfig(paths: str, context: str | None = None) -> ClientConfi
     file = Path(existing[0] if existing else paths).expanduser()
     document = yaml.load(file.read_text(), Loader=_LOADER)
     if not isinstance(document, dict):
-        raise ValueError("Invalid kube-config file: not a mapping")
+        raise KubeConfigError("Invalid kube-config file: not a mapping")
     name = context or document.get("current-context")
     if not name:
-        raise ValueError("Invalid kube-config file. Expected key current-context")
+        raise KubeConfigError("Invalid kube-config file. Expected key current-context")
     ctx = _named(document, "contexts", name, "context")
     cluster = _named(document, "clusters", _text(ctx, "cluster", "context"), "cluster")
     user_name = ctx.get("user")
@@ -153,7 +154,7 @@ async def load_kubeconfig(paths: str, context: str | None = None) -> ClientConfi
         return await full_kubeconfig(str(file), context)  # a plugin's credentials
     server = cluster.get("server")
     if not isinstance(server, str) or not server:
-        raise ValueError("Invalid kube-config file. Expected key server in cluster")
+        raise KubeConfigError("Invalid kube-config file. Expected key server in cluster")
     base = file.resolve().parent
     config = ClientConfig(server.rstrip("/"))
     if config.host.startswith("https"):
@@ -191,26 +192,26 @@ def _named(
 ) -> dict[str, Any]:
     entries = document.get(section)
     if not isinstance(entries, list):
-        raise ValueError(f"Invalid kube-config file. Expected {section} to be a list")
+        raise KubeConfigError(f"Invalid kube-config file. Expected {section} to be a list")
     found = [e for e in entries if isinstance(e, dict) and e.get("name") == name]
     if len(found) > 1:
-        raise ValueError(f"Invalid kube-config file. More than one {key} named {name}")
+        raise KubeConfigError(f"Invalid kube-config file. More than one {key} named {name}")
     if not found:
         if missing_ok:
             return {}
-        raise ValueError(f"Invalid kube-config file. Expected a {key} named {name}")
+        raise KubeConfigError(f"Invalid kube-config file. Expected a {key} named {name}")
     value = found[0].get(key)
     if not isinstance(value, dict):
         if missing_ok and value is None:
             return {}
-        raise ValueError(f"Invalid kube-config file. Expected key {key} in {section}[{name}]")
+        raise KubeConfigError(f"Invalid kube-config file. Expected key {key} in {section}[{name}]")
     return value
 
 
 def _text(entry: dict[str, Any], key: str, where: str) -> str:
     value = entry.get(key)
     if not isinstance(value, str) or not value:
-        raise ValueError(f"Invalid kube-config file. Expected key {key} in {where}")
+        raise KubeConfigError(f"Invalid kube-config file. Expected key {key} in {where}")
     return value
 
 
@@ -222,7 +223,7 @@ def _bytes(entry: dict[str, Any], key: str) -> bytes | None:
     try:
         return base64.standard_b64decode(data if isinstance(data, bytes) else str(data).encode())
     except binascii.Error as exc:
-        raise ValueError(f"{key}-data is not base64: {exc}") from None
+        raise KubeConfigError(f"{key}-data is not base64: {exc}") from None
 
 
 def _data(entry: dict[str, Any], key: str) -> str | None:
@@ -235,7 +236,7 @@ def _file(entry: dict[str, Any], key: str, base: Path) -> str | None:
         return None
     path = os.path.normpath(base / str(entry[key]))
     if not os.path.isfile(path):
-        raise ValueError(f"File does not exists: {path}")
+        raise KubeConfigError(f"File does not exists: {path}")
     return path
 
 

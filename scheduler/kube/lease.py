@@ -32,12 +32,10 @@ import logging
 import time
 from collections.abc import Callable
 
-from pumice.errors import PumiceError
 from pumice.kube.client import Kube
-from pumice.kube.errors import Conflict, KubeError, NotFound
 from pumice.kube.events import EventRecorder, micro_time
-from pumice.kube.resources import LEASES
-from pumice.plain import Obj
+from pumice.kube.rest import LEASES, Conflict, KubeError, NotFound
+from pumice.plain import Obj, PumiceError
 
 log = logging.getLogger("pumice.kube.lease")
 

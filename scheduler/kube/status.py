@@ -31,9 +31,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from pumice.kube.client import MERGE_PATCH, STRATEGIC_MERGE_PATCH, Kube
-from pumice.kube.errors import KubeError, NotFound
 from pumice.kube.events import CACHE_SIZE, EventRecorder, micro_time
-from pumice.kube.resources import PODGROUPS, PODS, QUEUES, Kind
+from pumice.kube.rest import PODGROUPS, PODS, QUEUES, Kind, KubeError, NotFound
 from pumice.plain import Obj
 
 log = logging.getLogger("pumice.kube.status")

@@ -23,7 +23,7 @@ from pumice.model.resource import (
     sum_within,
 )
 from pumice.model.snapshot import ClusterSnapshot
-from pumice.model.status import TaskStatus
+from pumice.model.tasks import TaskStatus
 from pumice.model.terms import (
     ALL_ADDRESSES,
     NO_TERMS,

@@ -27,10 +27,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from pumice.errors import PumiceError
 from pumice.model.objects import TaskInfo
 from pumice.model.resource import Resource
-from pumice.model.status import COMPLETED_STATUSES, TaskStatus
 from pumice.model.table import (
     FIT_TOLERANCE,
     ColumnTable,
@@ -38,6 +36,8 @@ from pumice.model.table import (
     NodeTableError,
     RequestCells,
 )
+from pumice.model.tasks import COMPLETED_STATUSES, TaskStatus
+from pumice.plain import PumiceError
 
 __all__ = [
     "DEFAULT_MAX_PODS",

@@ -13,16 +13,17 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pumice.errors import PumiceError
 from pumice.model.resource import Resource
-from pumice.model.status import (
+from pumice.model.tasks import (
     ALLOCATED_STATUSES,
     READY_STATUSES,
     VALID_STATUSES,
+    TaskInfo,
     TaskStatus,
+    parse_timestamp,
+    pod_name_index,
 )
-from pumice.model.tasks import TaskInfo, parse_timestamp, pod_name_index
-from pumice.plain import reads_object
+from pumice.plain import PumiceError, reads_object
 
 __all__ = [
     "DEFAULT_QUEUE",

@@ -1,5 +1,5 @@
-"""Kubernetes quantities: exact parsing, conversion to pumice's canonical units, and back to
-text for people (``format_amount``).
+"""The numbers pumice reads as text: Kubernetes quantities (exact parsing, conversion to
+pumice's canonical units, and back to text for people: ``format_amount``) and durations.
 
 A quantity is written ``[sign] number [suffix]`` where the number is ``123``, ``1.5``, ``5.`` or
 ``.5`` and the suffix is one of
@@ -26,8 +26,26 @@ kube-scheduler; counts keep thousandths so that ``"500m"`` of a device is ``0.5`
 
 Errors::
 
-    PumiceError, ValueError   (pumice.errors)
-    └── QuantityError   the text is not a quantity, or its value is out of range
+    PumiceError, ValueError   (pumice.plain)
+    ├── QuantityError   the text is not a quantity, or its value is out of range
+    └── DurationError   the text is neither a Go duration nor a bare number of seconds
+
+**Durations** (``parse_duration``), one rule for every place pumice reads one (configuration,
+the simulated server, what-if traces).
+
+A duration is either
+
+* a Go duration string (``time.ParseDuration``): an optional sign, then one or more
+  ``<number><unit>`` parts, the number a decimal with an optional fraction (``1``, ``1.5``,
+  ``.5``, ``5.``) and the unit one of ``ns``, ``us`` (or ``µs`` / ``μs``), ``ms``, ``s``, ``m``,
+  ``h`` — ``"1h2m3.5s"``, ``"500ms"``, ``"1us"``, ``"-2s"``; or
+* a bare decimal number, meaning seconds — ``"3"``, ``"0.25"``, ``"-1"`` (Go allows only
+  ``"0"`` without a unit; pumice reads every bare number as seconds, so ``period: "5"`` and
+  ``period: 5`` agree).
+
+Surrounding whitespace is ignored. Anything else (``"1sec"``, ``"5d"``, ``"1 s"``, ``""``,
+``"inf"``) is a ``DurationError`` (a ``ValueError``) whose message starts ``bad duration``.
+Numbers that are not strings are seconds already and need no parsing.
 """
 
 from __future__ import annotations
@@ -38,16 +56,18 @@ import numbers
 import re
 from fractions import Fraction
 
-from pumice.errors import PumiceError
+from pumice.plain import PumiceError
 
 __all__ = [
     "BYTE_RESOURCES",
+    "DurationError",
     "QuantityError",
     "canonical_amount",
     "canonical_from_fraction",
     "format_amount",
     "is_byte_resource",
     "is_whole",
+    "parse_duration",
     "parse_quantity",
     "plain_quantity",
 ]
@@ -229,3 +249,43 @@ def format_amount(name: str, value: float) -> str:
                     return f"{whole // size}{suffix}"
         return plain_quantity(value)
     return plain_quantity(value) if is_whole(value) else plain_quantity(value * 1000) + "m"
+
+
+_NUMBER = r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)"
+_BARE = re.compile(rf"[+-]?{_NUMBER}", re.ASCII)
+_PART = re.compile(rf"({_NUMBER})(ns|us|µs|μs|ms|s|m|h)")
+_UNIT_SECONDS = {
+    "ns": 1e-9,
+    "us": 1e-6,
+    "µs": 1e-6,  # U+00B5 micro sign
+    "μs": 1e-6,  # U+03BC Greek mu
+    "ms": 1e-3,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+}
+
+
+class DurationError(PumiceError, ValueError):
+    """A text that is neither a Go duration nor a bare number of seconds."""
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in a duration (see the module docstring): ``"1m30s"`` → 90.0, ``"3"`` → 3.0."""
+    body = text.strip()
+    if _BARE.fullmatch(body):
+        return float(body)
+    sign = 1.0
+    if body[:1] in ("+", "-"):
+        sign = -1.0 if body[0] == "-" else 1.0
+        body = body[1:]
+    if not body:
+        raise DurationError(f"bad duration {text!r}")
+    total, pos = 0.0, 0
+    while pos < len(body):
+        match = _PART.match(body, pos)
+        if match is None:
+            raise DurationError(f"bad duration {text!r}")
+        total += float(match[1]) * _UNIT_SECONDS[match[2]]
+        pos = match.end()
+    return sign * total

@@ -38,7 +38,7 @@ pairs). With no dimension on either side, "every" holds and "at least one" does 
 
 Errors::
 
-    PumiceError, ValueError   (pumice.errors)
+    PumiceError, ValueError   (pumice.plain)
     └── ResourceError        a negative or non-finite amount, a bad scale factor or default
         └── ResourceUnderflow  ``a - b`` would take some dimension below zero
 """
@@ -49,7 +49,6 @@ import math
 from collections.abc import ItemsView, Mapping
 from typing import Any, ClassVar, Literal, NoReturn
 
-from pumice.errors import PumiceError
 from pumice.model.quantity import (
     QuantityError,
     canonical_amount,
@@ -58,6 +57,7 @@ from pumice.model.quantity import (
     is_whole,
     plain_quantity,
 )
+from pumice.plain import PumiceError
 
 __all__ = [
     "ABSOLUTE_TOLERANCE",

@@ -27,12 +27,12 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from pumice.errors import PumiceError
 from pumice.model.node import NodeFields, NodeInfo, NodeTable, add_new_nodes
 from pumice.model.objects import JobInfo, QueueInfo, TaskInfo
 from pumice.model.resource import Resource
-from pumice.model.status import TaskStatus
+from pumice.model.tasks import TaskStatus
 from pumice.model.volumes import NO_STORAGE, StorageObjects
+from pumice.plain import PumiceError
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 """The label the API server sets on every Namespace: its name."""

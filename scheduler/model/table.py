@@ -14,8 +14,8 @@ from typing import Any, Generic, Protocol, Self, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from pumice.errors import PumiceError
 from pumice.model.resource import Resource
+from pumice.plain import PumiceError
 
 FloatMatrix = npt.NDArray[np.float64]
 FloatVector = npt.NDArray[np.float64]

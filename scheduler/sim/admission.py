@@ -18,10 +18,9 @@ import random
 import re
 from typing import Any
 
-from pumice.sim import events as event_views
 from pumice.sim import volumerules
 from pumice.sim.errors import ApiError, forbidden, invalid
-from pumice.sim.objects import Obj, get_path, meta, now_rfc3339, set_condition
+from pumice.sim.objects import Obj, get_path, meta, now_rfc3339, set_condition, validate_events_v1
 from pumice.sim.pods import merge_label_keys
 from pumice.sim.resources import (
     EVENTS_V1,
@@ -118,7 +117,7 @@ class Admission:
     def validate_view(self, rtype: ResourceType, obj: Obj) -> None:
         """Checks made on the object as the client sent it (before any conversion)."""
         if rtype is EVENTS_V1:
-            problems = event_views.validate_events_v1(obj)
+            problems = validate_events_v1(obj)
             if problems:
                 raise _problem_error(rtype, str(meta(obj).get("name", "")), problems)
 

@@ -19,8 +19,8 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from pumice.errors import PumiceError
 from pumice.manifests import ManifestError, load_manifests
+from pumice.plain import PumiceError
 from pumice.sim import quantities
 from pumice.sim.access import MODES
 from pumice.sim.defaults import (

@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from pumice.errors import PumiceError
+from pumice.plain import PumiceError
 from pumice.sim.objects import Obj, meta
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")

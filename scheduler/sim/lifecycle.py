@@ -6,7 +6,7 @@ There are no kubelets, so this controller plays their part, driven by store chan
   ``start_delay`` seconds: podIP/hostIP, startTime, Ready conditions, running container
   statuses;
 * a running pod annotated ``pumice.sim/complete-after: <duration>`` ("30s", "1m30s", "2"; see
-  ``pumice.durations``) turns
+  ``pumice.model.quantity``) turns
   Succeeded after that long, or Failed when ``pumice.sim/exit-code`` is non-zero; its
   containers terminate with that exit code;
 * a pod being deleted gracefully disappears after ``min(grace period, termination_delay)``
@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from pumice.durations import parse_duration
+from pumice.model.quantity import parse_duration
 from pumice.sim.objects import (
     Key,
     Obj,

@@ -15,8 +15,8 @@ import re
 from fractions import Fraction
 from typing import Any
 
-from pumice.errors import PumiceError
 from pumice.model.quantity import QuantityError, parse_quantity
+from pumice.plain import PumiceError
 
 FORMAT_WRONG = (
     "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"

@@ -14,8 +14,7 @@ import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from pumice.sim import events as event_views
-from pumice.sim.objects import Obj, get_path
+from pumice.sim.objects import Obj, core_to_events_v1, events_v1_to_core, get_path
 
 FieldGetter = Callable[[Obj], str]
 Converter = Callable[[Obj], Obj]
@@ -249,8 +248,8 @@ EVENTS_V1 = ResourceType(
     fields=_EVENTS_V1_FIELDS,
     merge_keys=_META_KEYS,
     storage=EVENTS.table,
-    to_view=event_views.core_to_events_v1,
-    from_view=event_views.events_v1_to_core,
+    to_view=core_to_events_v1,
+    from_view=events_v1_to_core,
     generation=False,
 )
 LEASES = ResourceType(

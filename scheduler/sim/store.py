@@ -19,7 +19,7 @@ from typing import Protocol
 
 import orjson
 
-from pumice.errors import PumiceError
+from pumice.plain import PumiceError
 from pumice.sim.errors import too_old
 from pumice.sim.objects import Key, Obj, with_rv
 

@@ -11,13 +11,12 @@ from typing import Any
 import pytest
 
 from pumice import ClusterSnapshot, JobInfo, NodeInfo, Plugin, TaskInfo
-from pumice.commands.common import load_checked
+from pumice.commands.config_commands import load_checked
 from pumice.framework import Session, run_actions
 from pumice.framework.session import RecordingCommitter
 from pumice.plugins.nodeorder import NodeOrderPlugin
-from pumice.plugins.proportional import ProportionalPlugin
 from pumice.plugins.resource_strategy_fit import ResourceStrategyFitPlugin
-from pumice.plugins.sra import SraPlugin
+from pumice.plugins.scarce import ProportionalPlugin, SraPlugin
 from support.flow import GiB, binds, gang, res, run_flow, snapshot
 
 GPU = "nvidia.com/gpu"

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from pumice.cache import ClusterCache, PodState
-from pumice.model.unevaluated import refusal, unevaluated_field
+from pumice.model.volumes import refusal, unevaluated_field
 
 Obj = dict[str, Any]
 

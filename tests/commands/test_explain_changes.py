@@ -16,7 +16,7 @@ import orjson
 import pytest
 
 from pumice.commands.cluster_input import api_defaults
-from pumice.commands.common import load_checked
+from pumice.commands.config_commands import load_checked
 from pumice.commands.explain_changes import apply_change
 from pumice.commands.explain_core import run_cluster
 from pumice.commands.explain_target import Target

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from daemon.workload import node, pod, podgroup, seed
-from pumice.commands.common import load_validated
+from pumice.commands.config_commands import load_validated
 from pumice.commands.explain import daemon_suggestions
 from pumice.daemon import Daemon, DaemonOptions
 from pumice.daemon.advice import MAX_MESSAGE, with_suggestions

@@ -13,7 +13,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from daemon.workload import gang, node, pod, seed
-from pumice.commands.common import load_checked
+from pumice.commands.config_commands import load_checked
 from pumice.daemon import Daemon, DaemonOptions
 from pumice.kube import KubeSettings
 from support.daemonrun import Ledger, wait_for, write_config

@@ -17,7 +17,7 @@ import aiohttp
 import pytest
 
 from daemon.workload import gang, node, pod, seed
-from pumice.commands.common import load_checked
+from pumice.commands.config_commands import load_checked
 from pumice.daemon import Daemon, DaemonOptions
 from pumice.kube import KubeSettings
 from support.daemonrun import (

@@ -44,7 +44,7 @@ from sim.volumekit import claim, storage_class, volume
 from daemon.test_leader_e2e import holder, lease
 from daemon.test_preemption_e2e import ACTIONS, prioritised, priority_class, running
 from daemon.workload import condition, events_about, gang, node, pod, seed
-from pumice.commands.common import load_checked
+from pumice.commands.config_commands import load_checked
 from pumice.daemon import Daemon, DaemonOptions
 from pumice.kube import KubeSettings
 from support.daemonrun import Ledger, wait_for, write_config

@@ -16,7 +16,7 @@ import pytest
 from daemon.workload import node, pod
 from pumice.cache import ClusterCache
 from pumice.cli import main
-from pumice.commands.common import load_checked
+from pumice.commands.config_commands import load_checked
 from pumice.daemon.recorder import Recorder, tee
 from pumice.daemon.recordfile import (
     MAGIC,

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from daemon.workload import node, pod, seed
-from pumice.commands.common import load_validated
+from pumice.commands.config_commands import load_validated
 from pumice.daemon import Daemon, DaemonOptions
 from pumice.kube import KubeSettings
 from support.daemonrun import Ledger, wait_for

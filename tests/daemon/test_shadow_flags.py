@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pumice.commands.common import load_checked
+from pumice.commands.config_commands import load_checked
 from pumice.daemon import DaemonOptions
 from pumice.daemon.shadow import ShadowDaemon, ShadowOptions
 from pumice.kube import KubeSettings

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from pumice.durations import parse_duration
 from pumice.framework.arguments import Arguments
 from pumice.framework.config import (
     DEFAULT_FLAGS,
@@ -30,6 +29,7 @@ from pumice.framework.configfile import (
     parse_config,
 )
 from pumice.framework.configparse import split_host_port
+from pumice.model.quantity import parse_duration
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "tests" / "fixtures" / "configs"

@@ -19,8 +19,8 @@ import pytest
 import yaml
 
 from pumice.kube import KubeSettings, connect
-from pumice.kube.errors import KubeConfigError
 from pumice.kube.kubeconfig import in_cluster, load_kubeconfig
+from pumice.kube.rest import KubeConfigError
 
 
 def _write(path: Path, cluster: dict[str, Any], user: dict[str, Any], **extra: Any) -> str:
@@ -94,7 +94,7 @@ async def test_tls_fields_files_relative_and_data_decoded(tmp_path: Path) -> Non
     # a file named but missing is an error naming it
     cluster["certificate-authority"] = "certs/missing.pem"
     del cluster["certificate-authority-data"]
-    with pytest.raises(ValueError, match=r"missing\.pem"):
+    with pytest.raises(KubeConfigError, match=r"missing\.pem"):
         await load_kubeconfig(_write(tmp_path / "kc3", cluster, user))
 
 
@@ -142,14 +142,14 @@ async def test_in_cluster_account(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
 def test_in_cluster_without_its_parts(tmp_path: Path) -> None:
     env = {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"}
-    with pytest.raises(ValueError, match="host/port is not set"):
+    with pytest.raises(KubeConfigError, match="host/port is not set"):
         in_cluster({}, _account(tmp_path / "a"))
-    with pytest.raises(ValueError, match="set but empty"):
+    with pytest.raises(KubeConfigError, match="set but empty"):
         in_cluster({**env, "KUBERNETES_SERVICE_PORT": ""}, _account(tmp_path / "a"))
-    with pytest.raises(ValueError, match="token file does not exist"):
+    with pytest.raises(KubeConfigError, match="token file does not exist"):
         in_cluster(env, tmp_path / "nothing")
     empty = _account(tmp_path / "b", token="")
-    with pytest.raises(ValueError, match="Token file exists but empty"):
+    with pytest.raises(KubeConfigError, match="Token file exists but empty"):
         in_cluster(env, empty)
 
 

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pumice.model import JobInfo, QueueInfo, Resource, TaskInfo, TaskStatus
-from pumice.model.status import READY_STATUSES
+from pumice.model.tasks import READY_STATUSES
 
 
 def pod(name: str, phase: str = "Pending", node: str | None = None, **meta: object) -> dict:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from pumice import Arguments, ClusterSnapshot, ConfigError, QueueInfo, TaskInfo
-from pumice.commands.common import load_checked
+from pumice.commands.config_commands import load_checked
 from pumice.plugins.binpack import BinpackPlugin, broken_line
 from support.builders import open_session
 from support.flow import binds, gang, nodes, run_flow, snapshot

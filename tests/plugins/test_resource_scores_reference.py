@@ -17,9 +17,8 @@ from hypothesis import strategies as st
 
 from pumice import Arguments, PredicateResult, Resource, TaskInfo
 from pumice.plugins.binpack import BinpackPlugin
-from pumice.plugins.proportional import ProportionalPlugin
 from pumice.plugins.resource_strategy_fit import ResourceStrategyFitPlugin
-from pumice.plugins.sra import SraPlugin
+from pumice.plugins.scarce import ProportionalPlugin, SraPlugin
 from support.nodes import node, place, table
 
 GPU = "nvidia.com/gpu"

@@ -20,7 +20,7 @@ from pumice import (
     TaskInfo,
     TaskStatus,
 )
-from pumice.commands.common import load_checked
+from pumice.commands.config_commands import load_checked
 from pumice.logs import forget_warnings
 from pumice.plugins import resource_strategy_fit as rsf
 from pumice.plugins.resource_strategy_fit import ResourceStrategyFitPlugin, parse_strategies

@@ -9,9 +9,8 @@ import numpy as np
 import pytest
 
 from pumice import Arguments, ConfigError, PredicateResult, TaskInfo
-from pumice.plugins.proportional import ProportionalPlugin
 from pumice.plugins.resource_strategy_fit import ResourceStrategyFitPlugin
-from pumice.plugins.sra import SraPlugin
+from pumice.plugins.scarce import ProportionalPlugin, SraPlugin
 from support.nodes import GiB, bare_task, node, place, table
 
 GPU = "nvidia.com/gpu"

@@ -19,7 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pumice.commands.common import load_checked
+from pumice.commands.config_commands import load_checked
 from pumice.daemon import Daemon, DaemonOptions
 from pumice.framework.configfile import load_config
 from pumice.framework.host import PluginHost

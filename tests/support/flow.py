@@ -17,8 +17,7 @@ from pumice import (
     TaskInfo,
     TaskStatus,
 )
-from pumice.actions.allocate import AllocateAction
-from pumice.actions.backfill import BackfillAction
+from pumice.actions.allocate import AllocateAction, BackfillAction
 from pumice.actions.enqueue import EnqueueAction
 from pumice.actions.preempt import PreemptAction
 from pumice.actions.reclaim import ReclaimAction
@@ -27,10 +26,9 @@ from pumice.framework.config import SchedulerConfig
 from pumice.framework.configfile import load_default_config
 from pumice.framework.host import PluginHost
 from pumice.framework.session import RecordingCommitter
-from pumice.plugins.conformance import ConformancePlugin
 from pumice.plugins.gang import GangPlugin
 from pumice.plugins.predicates import PredicatesPlugin
-from pumice.plugins.priority import PriorityPlugin
+from pumice.plugins.priority import ConformancePlugin, PriorityPlugin
 from pumice.plugins.proportion import ProportionPlugin, QueueAttributes
 from support.builders import PluginSpecList, make_config
 

@@ -18,10 +18,9 @@ from pumice import (
     TaskStatus,
 )
 from pumice.framework import Session
-from pumice.plugins.conformance import ConformancePlugin
 from pumice.plugins.drf import DrfPlugin
 from pumice.plugins.gang import GangPlugin
-from pumice.plugins.priority import PriorityPlugin
+from pumice.plugins.priority import ConformancePlugin, PriorityPlugin
 from support.builders import PluginSpecList, open_session
 
 GiB = 2**30

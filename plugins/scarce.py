@@ -1,8 +1,10 @@
-"""Scarce devices (GPUs and the like): Volcano 1.13's two companions of resource-strategy-fit.
+"""Scarce devices (GPUs and the like): the ``sra`` and ``proportional`` plugins, Volcano 1.13's
+two companions of resource-strategy-fit.
 
-Both are built from the same arguments whether they stand alone (the ``sra`` and
-``proportional`` plugins) or sit inside ``resource-strategy-fit`` as its ``sra:`` and
-``proportional:`` maps, as in a Volcano configuration.
+Both rules are built from the same arguments whether they stand alone (the ``sra`` and
+``proportional`` plugins, ``enable`` defaulting to true there) or sit inside
+``resource-strategy-fit`` as its ``sra:`` and ``proportional:`` maps, where Volcano
+configurations put them (that plugin reads ``Sra`` and ``Proportional`` from here).
 
 **sra** (scarce-resource avoidance), a node score. Arguments: ``resources`` (the scarce
 resources, comma-separated), ``weight`` (non-negative integer, default 1; 0 switches it off),
@@ -30,6 +32,12 @@ for a rejected node is ``proportional of resource <res> check failed`` for the f
 resource that fails. A task that requests any listed resource passes everywhere.
 
 Both are row-local: a node's answer depends on its own row only.
+
+**The plugins.** ``sra`` (hook ``node_score(task, nodes)``): tasks that do not need a scarce
+device prefer nodes that have none, so the GPU nodes stay free for the tasks that need them.
+``proportional`` (hook ``predicate(task, nodes)``): a task that asks for none of the listed
+devices may use a node only if the node keeps, after it, the cpu and memory its idle devices
+need (so a CPU job cannot strand a GPU node's GPUs).
 """
 
 from __future__ import annotations
@@ -43,7 +51,11 @@ import numpy.typing as npt
 
 from pumice import (
     FIT_TOLERANCE,
+    Arguments,
+    BoolVector,
+    FloatVector,
     NodeTable,
+    Plugin,
     PredicateResult,
     TaskInfo,
     argument_error,
@@ -52,11 +64,9 @@ from pumice import (
     check_mapping,
     check_resource_names,
     check_weight,
+    hookimpl,
     is_number,
 )
-
-FloatVector = npt.NDArray[np.float64]
-BoolVector = npt.NDArray[np.bool_]
 
 MAX_NODE_SCORE = 100
 MILLICORES_PER_CORE = 1000.0
@@ -254,3 +264,43 @@ def _rate(value: float | None) -> float:
 
 def _reason(name: str) -> str:
     return f"proportional of resource {name} check failed"
+
+
+class SraPlugin(Plugin):
+    """Keeps tasks that need no scarce device off the nodes that have one."""
+
+    row_local_reads_queue = False  # its row-local answers read the row and the shape only
+
+    def __init__(self, arguments: Arguments) -> None:
+        super().__init__(arguments)
+        self.sra: Sra | None = Sra.parse("sra", arguments)
+
+    @hookimpl
+    def node_score(
+        self, task: TaskInfo, nodes: NodeTable, rows: npt.NDArray[np.int64] | None = None
+    ) -> npt.NDArray[np.float64] | None:
+        # Row-local: a node's score reads only its own allocatable.
+        if self.sra is None:
+            return None
+        if rows is not None and len(rows) == 1:
+            return np.array([self.sra.score_row(task, nodes, int(rows[0]))])
+        return self.sra.node_score(task, nodes, rows)
+
+
+class ProportionalPlugin(Plugin):
+    """Rejects nodes whose idle scarce devices would be left without cpu or memory."""
+
+    row_local_reads_queue = False  # its row-local answers read the row and the shape only
+
+    def __init__(self, arguments: Arguments) -> None:
+        super().__init__(arguments)
+        self.proportional: Proportional | None = Proportional.parse("proportional", arguments)
+
+    @hookimpl
+    def predicate(
+        self, task: TaskInfo, nodes: NodeTable, rows: npt.NDArray[np.int64] | None = None
+    ) -> PredicateResult | None:
+        # Row-local: the headroom check reads only the node's own idle columns.
+        if self.proportional is None:
+            return None
+        return self.proportional.predicate(task, nodes, rows)
