@@ -46,7 +46,12 @@ class DirtyLog:
 
     def mark(self, rows: IntVector | None) -> None:
         """``rows`` changed now (None: every row)."""
-        self.versions.append(self.table.version)
+        version = self.table.version
+        if self.versions and self.versions[-1] == version and self.rows[-1] is rows:
+            # the same (read-only) rows again at this version: an anti-affine pod's placement
+            # moves its term's counter and its owner counter in the same domain
+            return
+        self.versions.append(version)
         self.rows.append(rows)
 
     def since(self, version: int) -> IntVector | bool:

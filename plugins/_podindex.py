@@ -286,10 +286,13 @@ class PodIndex:
         except KeyError:
             return  # a node not in the table
         ident = ident_of(task)
-        placed = _Placed(row, ident, owner_keys(task), not _terminating(task))
-        self._placed[task.uid] = placed
+        owns = owner_keys(task)
         if status == _RELEASING:
+            placed = _Placed(row, ident, owns, False)
             self._releasing.setdefault(row, set()).add(task.uid)
+        else:
+            placed = _Placed(row, ident, owns, not _deleting(task))
+        self._placed[task.uid] = placed
         self._apply(placed, 1)
 
     def unplace(self, task: TaskInfo) -> None:
@@ -435,9 +438,16 @@ def _on_nodes(table: NodeTable) -> Iterable[TaskInfo]:
 
 def _terminating(task: TaskInfo) -> bool:
     """Releasing (evicted, or being deleted) or marked for deletion: spread leaves it out."""
-    return task.status == _RELEASING or bool(
-        ((task.pod or {}).get("metadata") or {}).get("deletionTimestamp")
-    )
+    return task.status == _RELEASING or _deleting(task)
+
+
+def _deleting(task: TaskInfo) -> bool:
+    """Is the pod marked for deletion?"""
+    pod = task.pod
+    if not pod:
+        return False
+    meta = pod.get("metadata")
+    return bool(meta and meta.get("deletionTimestamp"))
 
 
 def _bump(counts: dict[int, int], row: int, delta: int) -> None:

@@ -171,7 +171,21 @@ def refresh_candidate_rows(
     fit_future: BoolVector,
     total: FloatVector | None,
 ) -> None:
-    future = mask[rows] & fit_future[rows]
+    passed = mask[rows]
+    if not np.count_nonzero(passed):
+        # every row rejected (a zone that a spread constraint closed): no candidate there,
+        # whatever the fit and the scores, which are not gathered; the values of the general
+        # case below (a row that was no candidate holds -inf in both best vectors already)
+        lost = int(np.count_nonzero(cands.future[rows]))
+        if lost:
+            cands.future_count -= lost
+            cands.now_count -= int(np.count_nonzero(cands.now[rows]))
+            cands.future[rows] = False
+            cands.now[rows] = False
+            cands.best_future[rows] = -np.inf
+            cands.best_now[rows] = -np.inf
+        return
+    future = passed & fit_future[rows]
     now = future & fit_now[rows]
     cands.future_count += int(np.count_nonzero(future)) - int(np.count_nonzero(cands.future[rows]))
     cands.now_count += int(np.count_nonzero(now)) - int(np.count_nonzero(cands.now[rows]))

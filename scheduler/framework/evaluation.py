@@ -244,7 +244,7 @@ class ShapeCache:
         shape must be evaluated in full)."""
         assert entry.parts is not None and entry.mask is not None
         by_name = entry.parts_by_name
-        combined = np.ones(len(rows), dtype=np.bool_)
+        combined: BoolVector | None = None  # the parts' AND over ``rows`` (None: no part)
         for name, hook, _ in self.predicates:
             answer = hook(task, self.table, rows)
             part = by_name.get(name)
@@ -264,8 +264,8 @@ class ShapeCache:
             part.mask[rows] = fresh.mask
             if not isinstance(part.reasons, str):
                 part.reasons[rows] = fresh.reasons
-            combined &= fresh.mask
-        entry.mask[rows] = combined
+            combined = fresh.mask if combined is None else combined & fresh.mask
+        entry.mask[rows] = True if combined is None else combined
         return True
 
     # -- resource fit -----------------------------------------------------------------------
