@@ -19,6 +19,7 @@ every object an informer delivers (the daemon's wait for a pod's volumes follows
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -26,6 +27,7 @@ from typing import Any
 
 from pumice.cache.groups import object_key
 from pumice.cache.handlers import Handler
+from pumice.cache.slim import PodSlimmer
 from pumice.model.volumes import NO_STORAGE, StorageObjects
 from pumice.plain import Obj
 
@@ -56,13 +58,49 @@ _KEPT_CLAIM_SPEC = (
 _DROPPED_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
 
 
+_PARTS = PodSlimmer()
+"""Equal parts of claims and volumes made one object (``PodSlimmer.share``): a claim and its
+volume as the API server sends them are mostly the same as every other one of their class
+(access modes, request, capacity, status, class name); at 50,000 of each, a claim kept 2.6
+KiB and a volume 2.8 KiB, now about a third of that."""
+
+
 def _meta(obj: Obj) -> Obj:
     m = obj.get("metadata") or {}
     out = {k: m[k] for k in _KEPT_META if k in m}
+    namespace = out.get("namespace")
+    if type(namespace) is str:
+        out["namespace"] = sys.intern(namespace)
     notes = out.get("annotations")
     if notes and any(k in notes for k in _DROPPED_ANNOTATIONS):
-        out["annotations"] = {k: v for k, v in notes.items() if k not in _DROPPED_ANNOTATIONS}
+        notes = {k: v for k, v in notes.items() if k not in _DROPPED_ANNOTATIONS}
+    if notes is not None:
+        out["annotations"] = _PARTS.share(notes)
+    labels = out.get("labels")
+    if labels:
+        out["labels"] = _PARTS.share(labels)
     return out
+
+
+def _shared(fields: Obj, parts: frozenset[str] | None = None) -> Obj:
+    """``fields`` with its lists and mappings shared (only those named in ``parts``, when
+    given: a volume's source and claimRef are its own, and sharing what is never equal costs
+    a table entry), its short texts interned (a class name, a mode, a phase; not names)."""
+    out: Obj = {}
+    for key, value in fields.items():
+        if isinstance(value, (dict, list)):
+            if parts is None or key in parts:
+                value = _PARTS.share(value)
+        elif type(value) is str and key not in _OWN_TEXT:
+            value = sys.intern(value)
+        out[key] = value
+    return out
+
+
+_VOLUME_PARTS = frozenset({"capacity", "accessModes", "nodeAffinity"})
+"""What volumes have in common: their size and modes, and (local volumes) their node."""
+_OWN_TEXT = frozenset({"volumeName"})
+"""Texts that name one object: interning them would keep a table entry per object."""
 
 
 _TOP = frozenset({"metadata", "spec", "status"})
@@ -114,17 +152,33 @@ def slim_claim(claim: Obj) -> Obj:
     status = claim.get("status") or {}
     return {
         "metadata": _meta(claim),
-        "spec": {k: spec[k] for k in _KEPT_CLAIM_SPEC if k in spec},
-        "status": {k: status[k] for k in ("phase", "accessModes", "capacity") if k in status},
+        "spec": _shared({k: spec[k] for k in _KEPT_CLAIM_SPEC if k in spec}),
+        "status": _PARTS.share(
+            {k: status[k] for k in ("phase", "accessModes", "capacity") if k in status}
+        ),
     }
 
 
 def slim_volume(volume: Obj) -> Obj:
     if _is_slim_volume(volume):
         return volume  # slimmed by its informer already: one copy, shared by both stores
-    spec = {k: v for k, v in (volume.get("spec") or {}).items() if k != "mountOptions"}
+    spec = _shared(
+        {k: v for k, v in (volume.get("spec") or {}).items() if k != "mountOptions"},
+        _VOLUME_PARTS,
+    )
+    claim_ref = spec.get("claimRef")
+    if isinstance(claim_ref, dict):
+        # the claim's own name and uid, with kind, apiVersion and namespace like every other's
+        spec["claimRef"] = {
+            k: sys.intern(v) if type(v) is str and k in _COMMON_REF_TEXT else v
+            for k, v in claim_ref.items()
+        }
     phase = (volume.get("status") or {}).get("phase")
-    return {"metadata": _meta(volume), "spec": spec, "status": {"phase": phase} if phase else {}}
+    status = _PARTS.share({"phase": phase}) if phase else {}
+    return {"metadata": _meta(volume), "spec": spec, "status": status}
+
+
+_COMMON_REF_TEXT = frozenset({"kind", "apiVersion", "namespace"})
 
 
 def slim_class(sc: Obj) -> Obj:

@@ -1,9 +1,10 @@
 """The API server connection: configuration loading, one aiohttp session, raw JSON requests.
 
-kubernetes_asyncio's loaders read the kubeconfig or the in-cluster service account, and keep
-tokens fresh (the in-cluster hook re-reads a rotated token; ``refresh_token`` re-runs an exec
-plugin); credentials are read from that configuration on every request. pumice then talks to
-the server through its own aiohttp session built from that configuration:
+``pumice.kube.kubeconfig`` reads the kubeconfig or the in-cluster service account (handing
+plugin credentials and merged files to kubernetes_asyncio's loaders, which keep those tokens
+fresh; the in-cluster token is re-read as it rotates); the ``Authorization`` header is asked
+for on every request. pumice then talks to the server through its own aiohttp session built
+from that configuration:
 
 * ``trust_env`` is off: with it on, aiohttp reads ~/.netrc and the proxy environment in a
   worker thread on every request, which costs more CPU than a loopback request itself (the
@@ -25,6 +26,7 @@ import contextlib
 import logging
 import os
 import ssl
+import tempfile
 from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,9 +34,8 @@ from typing import Any
 
 import aiohttp
 import orjson
-from kubernetes_asyncio import client as k8s_client
-from kubernetes_asyncio import config as k8s_config
 
+from pumice.kube.kubeconfig import ClientConfig, check_exists, in_cluster, load_kubeconfig
 from pumice.kube.ratelimit import Backoff, RequestPacing
 from pumice.kube.rest import (
     Forbidden,
@@ -96,7 +97,7 @@ class Kube:
     def __init__(
         self,
         server: str,
-        configuration: Any,
+        configuration: ClientConfig,
         settings: KubeSettings,
         session: aiohttp.ClientSession,
         ssl_context: ssl.SSLContext | bool,
@@ -109,11 +110,10 @@ class Kube:
         self._configuration = configuration
         self._session = session
         self._ssl = ssl_context
-        self._server_hostname: str | None = getattr(configuration, "tls_server_name", None)
-        self._proxy: str | None = getattr(configuration, "proxy", None)
-        # in-cluster tokens are re-read by a hook inside auth_settings(); others are read
-        # from api_key on every request, where the exec/gcp refresher below replaces them
-        self._hooked_auth = getattr(configuration, "refresh_api_key_hook", None) is not None
+        self._server_hostname = configuration.tls_server_name
+        self._proxy = configuration.proxy
+        # asked on every request: a rotated in-cluster token, a refreshed exec/gcp token
+        self._authorization = configuration.authorization
         self._refresher: asyncio.Task[None] | None = None
 
     @property
@@ -131,12 +131,7 @@ class Kube:
         headers = {"Accept": JSON, "User-Agent": self.settings.user_agent}
         if content_type is not None:
             headers["Content-Type"] = content_type
-        if self._hooked_auth:
-            settings = await self._configuration.auth_settings()
-            bearer = settings.get("BearerToken")
-            auth = bearer.get("value") if bearer else None
-        else:
-            auth = _auth_header(self._configuration)
+        auth = await self._authorization()
         if auth:
             headers["Authorization"] = auth
         return headers
@@ -284,12 +279,13 @@ class Kube:
                 path=path,
             ) from None
 
-    def refresh_tokens(self, loader: Any) -> None:
-        """Keep exec-plugin and gcp tokens of a kubeconfig fresh (kubernetes_asyncio's loop;
-        it returns at once for kubeconfigs with static credentials)."""
-        self._refresher = asyncio.get_running_loop().create_task(
-            k8s_config.refresh_token(loader, self._configuration), name="kube-token-refresh"
-        )
+    def refresh_tokens(self) -> None:
+        """Keep exec-plugin and gcp tokens of a kubeconfig fresh (kubernetes_asyncio's loop,
+        when its loader read the kubeconfig)."""
+        if self._configuration.refresher is not None:
+            self._refresher = asyncio.get_running_loop().create_task(
+                self._configuration.refresher(), name="kube-token-refresh"
+            )
 
     async def close(self) -> None:
         if self._refresher is not None:
@@ -302,7 +298,7 @@ class Kube:
 async def connect(settings: KubeSettings) -> Kube:
     """Load the configuration (kubeconfig or in-cluster) and open a session to the server."""
     _check(settings)
-    configuration, loader = await load_configuration(settings)
+    configuration = await load_configuration(settings)
     ssl_context = _ssl_context(configuration)
     session = aiohttp.ClientSession(
         connector=aiohttp.TCPConnector(limit=settings.connection_limit),
@@ -311,61 +307,35 @@ async def connect(settings: KubeSettings) -> Kube:
         read_bufsize=2**21,
     )
     kube = Kube(configuration.host, configuration, settings, session, ssl_context)
-    if loader is not None:
-        kube.refresh_tokens(loader)
+    kube.refresh_tokens()
     return kube
 
 
-async def load_configuration(settings: KubeSettings) -> tuple[Any, Any]:
-    """A kubernetes_asyncio Configuration: the named kubeconfig, else $KUBECONFIG, else the
-    in-cluster service account, else ~/.kube/config; and the kubeconfig loader (None when
-    in-cluster), which knows how to refresh exec-plugin tokens."""
-    configuration = k8s_client.Configuration()
-    loader = None
+async def load_configuration(settings: KubeSettings) -> ClientConfig:
+    """The server and credentials: the named kubeconfig, else $KUBECONFIG, else the
+    in-cluster service account, else ~/.kube/config (``pumice.kube.kubeconfig``)."""
     explicit = settings.kubeconfig or os.environ.get("KUBECONFIG") or None
     if explicit:
-        _check_exists(
+        check_exists(
             explicit,
             "--kubeconfig or scheduler.kubeconfig" if settings.kubeconfig else "$KUBECONFIG",
         )
+    in_pod = bool(os.environ.get(_SERVICE_HOST))
+    default = Path(_DEFAULT_KUBECONFIG).expanduser()
+    if not explicit and not in_pod and not default.exists():
+        raise KubeConfigError(
+            "no Kubernetes configuration: no --kubeconfig, no $KUBECONFIG, "
+            f"not in a cluster, and {default} does not exist"
+        )
     try:
         if explicit:
-            loader = await k8s_config.load_kube_config(
-                config_file=explicit,
-                context=settings.context,
-                client_configuration=configuration,
-                persist_config=False,
-            )
-        elif os.environ.get(_SERVICE_HOST):
-            k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-        else:
-            default = Path(_DEFAULT_KUBECONFIG).expanduser()
-            if not default.exists():
-                raise KubeConfigError(
-                    "no Kubernetes configuration: no --kubeconfig, no $KUBECONFIG, "
-                    f"not in a cluster, and {default} does not exist"
-                )
-            loader = await k8s_config.load_kube_config(
-                config_file=str(default),
-                context=settings.context,
-                client_configuration=configuration,
-                persist_config=False,
-            )
-    except KubeConfigError:
-        raise
-    except Exception as exc:  # the loaders raise ConfigException, OSError, yaml errors...
-        where = explicit or ("in-cluster" if os.environ.get(_SERVICE_HOST) else _DEFAULT_KUBECONFIG)
+            return await load_kubeconfig(explicit, settings.context)
+        if in_pod:
+            return in_cluster()
+        return await load_kubeconfig(str(default), settings.context)
+    except Exception as exc:  # KubeConfigError, OSError, yaml errors, the plugin loaders' errors
+        where = explicit or ("in-cluster" if in_pod else _DEFAULT_KUBECONFIG)
         raise KubeConfigError(f"{where}: cannot load Kubernetes configuration: {exc}") from None
-    return configuration, loader
-
-
-def _check_exists(paths: str, origin: str) -> None:
-    """Name the missing file when no kubeconfig ``paths`` names (a list, as kubectl reads
-    ``$KUBECONFIG``) exists; the loader would only say that a key is missing."""
-    names = [p for p in paths.split(os.pathsep) if p]
-    if names and not any(Path(p).expanduser().is_file() for p in names):
-        missing = ", ".join(names)
-        raise KubeConfigError(f"kubeconfig {missing} (from {origin}): no such file")
 
 
 def _check(settings: KubeSettings) -> None:
@@ -382,28 +352,31 @@ def _check(settings: KubeSettings) -> None:
         raise KubeConfigError("client settings: " + "; ".join(problems))
 
 
-def _ssl_context(configuration: Any) -> ssl.SSLContext | bool:
+def _ssl_context(configuration: ClientConfig) -> ssl.SSLContext | bool:
     """The TLS settings the configuration asks for (True: aiohttp's defaults, for http://)."""
-    if not str(configuration.host).startswith("https"):
+    if not configuration.host.startswith("https"):
         return True
-    context = ssl.create_default_context(cafile=configuration.ssl_ca_cert)
-    if configuration.cert_file:
+    context = ssl.create_default_context(cafile=configuration.ca_file, cadata=configuration.ca_data)
+    if configuration.cert_data is not None or configuration.key_data is not None:
+        # inline client credentials: the ssl module loads them from files only; a private
+        # folder holds them for the call and goes with them
+        with tempfile.TemporaryDirectory(prefix="pumice-tls-") as folder:
+            cert = configuration.cert_file
+            key = configuration.key_file
+            if configuration.cert_data is not None:
+                cert = os.path.join(folder, "client.crt")
+                Path(cert).write_bytes(configuration.cert_data)
+            if configuration.key_data is not None:
+                key = os.path.join(folder, "client.key")
+                Path(key).write_bytes(configuration.key_data)
+            if cert:
+                context.load_cert_chain(cert, keyfile=key)
+    elif configuration.cert_file:
         context.load_cert_chain(configuration.cert_file, keyfile=configuration.key_file)
     if not configuration.verify_ssl:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
     return context
-
-
-def _auth_header(configuration: Any) -> str | None:
-    key = configuration.api_key.get("BearerToken")
-    if key:
-        prefix = configuration.api_key_prefix.get("BearerToken")
-        return f"{prefix} {key}" if prefix else str(key)
-    if configuration.username or configuration.password:
-        basic = aiohttp.BasicAuth(configuration.username or "", configuration.password or "")
-        return basic.encode()
-    return None
 
 
 def _query(query: Mapping[str, object] | None) -> dict[str, str] | None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 __all__ = [
@@ -236,17 +237,37 @@ def pod_links(pod: Mapping[str, Any] | None) -> PodLinks:
     """The pod-to-pod constraints of a plain-dict pod (``NO_LINKS`` when it has none)."""
     if not pod:
         return NO_LINKS
-    spec = pod.get("spec") or {}
-    affinity = spec.get("affinity") or {}
-    pod_affinity = affinity.get("podAffinity") or {}
-    pod_anti = affinity.get("podAntiAffinity") or {}
+    spec = pod.get("spec") or _NOTHING
+    affinity = spec.get("affinity") or _NOTHING
+    pod_affinity = affinity.get("podAffinity") or _NOTHING
+    pod_anti = affinity.get("podAntiAffinity") or _NOTHING
     spread = spec.get("topologySpreadConstraints") or ()
     if not pod_affinity and not pod_anti and not spread:
         return NO_LINKS
-    meta = pod.get("metadata") or {}
+    meta = pod.get("metadata") or _NOTHING
     namespace = str(meta.get("namespace") or "default")
-    labels = meta.get("labels") or {}
+    labels = meta.get("labels") or _NOTHING
+    # Pods of one template carry the very same affinity, spread and label objects once
+    # slimmed (``pumice.cache.slim``): their links are read once. The entry holds those
+    # objects, so an id in the key cannot be reused by another object while it is there.
+    key = (namespace, id(affinity), id(spread), id(labels))
+    known = _by_parts.get(key)
+    if known is not None and known[0] is affinity and known[1] is spread and known[2] is labels:
+        return known[3]
+    links = _links(pod_affinity, pod_anti, spread, namespace, labels)
+    if len(_by_parts) >= _INTERN_LIMIT:
+        _by_parts.clear()
+    _by_parts[key] = (affinity, spread, labels, links)
+    return links
 
+
+def _links(
+    pod_affinity: Mapping[str, Any],
+    pod_anti: Mapping[str, Any],
+    spread: Iterable[Any],
+    namespace: str,
+    labels: Mapping[str, Any],
+) -> PodLinks:
     def required(part: Mapping[str, Any]) -> tuple[AffinityTerm, ...]:
         raw = part.get("requiredDuringSchedulingIgnoredDuringExecution") or ()
         return tuple(_affinity_term(t or {}, namespace, labels) for t in raw)
@@ -274,5 +295,8 @@ def pod_links(pod: Mapping[str, Any] | None) -> PodLinks:
     return interned
 
 
+_NOTHING: Mapping[str, Any] = MappingProxyType({})
 _INTERN_LIMIT = 1 << 16
 _interned: dict[PodLinks, PodLinks] = {}
+_by_parts: dict[tuple[str, int, int, int], tuple[object, object, object, PodLinks]] = {}
+"""(namespace, ids of the affinity, spread and labels objects) -> those objects, their links."""

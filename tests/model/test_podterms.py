@@ -69,3 +69,24 @@ def test_spread_defaults_and_match_label_keys() -> None:
     assert soft_c.honor_affinity and not soft_c.honor_taints and soft_c.min_domains == 1
     assert hard_c.hard and hard_c.selector is None and hard_c.honor_taints
     assert hard_c.min_domains == 3
+
+
+def test_pods_sharing_their_parts_share_their_links_and_others_do_not() -> None:
+    """Slimmed pods of one template hold the very same affinity and labels objects: read once.
+    A pod holding that affinity object with another namespace or other labels is read anew."""
+    shared = anti(labelSelector={"matchLabels": {"app": "web"}}, matchLabelKeys=["rev"])
+    labels = {"app": "web", "rev": "7"}
+    first, second = pod(shared), pod(shared)
+    first["metadata"]["labels"] = second["metadata"]["labels"] = labels
+    assert pod_links(first) is pod_links(second)
+    elsewhere = pod(shared)
+    elsewhere["metadata"]["namespace"] = "other"
+    (term,) = pod_links(elsewhere).anti_affinity
+    assert term.namespaces == frozenset({"other"})
+    newer = pod(shared)
+    newer["metadata"]["labels"] = {"app": "web", "rev": "8"}
+    (term,) = pod_links(newer).anti_affinity
+    assert ("rev", "In", ("8",)) in (term.selector or ())
+    # and equal parts that are not the same objects give equal links all the same
+    copy = pod(anti(labelSelector={"matchLabels": {"app": "web"}}, matchLabelKeys=["rev"]))
+    assert pod_links(copy) == pod_links(first)
