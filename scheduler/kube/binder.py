@@ -57,6 +57,7 @@ from pumice.kube.rest import (
     NotFound,
     TooManyRequests,
 )
+from pumice.model.volumes import BOUND_BY_CONTROLLER, SELECTED_NODE
 from pumice.plain import ObjView
 
 log = logging.getLogger("pumice.kube.binder")
@@ -229,10 +230,6 @@ class Evictor:
                 break
         self.stats.count(outcome)
         return outcome
-
-
-SELECTED_NODE = "volume.kubernetes.io/selected-node"
-BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
 
 
 def claim_reference(claim: ObjView) -> dict[str, Any]:
