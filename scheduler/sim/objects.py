@@ -166,21 +166,20 @@ NOTE_LIMIT = 1024
 
 def events_v1_to_core(obj: Obj) -> Obj:
     """The stored (core v1) form of an ``events.k8s.io/v1`` Event."""
-    out: Obj = {"kind": "Event", "apiVersion": "v1"}
-    for name, value in obj.items():
-        if name in ("kind", "apiVersion"):
-            continue
-        out[_RENAMES.get(name, name)] = value
-    return out
+    return _renamed(obj, "v1", _RENAMES)
 
 
 def core_to_events_v1(obj: Obj) -> Obj:
     """The ``events.k8s.io/v1`` view of a stored (core v1) Event."""
-    out: Obj = {"kind": "Event", "apiVersion": "events.k8s.io/v1"}
+    return _renamed(obj, "events.k8s.io/v1", _BACK)
+
+
+def _renamed(obj: Obj, api_version: str, renames: dict[str, str]) -> Obj:
+    """``obj`` as an Event of ``api_version``, its fields renamed by ``renames``."""
+    out: Obj = {"kind": "Event", "apiVersion": api_version}
     for name, value in obj.items():
-        if name in ("kind", "apiVersion"):
-            continue
-        out[_BACK.get(name, name)] = value
+        if name not in ("kind", "apiVersion"):
+            out[renames.get(name, name)] = value
     return out
 
 
