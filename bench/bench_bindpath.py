@@ -144,7 +144,8 @@ async def main() -> int:
     import pumice
 
     print(
-        f"pumice from {Path(pumice.__file__).resolve().parent.parent}; {args.pods} binds;"
+        f"pumice from {Path(pumice.__file__).resolve().parent.parent}; --pods {args.pods}"
+        f" --rounds {args.rounds};"
         f" whole path {', '.join(f'{w:.1f}' for w, _ in per_pod)} µs per pod (best {best:.1f});"
         f" ClusterCache.assume alone {assume:.1f}; the daemon's own {best - assume:.1f} µs per pod;"
         f" load {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
